@@ -1,0 +1,25 @@
+#include "collectors/build_info.h"
+
+#include "collectors/metrics.h"
+
+namespace hwperf {
+
+const char* exporter_version() { return HWPERF_VERSION; }
+const char* exporter_revision() { return HWPERF_REVISION; }
+
+prometheus::MetricFamily build_info_family(const std::string& papi_version,
+                                           const std::string& hwloc_version) {
+  auto family = make_family(metric_name({"build", "info"}),
+                            "A metric with a constant '1' value labelled by the exporter's version "
+                            "and revision and the PAPI and hwloc library versions it runs with.",
+                            prometheus::MetricType::Gauge);
+  add_gauge(family,
+            {{"version", exporter_version()},
+             {"revision", exporter_revision()},
+             {"papi_version", papi_version},
+             {"hwloc_version", hwloc_version}},
+            1.0);
+  return family;
+}
+
+}  // namespace hwperf

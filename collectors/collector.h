@@ -1,0 +1,25 @@
+// The one interface every collector implements. A collector builds fresh families on every
+// scrape and may throw; CollectorSet (collector_set.h) is the only caller and the only catch site.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+namespace hwperf {
+
+class Collector {
+ public:
+  virtual ~Collector() = default;
+  Collector() = default;
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  // Stable, short, [a-z_]: the value of the `collector` label in the self metrics.
+  virtual std::string name() const = 0;
+  // Appends this collector's families. Must be safe to call from several threads at once.
+  virtual void collect(std::vector<prometheus::MetricFamily>& out) = 0;
+};
+
+}  // namespace hwperf

@@ -1,0 +1,33 @@
+// The one place that calls collectors: it times each one, catches everything it throws, and adds
+// hwperf_scrape_collector_{success,duration_seconds}{collector} (node_exporter collector.go
+// execute()). An exception that reached CivetWeb's C threads would end the process.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "collectors/collector.h"
+
+namespace hwperf {
+
+class CollectorSet {
+ public:
+  CollectorSet() = default;
+  CollectorSet(CollectorSet&&) noexcept = default;
+  CollectorSet& operator=(CollectorSet&&) noexcept = default;
+
+  void add(std::unique_ptr<Collector> collector);
+  std::vector<std::string> names() const;
+  bool empty() const { return collectors_.empty(); }
+
+  // Never throws for a collector's failure; safe to call from several threads at once.
+  std::vector<prometheus::MetricFamily> collect() const;
+
+ private:
+  std::vector<std::unique_ptr<Collector>> collectors_;
+};
+
+}  // namespace hwperf

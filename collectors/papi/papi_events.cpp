@@ -1,0 +1,312 @@
+#include "collectors/papi/papi_events.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "collectors/metrics.h"
+#include "config/cpu_list.h"
+#include "config/errors.h"
+#include "topology/topology.h"
+
+namespace hwperf::papi {
+namespace {
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+struct PresetName {
+  const char* preset;
+  const char* metric;
+};
+
+// Readable names for the presets people actually put on dashboards. Anything else falls back to
+// the snake_case of the preset without "PAPI_" (PAPI_FUL_ICY -> ful_icy), which is stable but
+// terse; `metric:` in the config overrides either.
+constexpr PresetName kPresetNames[] = {
+    {"PAPI_TOT_INS", "instructions"},
+    {"PAPI_TOT_CYC", "cycles"},
+    {"PAPI_REF_CYC", "reference_cycles"},
+    {"PAPI_L1_DCM", "l1_data_cache_misses"},
+    {"PAPI_L1_ICM", "l1_instruction_cache_misses"},
+    {"PAPI_L1_TCM", "l1_cache_misses"},
+    {"PAPI_L1_LDM", "l1_load_misses"},
+    {"PAPI_L1_STM", "l1_store_misses"},
+    {"PAPI_L2_DCM", "l2_data_cache_misses"},
+    {"PAPI_L2_ICM", "l2_instruction_cache_misses"},
+    {"PAPI_L2_TCM", "l2_cache_misses"},
+    {"PAPI_L2_LDM", "l2_load_misses"},
+    {"PAPI_L2_STM", "l2_store_misses"},
+    {"PAPI_L2_DCA", "l2_data_cache_accesses"},
+    {"PAPI_L2_DCH", "l2_data_cache_hits"},
+    {"PAPI_L2_TCA", "l2_cache_accesses"},
+    {"PAPI_L2_TCH", "l2_cache_hits"},
+    {"PAPI_L3_DCM", "l3_data_cache_misses"},
+    {"PAPI_L3_TCM", "l3_cache_misses"},
+    {"PAPI_L3_DCA", "l3_data_cache_accesses"},
+    {"PAPI_L3_TCA", "l3_cache_accesses"},
+    {"PAPI_L3_LDM", "l3_load_misses"},
+    {"PAPI_TLB_DM", "data_tlb_misses"},
+    {"PAPI_TLB_IM", "instruction_tlb_misses"},
+    {"PAPI_BR_INS", "branch_instructions"},
+    {"PAPI_BR_MSP", "branch_mispredictions"},
+    {"PAPI_BR_PRC", "branch_predictions_correct"},
+    {"PAPI_BR_CN", "conditional_branch_instructions"},
+    {"PAPI_BR_UCN", "unconditional_branch_instructions"},
+    {"PAPI_BR_TKN", "branches_taken"},
+    {"PAPI_BR_NTK", "branches_not_taken"},
+    {"PAPI_LD_INS", "load_instructions"},
+    {"PAPI_SR_INS", "store_instructions"},
+    {"PAPI_LST_INS", "load_store_instructions"},
+    {"PAPI_FP_INS", "floating_point_instructions"},
+    {"PAPI_FP_OPS", "floating_point_operations"},
+    {"PAPI_SP_OPS", "single_precision_operations"},
+    {"PAPI_DP_OPS", "double_precision_operations"},
+    {"PAPI_VEC_SP", "single_precision_vector_operations"},
+    {"PAPI_VEC_DP", "double_precision_vector_operations"},
+    {"PAPI_STL_ICY", "no_issue_cycles"},
+    {"PAPI_STL_CCY", "no_completion_cycles"},
+    {"PAPI_RES_STL", "resource_stall_cycles"},
+    {"PAPI_MEM_WCY", "memory_write_stall_cycles"},
+    {"PAPI_PRF_DM", "data_prefetch_misses"},
+    {"PAPI_CA_SNP", "cache_snoops"},
+};
+
+struct SoftwareEvent {
+  const char* base;  // upper case, as perf:: spells it
+  const char* description;
+  Unit unit;
+};
+
+// perf's software events: PAPI describes them only by kernel constant (PERF_COUNT_SW_...).
+constexpr SoftwareEvent kSoftwareEvents[] = {
+    {"CPU-CLOCK", "Time the CPU clock ran while counting, from perf's cpu-clock timer",
+     Unit::nanoseconds},
+    {"TASK-CLOCK", "Time tasks ran, from perf's task-clock timer", Unit::nanoseconds},
+    {"PAGE-FAULTS", "Page faults", Unit::count},
+    {"FAULTS", "Page faults", Unit::count},
+    {"MINOR-FAULTS", "Minor page faults (no I/O needed)", Unit::count},
+    {"MAJOR-FAULTS", "Major page faults (needed I/O)", Unit::count},
+    {"CONTEXT-SWITCHES", "Context switches", Unit::count},
+    {"CS", "Context switches", Unit::count},
+    {"CPU-MIGRATIONS", "Task migrations onto this CPU", Unit::count},
+    {"MIGRATIONS", "Task migrations onto this CPU", Unit::count},
+    {"ALIGNMENT-FAULTS", "Alignment faults", Unit::count},
+    {"EMULATION-FAULTS", "Emulation faults", Unit::count},
+};
+
+const SoftwareEvent* find_software_event(std::string_view event) {
+  const EventName name = parse_event_name(event);
+  // Only perf's own PMU (or no PMU prefix, which PAPI resolves to it) has these events.
+  if (!name.pmu.empty() && lower(name.pmu) != "perf") return nullptr;
+  const std::string base = upper(name.base);
+  for (const auto& sw : kSoftwareEvents) {
+    if (base == sw.base) return &sw;
+  }
+  return nullptr;
+}
+
+bool is_domain_qualifier(std::string_view qualifier) {
+  const std::string q = lower(qualifier);
+  return q == "u" || q == "k" || q.rfind("u=", 0) == 0 || q.rfind("k=", 0) == 0;
+}
+
+std::string family_level(Granularity granularity) { return to_string(granularity); }
+
+}  // namespace
+
+EventName parse_event_name(std::string_view event) {
+  EventName name;
+  std::string_view rest = event;
+  if (const auto pos = rest.find("::"); pos != std::string_view::npos) {
+    name.pmu = std::string(rest.substr(0, pos));
+    rest.remove_prefix(pos + 2);
+  }
+  auto colon = rest.find(':');
+  name.base = std::string(rest.substr(0, colon));
+  while (colon != std::string_view::npos) {
+    rest.remove_prefix(colon + 1);
+    colon = rest.find(':');
+    name.qualifiers.emplace_back(rest.substr(0, colon));
+  }
+  return name;
+}
+
+bool is_preset(std::string_view event) {
+  return event.rfind("PAPI_", 0) == 0 && event.find(':') == std::string_view::npos;
+}
+
+std::string default_metric_base(std::string_view event) {
+  if (is_preset(event)) {
+    for (const auto& entry : kPresetNames) {
+      if (event == entry.preset) return entry.metric;
+    }
+    return to_snake_case(event.substr(5));
+  }
+  const EventName name = parse_event_name(event);
+  std::string joined = name.base;
+  for (const auto& qualifier : name.qualifiers) joined += "_" + qualifier;
+  std::string base = to_snake_case(joined);
+  if (event_unit(event) == Unit::nanoseconds) base += "_seconds";
+  return base;
+}
+
+Unit event_unit(std::string_view event) {
+  const SoftwareEvent* sw = find_software_event(event);
+  return sw == nullptr ? Unit::count : sw->unit;
+}
+
+std::string builtin_description(std::string_view event) {
+  const SoftwareEvent* sw = find_software_event(event);
+  return sw == nullptr ? std::string() : std::string(sw->description);
+}
+
+bool has_domain_qualifier(std::string_view event) {
+  const auto qualifiers = parse_event_name(event).qualifiers;
+  return std::any_of(qualifiers.begin(), qualifiers.end(), is_domain_qualifier);
+}
+
+bool has_cpu_qualifier(std::string_view event) {
+  const auto qualifiers = parse_event_name(event).qualifiers;
+  return std::any_of(qualifiers.begin(), qualifiers.end(),
+                     [](const std::string& q) { return lower(q).rfind("cpu=", 0) == 0; });
+}
+
+std::string cpu_qualified_name(std::string_view native_event, unsigned cpu,
+                               CountingDomain domain) {
+  std::string name(native_event);
+  name += ":cpu=" + std::to_string(cpu);
+  // perf_event uses an event's own u/k bits and ignores the event set's domain whenever they are
+  // present, so the qualifiers are the only way to choose a domain on this path. A domain the
+  // user wrote into the event name wins over collectors.papi.domain.
+  if (!has_domain_qualifier(native_event)) {
+    switch (domain) {
+      case CountingDomain::user: name += ":u=1:k=0"; break;
+      case CountingDomain::kernel: name += ":u=0:k=1"; break;
+      case CountingDomain::all: name += ":u=1:k=1"; break;
+    }
+  }
+  return name;
+}
+
+std::vector<PapiEventConfig> default_events() {
+  // Core throughput, branch and cache behaviour, plus the scheduler's view; the software events
+  // keep the default useful on machines (VMs) without a hardware PMU.
+  const char* names[] = {"PAPI_TOT_INS",      "PAPI_TOT_CYC",          "PAPI_REF_CYC",
+                         "PAPI_BR_INS",       "PAPI_BR_MSP",           "PAPI_L1_DCM",
+                         "PAPI_L2_TCM",       "PAPI_L3_TCM",           "perf::CONTEXT-SWITCHES",
+                         "perf::CPU-MIGRATIONS", "perf::PAGE-FAULTS"};
+  std::vector<PapiEventConfig> events;
+  for (const char* name : names) {
+    PapiEventConfig event;
+    event.event = name;
+    events.push_back(std::move(event));
+  }
+  return events;
+}
+
+std::string counter_family_name(Granularity granularity, const EventSpec& event) {
+  return counter_name({family_level(granularity), event.metric});
+}
+
+std::vector<EventSpec> resolve_event_specs(
+    const std::vector<PapiEventConfig>& events, bool are_defaults, Granularity granularity,
+    const std::function<std::string(const std::string&)>& papi_description) {
+  std::vector<std::string> problems;
+  std::vector<EventSpec> specs;
+  std::vector<std::string> marks;                // where each spec came from
+  std::map<std::string, std::size_t> by_family;  // family name -> index into specs
+  for (const auto& config : events) {
+    const std::string where = config.mark.to_string();
+    if (has_cpu_qualifier(config.event)) {
+      problems.push_back(where + ": PAPI event \"" + config.event +
+                         "\" has a cpu= qualifier; the collector binds every event to each CPU "
+                         "itself: choose CPUs with collectors.papi.cpus instead");
+      continue;
+    }
+    EventSpec spec;
+    spec.event = config.event;
+    spec.unit = event_unit(config.event);
+    spec.is_default = are_defaults;
+    if (config.metric.empty()) {
+      spec.metric = default_metric_base(config.event);
+    } else {
+      if (ends_with(config.metric, "_total")) {
+        problems.push_back(where + ": metric \"" + config.metric + "\" for PAPI event \"" +
+                           config.event + "\" must not end in _total; the exporter adds it");
+        continue;
+      }
+      spec.metric = config.metric;
+      // The exported value is in seconds whatever the name, so the name must say so.
+      if (spec.unit == Unit::nanoseconds && !ends_with(spec.metric, "_seconds")) {
+        spec.metric += "_seconds";
+      }
+    }
+    if (!config.help.empty()) {
+      spec.description = config.help;
+    } else if (auto builtin = builtin_description(config.event); !builtin.empty()) {
+      spec.description = builtin;
+    } else {
+      spec.description = papi_description(config.event);
+      if (spec.description.empty()) spec.description = "PAPI event " + config.event;
+    }
+
+    std::string family;
+    try {
+      family = counter_family_name(granularity, spec);
+    } catch (const std::invalid_argument& e) {
+      problems.push_back(where + ": PAPI event \"" + config.event + "\": " + e.what() +
+                         "; set `metric:` to a name of [a-z_][a-z0-9_]*");
+      continue;
+    }
+    const auto [it, inserted] = by_family.emplace(family, specs.size());
+    if (!inserted) {
+      problems.push_back(where + ": PAPI event \"" + config.event + "\" would be exported as " +
+                         family + ", like \"" + specs[it->second].event + "\" at " +
+                         marks[it->second] + "; give one of them another `metric:` name");
+      continue;
+    }
+    specs.push_back(std::move(spec));
+    marks.push_back(where);
+  }
+  if (!problems.empty()) throw ConfigError(std::move(problems));
+  return specs;
+}
+
+std::vector<unsigned> select_cpus(const PapiCollectorConfig& config, const Topology& topology) {
+  if (config.cpus == "all") return topology.cpus();
+  const std::string where = config.cpus_mark.to_string();
+  std::vector<unsigned> cpus;
+  try {
+    cpus = parse_cpu_list(config.cpus);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError({where + ": collectors.papi.cpus: " + e.what()});
+  }
+  std::vector<unsigned> missing;
+  for (unsigned cpu : cpus) {
+    if (topology.find(cpu) == nullptr) missing.push_back(cpu);
+  }
+  if (!missing.empty()) {
+    throw ConfigError({where + ": collectors.papi.cpus names CPUs " + format_cpu_list(missing) +
+                       ", which this machine does not have online (it has " +
+                       format_cpu_list(topology.cpus()) + ")"});
+  }
+  return cpus;
+}
+
+}  // namespace hwperf::papi

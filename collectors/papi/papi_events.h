@@ -1,0 +1,65 @@
+// Pure helpers of the PAPI collector: event-name parsing, metric naming, units, the default
+// event set, CPU selection and per-CPU qualifiers. No PAPI calls here, so all of it is unit
+// tested without a PMU.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/papi/papi_collector.h"
+#include "config/config.h"
+
+namespace hwperf {
+
+class Topology;
+
+namespace papi {
+
+// "perf::PAGE-FAULTS:u=1" -> pmu "perf", base "PAGE-FAULTS", qualifiers {"u=1"}.
+// "PAPI_TOT_INS" -> pmu "", base "PAPI_TOT_INS", no qualifiers.
+struct EventName {
+  std::string pmu;
+  std::string base;
+  std::vector<std::string> qualifiers;
+};
+EventName parse_event_name(std::string_view event);
+bool is_preset(std::string_view event);  // "PAPI_..." without a PMU prefix
+
+// The metric base name derived from an event: readable names for common presets
+// (PAPI_TOT_INS -> instructions), otherwise the snake_case of the name without its PMU prefix
+// (perf::PAGE-FAULTS -> page_faults). Nanosecond events get "_seconds" (cpu_clock_seconds).
+std::string default_metric_base(std::string_view event);
+Unit event_unit(std::string_view event);
+// A readable description for events whose PAPI description is only a kernel constant
+// (perf::PAGE-FAULTS -> "Page faults"); "" when there is none.
+std::string builtin_description(std::string_view event);
+
+bool has_domain_qualifier(std::string_view event);  // u, k, u=..., k=...
+bool has_cpu_qualifier(std::string_view event);     // cpu=...
+// The qualifier-binding name of a native event: "perf::PAGE-FAULTS" on CPU 3 counting user and
+// kernel -> "perf::PAGE-FAULTS:cpu=3:u=1:k=1". A domain the user already gave is kept.
+std::string cpu_qualified_name(std::string_view native_event, unsigned cpu, CountingDomain domain);
+
+// Used when the config lists no events. Best effort: what this machine cannot count is skipped.
+std::vector<PapiEventConfig> default_events();
+
+// Resolves metric names, descriptions and units. `papi_description` returns PAPI's description
+// of an event ("" when it has none). Throws ConfigError listing every problem at once: metric
+// names that are invalid, end in "_total", or clash; `cpu=` qualifiers (the collector binds CPUs
+// itself, from `cpus`).
+std::vector<EventSpec> resolve_event_specs(
+    const std::vector<PapiEventConfig>& events, bool are_defaults, Granularity granularity,
+    const std::function<std::string(const std::string&)>& papi_description);
+
+// hwperf_cpu_<metric>_total, hwperf_core_..., hwperf_package_..., hwperf_machine_...
+// Throws std::invalid_argument when the result is not a valid metric name.
+std::string counter_family_name(Granularity granularity, const EventSpec& event);
+
+// config.cpus against the topology: "all" is every CPU in it. Throws ConfigError naming
+// config.cpus_mark for a malformed list or CPUs the topology does not have (offline or absent).
+std::vector<unsigned> select_cpus(const PapiCollectorConfig& config, const Topology& topology);
+
+}  // namespace papi
+}  // namespace hwperf

@@ -1,0 +1,213 @@
+// From configuration to a running PAPI collector: validate what the user asked for (every
+// problem at once), open the counters, and say once, at startup, what could not be counted and
+// what to do about it. Also the --check-config report, built the same way.
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include "collectors/papi/papi_collector.h"
+#include "collectors/papi/papi_events.h"
+#include "collectors/papi/papi_source.h"
+#include "config/cpu_list.h"
+#include "config/errors.h"
+#include "config/log.h"
+#include "topology/topology.h"
+
+namespace hwperf {
+namespace {
+
+using papi::EventSpec;
+
+struct Prepared {
+  std::vector<EventSpec> specs;
+  std::vector<unsigned> cpus;
+  std::unique_ptr<papi::CounterSource> source;
+  std::vector<std::string> skipped_defaults;  // default events PAPI does not know here
+};
+
+void append(std::vector<std::string>& to, const std::vector<std::string>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+Prepared prepare(const PapiCollectorConfig& config, const Topology& topology) {
+  Prepared prepared;
+  std::vector<std::string> problems;
+  if (config.events_given && config.events.empty()) {
+    problems.push_back(
+        "collectors.papi.events is empty: list the events to count, leave the key out for the "
+        "default set, or set collectors.papi.enabled: false");
+  }
+  try {
+    prepared.cpus = papi::select_cpus(config, topology);
+  } catch (const ConfigError& e) {
+    append(problems, e.problems());
+  }
+
+  // Unknown names are errors when the user wrote them (all reported together) and a skip when
+  // they come from the default set, which is written for many machines at once.
+  const bool defaults = !config.events_given;
+  const auto events = defaults ? papi::default_events() : config.events;
+  papi::init_library();
+  std::map<std::string, std::string> descriptions;
+  std::vector<PapiEventConfig> known;
+  for (const auto& event : events) {
+    const auto lookup = papi::lookup_event(event.event);
+    if (!lookup.known) {
+      if (defaults) {
+        prepared.skipped_defaults.push_back(event.event + " (" + lookup.error + ")");
+      } else {
+        problems.push_back(event.mark.to_string() + ": unknown PAPI event \"" + event.event +
+                           "\" (" + lookup.error +
+                           "); papi_avail lists the presets and papi_native_avail the native "
+                           "events (with their qualifiers) that PAPI knows on this machine");
+      }
+      continue;
+    }
+    descriptions[event.event] = lookup.description;
+    known.push_back(event);
+  }
+  try {
+    prepared.specs = papi::resolve_event_specs(
+        known, defaults, config.granularity,
+        [&](const std::string& name) { return descriptions[name]; });
+  } catch (const ConfigError& e) {
+    append(problems, e.problems());
+  }
+  if (!problems.empty()) throw ConfigError(std::move(problems));
+
+  papi::OpenRequest request;
+  for (const auto& spec : prepared.specs) request.events.push_back(spec.event);
+  request.cpus = prepared.cpus;
+  request.domain = config.domain;
+  request.attach = config.attach;
+  request.multiplex = config.multiplex;
+  prepared.source = papi::open_papi_source(request);
+  return prepared;
+}
+
+// Dropped counters grouped as (event, reason, remedy) -> CPUs, so that one event that cannot be
+// counted on 128 CPUs is one line, not 128.
+using DropKey = std::tuple<std::size_t, std::string, std::string>;
+std::map<DropKey, std::vector<unsigned>> group_drops(const papi::SourceLayout& layout) {
+  std::map<DropKey, std::vector<unsigned>> groups;
+  for (const auto& drop : layout.dropped) {
+    groups[{drop.event, drop.reason, drop.remedy}].push_back(drop.cpu);
+  }
+  return groups;
+}
+
+std::map<std::size_t, std::vector<unsigned>> counting_cpus(const papi::SourceLayout& layout) {
+  std::map<std::size_t, std::vector<unsigned>> cpus;
+  for (const auto& counter : layout.counters) cpus[counter.event].push_back(counter.cpu);
+  for (auto& [event, list] : cpus) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return cpus;
+}
+
+std::string drop_text(const std::string& event, const std::vector<unsigned>& cpus,
+                      const std::string& reason, const std::string& remedy) {
+  return event + " on CPUs " + format_cpu_list(cpus) + ": " + reason +
+         (remedy.empty() ? "" : "; " + remedy);
+}
+
+}  // namespace
+
+std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config,
+                                               const Topology& topology) {
+  Prepared prepared = prepare(config, topology);
+  const auto& layout = prepared.source->layout();
+  const bool defaults = !config.events_given;
+
+  for (const auto& skipped : prepared.skipped_defaults) {
+    log::info("papi: skipping default event " + skipped + ": PAPI does not know it here");
+  }
+  for (const auto& note : layout.notes) log::info("papi: " + note);
+  for (const auto& [key, cpus] : group_drops(layout)) {
+    const auto& [event, reason, remedy] = key;
+    const auto& spec = prepared.specs[event];
+    const std::string text = drop_text(spec.event, cpus, reason, remedy);
+    if (spec.is_default) {
+      log::info("papi: skipping default event " + text);
+    } else {
+      log::warn("papi: not counting " + text + " (see hwperf_papi_event_dropped)");
+    }
+  }
+
+  const auto counting = counting_cpus(layout);
+  if (counting.empty()) {
+    if (!defaults) {
+      std::string message =
+          "papi: none of the configured events can be counted on CPUs " +
+          format_cpu_list(prepared.cpus) + ":";
+      for (const auto& [key, cpus] : group_drops(layout)) {
+        const auto& [event, reason, remedy] = key;
+        message += "\n  " + drop_text(prepared.specs[event].event, cpus, reason, remedy);
+      }
+      throw std::runtime_error(message);
+    }
+    log::warn("papi: none of the default events can be counted here; only the hwperf_papi_* "
+              "status metrics are exported. List events this machine supports under "
+              "collectors.papi.events (papi_avail, papi_native_avail) or disable the collector");
+  } else {
+    std::size_t multiplexed = 0;
+    for (const auto& set : layout.event_sets) multiplexed += set.multiplexed ? 1 : 0;
+    log::info("papi: counting " + std::to_string(counting.size()) + " of " +
+              std::to_string(prepared.specs.size()) + " events on CPUs " +
+              format_cpu_list(prepared.cpus) + " in " + std::to_string(layout.event_sets.size()) +
+              " event sets (" + std::to_string(multiplexed) + " multiplexed), granularity " +
+              to_string(config.granularity) + ", domain " + to_string(config.domain));
+  }
+  return make_papi_collector_from_source(config, std::move(prepared.specs), topology,
+                                         std::move(prepared.source));
+}
+
+std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
+                                           const Topology& topology) {
+  Prepared prepared = prepare(config, topology);
+  const auto& layout = prepared.source->layout();
+  std::vector<std::string> lines;
+  lines.push_back("CPUs " + format_cpu_list(prepared.cpus) + ", attach " + to_string(config.attach) +
+                  ", domain " + to_string(config.domain) + ", granularity " +
+                  to_string(config.granularity) + ", multiplex " +
+                  (config.multiplex ? "on" : "off") +
+                  (config.events_given ? "" : ", default events (best effort)"));
+  for (const auto& skipped : prepared.skipped_defaults) {
+    lines.push_back(skipped + ": unknown to PAPI here; default event, skipped");
+  }
+  const auto counting = counting_cpus(layout);
+  const auto drops = group_drops(layout);
+  for (std::size_t e = 0; e < prepared.specs.size(); ++e) {
+    const auto& spec = prepared.specs[e];
+    std::string line = spec.event + " -> " + papi::counter_family_name(config.granularity, spec);
+    if (const auto it = counting.find(e); it != counting.end()) {
+      std::vector<std::string> bindings;
+      for (const auto& set : layout.event_sets) {
+        for (std::size_t counter : set.counters) {
+          if (layout.counters[counter].event == e &&
+              std::find(bindings.begin(), bindings.end(), set.binding) == bindings.end()) {
+            bindings.push_back(set.binding);
+          }
+        }
+      }
+      std::string via;
+      for (const auto& binding : bindings) via += (via.empty() ? "" : "+") + binding;
+      line += ": countable on CPUs " + format_cpu_list(it->second) + " (" + via + ")";
+    } else {
+      line += ": NOT countable here";
+    }
+    for (const auto& [key, cpus] : drops) {
+      const auto& [event, reason, remedy] = key;
+      if (event != e) continue;
+      line += "; not on CPUs " + format_cpu_list(cpus) + ": " + reason + "; " + remedy;
+    }
+    if (spec.is_default && counting.count(e) == 0) line += " (default event, skipped)";
+    lines.push_back(std::move(line));
+  }
+  for (const auto& note : layout.notes) lines.push_back("note: " + note);
+  return lines;
+}
+
+}  // namespace hwperf

@@ -1,0 +1,40 @@
+// The real CounterSource, over PAPI. Internal to collectors/papi; papi.h stays in the .cpp.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectors/papi/papi_collector.h"
+#include "config/config.h"
+
+namespace hwperf::papi {
+
+// Initialises PAPI once per process (library, threads, multiplexing) and checks that its
+// perf_event component is usable. Throws std::runtime_error naming PAPI's reason and the remedy.
+void init_library();
+
+struct EventLookup {
+  bool known = false;
+  std::string error;        // PAPI_strerror when unknown
+  std::string description;  // PAPI's long description when known
+};
+// Whether PAPI knows this event name (with its qualifiers) at all. Knowing is not counting:
+// PAPI_TOT_INS is known on a machine without a PMU; open_papi_source() finds out the rest.
+EventLookup lookup_event(const std::string& event);
+
+struct OpenRequest {
+  std::vector<std::string> events;  // every one known to PAPI (lookup_event)
+  std::vector<unsigned> cpus;
+  CountingDomain domain = CountingDomain::all;
+  PapiAttachMode attach = PapiAttachMode::automatic;
+  bool multiplex = true;
+};
+// Opens and starts every (event, CPU) it can; what it cannot open is in layout().dropped with
+// PAPI's reason and the remedy. Throws std::runtime_error only if PAPI itself fails.
+std::unique_ptr<CounterSource> open_papi_source(const OpenRequest& request);
+
+// The remedy text for permission errors, with this machine's kernel.perf_event_paranoid.
+std::string permission_remedy();
+
+}  // namespace hwperf::papi

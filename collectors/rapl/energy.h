@@ -1,0 +1,126 @@
+// The arithmetic of RAPL energy counters, free of I/O so that every rule is a table-driven test:
+// how two raw readings of one counter differ under each interface's wrap rule, how a delta is
+// judged plausible, and how deltas add up into a total that stays exact in integers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace hwperf::rapl {
+
+enum class Domain { package, core, uncore, dram, psys };
+inline constexpr Domain kAllDomains[] = {Domain::package, Domain::core, Domain::uncore,
+                                         Domain::dram, Domain::psys};
+std::string_view to_string(Domain domain);
+std::optional<Domain> parse_domain(std::string_view name);
+
+// The domains the configuration asks for (collectors.rapl.domains); all by default.
+class DomainSet {
+ public:
+  static DomainSet all() noexcept { return DomainSet(0x1Fu); }
+  static DomainSet none() noexcept { return DomainSet(0u); }
+  bool contains(Domain domain) const noexcept { return (bits_ & bit(domain)) != 0; }
+  void insert(Domain domain) noexcept { bits_ |= bit(domain); }
+
+ private:
+  explicit DomainSet(unsigned bits) noexcept : bits_(bits) {}
+  static unsigned bit(Domain domain) noexcept { return 1u << static_cast<unsigned>(domain); }
+  unsigned bits_;
+};
+
+// How a counter wraps. Each interface has its own rule (see the README fragment).
+enum class WrapRule {
+  modulo_2_32,     // MSR: the low 32 bits of the status register, in hardware energy units
+  modulo_2_64,     // perf: the kernel's 64-bit count, already wrap-corrected by the kernel
+  powercap_range,  // powercap: energy_uj in [0, max_energy_range_uj], in microjoules
+};
+
+struct CounterScale {
+  WrapRule rule = WrapRule::modulo_2_64;
+  // powercap_range only: the zone's own max_energy_range_uj. Ignored by the other rules.
+  std::uint64_t range = 0;
+  // Raw counts in one joule: 2^ESU for MSR, 10^6 for powercap, 1/.scale for perf. Never 0.
+  std::uint64_t counts_per_joule = 1;
+};
+
+struct Delta {
+  std::uint64_t counts = 0;
+  bool wrapped = false;
+};
+
+// (current - previous) mod 2^32 on the low 32 bits; the high 32 bits of the MSR are reserved.
+Delta msr_delta(std::uint64_t previous, std::uint64_t current) noexcept;
+// Unsigned 64-bit subtraction.
+Delta perf_delta(std::uint64_t previous, std::uint64_t current) noexcept;
+// On a decrease: (max_energy_range_uj - previous) + current + one counter unit, because the
+// counter runs through max_energy_range_uj and then 0, which is one hardware step apart.
+Delta powercap_delta(std::uint64_t previous_uj, std::uint64_t current_uj,
+                     std::uint64_t max_energy_range_uj) noexcept;
+// One hardware step in microjoules. The kernel reports max_energy_range_uj as
+// 0xFFFFFFFF * energy unit, so the step is range / (2^32 - 1), rounded; at least 1 uJ.
+std::uint64_t powercap_counter_unit_uj(std::uint64_t max_energy_range_uj) noexcept;
+Delta counter_delta(const CounterScale& scale, std::uint64_t previous,
+                    std::uint64_t current) noexcept;
+
+// Energy a counter can hold before it wraps, in joules; +infinity for 64-bit perf counts (the
+// kernel folds the hardware's 32-bit wraps into them).
+double wrap_range_joules(const CounterScale& scale) noexcept;
+
+// Monotonic energy, exact: whole joules plus a remainder in raw counts, so that no rounding
+// accumulates over months and the 64-bit joule part cannot overflow in practice (2^64 J).
+class EnergyTotal {
+ public:
+  EnergyTotal() noexcept = default;
+  explicit EnergyTotal(std::uint64_t counts_per_joule) noexcept;
+  void add(std::uint64_t counts) noexcept;
+  std::uint64_t whole_joules() const noexcept { return joules_; }
+  std::uint64_t remainder_counts() const noexcept { return counts_; }
+  std::uint64_t counts_per_joule() const noexcept { return counts_per_joule_; }
+  double joules() const noexcept;  // the one place this becomes a double: the sample
+
+ private:
+  std::uint64_t counts_per_joule_ = 1;
+  std::uint64_t joules_ = 0;
+  std::uint64_t counts_ = 0;  // < counts_per_joule_
+};
+
+// Time allowed on top of the measured interval before a delta counts as implausible. Covers the
+// hardware's own update period (~1 ms) and the gap between our timestamp and its update, so that
+// two reads microseconds apart never reject one ordinary step.
+inline constexpr double kPlausibilitySlackSeconds = 1.0;
+
+// The most counts a delta may hold after `elapsed_seconds` at `max_watts`:
+// max_watts * (elapsed + slack) joules, saturating at UINT64_MAX.
+std::uint64_t plausible_limit_counts(double max_watts, double elapsed_seconds,
+                                     std::uint64_t counts_per_joule) noexcept;
+
+using Clock = std::chrono::steady_clock;
+
+// What one counter last read, to compute the next delta from.
+struct CounterState {
+  bool primed = false;  // false until the first successful read (the baseline)
+  std::uint64_t previous = 0;
+  Clock::time_point at{};
+};
+
+// What one exported series has seen. Several counters may feed one series (AMD's per-core
+// counters all feed the core domain of their package).
+struct Tally {
+  EnergyTotal energy;
+  std::uint64_t wraps = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t read_errors = 0;
+};
+
+enum class FoldOutcome { baseline, added, rejected };
+
+// Folds one reading into `tally`. The first reading only sets the baseline (energy counts from
+// exporter start). A delta above plausible_limit_counts() is counted in `rejected` and not
+// added; the reading still becomes the new baseline, so one bad value costs one interval, not
+// every later one. Wraps are counted only for deltas that were added.
+FoldOutcome fold_reading(const CounterScale& scale, double max_watts, CounterState& state,
+                         Tally& tally, std::uint64_t raw, Clock::time_point now) noexcept;
+
+}  // namespace hwperf::rapl

@@ -1,0 +1,57 @@
+// The energy-source seam: each Linux interface (powercap, perf_event, MSR) and the tests' fake
+// present the same thing, a list of counters with their wrap rule and unit, and raw reads. All
+// energy arithmetic lives above this seam (energy.h, rapl_engine.h), none below it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/rapl/energy.h"
+#include "collectors/rapl/io.h"
+
+namespace hwperf::rapl {
+
+struct CounterInfo {
+  Domain domain = Domain::package;
+  // The hwloc package (Linux physical_package_id) the energy belongs to; empty for a
+  // platform-wide psys counter.
+  std::optional<unsigned> package;
+  // Set only where the hardware counts per die (powercap "package-N-die-M", multi-die PMUs).
+  std::optional<unsigned> die;
+  CounterScale scale;
+  std::string source;  // the file or event read, for messages
+};
+
+class EnergySource {
+ public:
+  virtual ~EnergySource() = default;
+  EnergySource() = default;
+  EnergySource(const EnergySource&) = delete;
+  EnergySource& operator=(const EnergySource&) = delete;
+
+  virtual std::string_view interface_name() const = 0;  // "powercap", "perf", "msr"
+  virtual const std::vector<CounterInfo>& counters() const = 0;
+  // The raw counter now, or the errno that prevented the read. Called with the engine's lock
+  // held, so never concurrently.
+  virtual OrErrno<std::uint64_t> read(std::size_t index) = 0;
+  // The largest power (watts) the hardware says each package may draw, from power-limit
+  // registers or powercap constraints; packages it says nothing about are absent.
+  virtual std::map<unsigned, double> package_power_hints() const { return {}; }
+};
+
+// The outcome of trying one interface at startup: a working source, or why not.
+struct ProbeResult {
+  std::string interface;                  // "perf", "powercap", "msr"
+  std::unique_ptr<EnergySource> source;   // null when the interface cannot be used
+  std::string reason = "ok";              // short code for the metric: ok, absent,
+                                          // permission_denied, unsupported, error
+  std::string message;                    // one line naming the thing and the remedy
+};
+
+}  // namespace hwperf::rapl

@@ -1,0 +1,336 @@
+#include "collectors/rapl/msr_source.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "config/log.h"
+
+namespace hwperf::rapl {
+namespace {
+
+enum class Vendor { intel, amd, unknown };
+
+Vendor vendor_of(const CpuIdentity& cpu) {
+  if (cpu.vendor == "GenuineIntel" && cpu.family == 6) return Vendor::intel;
+  // Zen and later (family 17h+), and Hygon's Zen derivative (18h), share AMD's RAPL MSRs.
+  if (cpu.vendor == "AuthenticAMD" && cpu.family >= 0x17) return Vendor::amd;
+  if (cpu.vendor == "HygonGenuine" && cpu.family >= 0x18) return Vendor::amd;
+  return Vendor::unknown;
+}
+
+OrErrno<std::uint64_t> read_msr(int fd, std::uint64_t address) {
+  std::uint64_t value = 0;
+  const ssize_t n = ::pread(fd, &value, sizeof value, static_cast<off_t>(address));
+  if (n < 0) return {0, errno};
+  // The msr driver answers EIO for a register the CPU does not have; a short read (a fixture
+  // file that ends before the register) means the same.
+  if (n != static_cast<ssize_t>(sizeof value)) return {0, EIO};
+  return {value, 0};
+}
+
+class MsrSource final : public EnergySource {
+ public:
+  std::string_view interface_name() const override { return "msr"; }
+  const std::vector<CounterInfo>& counters() const override { return counters_; }
+  OrErrno<std::uint64_t> read(std::size_t index) override {
+    const Register& reg = registers_.at(index);
+    return read_msr(fds_.at(reg.fd).get(), reg.address);
+  }
+  std::map<unsigned, double> package_power_hints() const override { return hints_; }
+
+  // Index of the open device of `cpu`, or the errno of opening it.
+  OrErrno<std::size_t> device(const std::string& devfs_root, unsigned cpu) {
+    const auto found = fd_of_cpu_.find(cpu);
+    if (found != fd_of_cpu_.end()) return {found->second, 0};
+    const std::string path = devfs_root + "/cpu/" + std::to_string(cpu) + "/msr";
+    // Read-only: this exporter never writes a model-specific register.
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return {0, errno};
+    fds_.push_back(std::move(fd));
+    fd_of_cpu_[cpu] = fds_.size() - 1;
+    return {fds_.size() - 1, 0};
+  }
+  int fd(std::size_t index) const { return fds_.at(index).get(); }
+  void add(CounterInfo info, std::size_t fd_index, std::uint64_t address) {
+    counters_.push_back(std::move(info));
+    registers_.push_back({fd_index, address});
+  }
+  void hint(unsigned package, double watts) {
+    if (watts > 0) hints_[package] = std::max(hints_[package], watts);
+  }
+  bool empty() const { return counters_.empty(); }
+
+ private:
+  struct Register {
+    std::size_t fd;
+    std::uint64_t address;
+  };
+  std::vector<CounterInfo> counters_;
+  std::vector<Register> registers_;
+  std::vector<UniqueFd> fds_;
+  std::map<unsigned, std::size_t> fd_of_cpu_;
+  std::map<unsigned, double> hints_;
+};
+
+ProbeResult failure(std::string reason, std::string message) {
+  ProbeResult result;
+  result.interface = "msr";
+  result.reason = std::move(reason);
+  result.message = "rapl: msr: " + std::move(message);
+  return result;
+}
+
+ProbeResult open_failure(const std::string& devfs_root, unsigned cpu, int error) {
+  const std::string path = devfs_root + "/cpu/" + std::to_string(cpu) + "/msr";
+  const std::string what = path + ": " + errno_text(error);
+  struct stat info {};
+  const bool cpu_dir = ::stat((devfs_root + "/cpu/" + std::to_string(cpu)).c_str(), &info) == 0;
+  switch (error) {
+    case ENOENT:
+      return failure("absent",
+                     what + (cpu_dir ? ": the msr driver is not loaded"
+                                     : ": there is no " + devfs_root + "/cpu (no msr driver, "
+                                                                       "or not mapped into this container)") +
+                         "; remedy: `modprobe msr` on the host, and in a container map the "
+                         "device (--device /dev/cpu/N/msr for every CPU, or --privileged)");
+    case EACCES:
+      return failure("permission_denied",
+                     what + ": the msr device is root-only; remedy: run the exporter as root "
+                            "(with CAP_SYS_RAWIO), or --privileged in a container");
+    case EPERM:
+      return failure("permission_denied",
+                     what + ": opening the msr device needs CAP_SYS_RAWIO; remedy: run as root "
+                            "with CAP_SYS_RAWIO (`setcap cap_sys_rawio+ep` on the binary, or "
+                            "--cap-add SYS_RAWIO / --privileged in a container)");
+    default:
+      return failure("unsupported", what + ": this CPU is offline or has no MSR access");
+  }
+}
+
+struct Target {
+  unsigned cpu;
+  unsigned package;
+  std::optional<unsigned> die;
+};
+
+}  // namespace
+
+std::optional<CpuIdentity> parse_cpuinfo(std::string_view text) {
+  CpuIdentity cpu;
+  bool vendor = false;
+  bool family = false;
+  bool model = false;
+  while (!text.empty()) {
+    const auto newline = text.find('\n');
+    const std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
+    if (trim(line).empty()) {
+      if (vendor || family || model) break;  // the end of the first processor's block
+      continue;
+    }
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view key = trim(line.substr(0, colon));
+    const std::string_view value = trim(line.substr(colon + 1));
+    if (key == "vendor_id") {
+      cpu.vendor = std::string(value);
+      vendor = true;
+    } else if (key == "cpu family") {
+      const auto parsed = parse_u64(value);
+      if (!parsed || *parsed > 0xFFFF) return std::nullopt;
+      cpu.family = static_cast<unsigned>(*parsed);
+      family = true;
+    } else if (key == "model") {
+      const auto parsed = parse_u64(value);
+      if (!parsed || *parsed > 0xFFFF) return std::nullopt;
+      cpu.model = static_cast<unsigned>(*parsed);
+      model = true;
+    }
+  }
+  if (!vendor || !family || !model) return std::nullopt;
+  return cpu;
+}
+
+unsigned energy_unit_exponent(const CpuIdentity& cpu, Domain domain, std::uint64_t unit_register) {
+  const auto esu = static_cast<unsigned>((unit_register >> 8) & 0x1F);
+  if (vendor_of(cpu) != Vendor::intel) return esu;
+  // Haswell-X, Broadwell-X, Broadwell-D, Xeon Phi KNL/KNM, Skylake-X (and Cascade/Cooper Lake),
+  // Ice Lake-X/-D: the DRAM domain counts in 2^-16 J whatever the unit register says.
+  static const std::set<unsigned> dram_fixed = {0x3F, 0x4F, 0x56, 0x57, 0x85, 0x55, 0x6A, 0x6C};
+  // Sapphire Rapids and Emerald Rapids count psys in whole joules.
+  static const std::set<unsigned> psys_joules = {0x8F, 0xCF};
+  if (domain == Domain::dram && dram_fixed.count(cpu.model) != 0) return 16;
+  if (domain == Domain::psys && psys_joules.count(cpu.model) != 0) return 0;
+  return esu;
+}
+
+ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, DomainSet wanted) {
+  const std::string cpuinfo_path = paths.procfs + "/cpuinfo";
+  const auto cpuinfo_text = read_small_file(cpuinfo_path);
+  if (!cpuinfo_text.ok()) {
+    return failure("error", cpuinfo_path + ": " + errno_text(cpuinfo_text.error) +
+                                ": the CPU vendor decides which registers to read");
+  }
+  const auto cpu = parse_cpuinfo(cpuinfo_text.value);
+  if (!cpu) {
+    return failure("error", cpuinfo_path + " names no vendor_id, cpu family and model");
+  }
+  const Vendor vendor = vendor_of(*cpu);
+  const std::string identity = cpu->vendor + " family " + std::to_string(cpu->family) +
+                               " model " + std::to_string(cpu->model);
+  if (vendor == Vendor::unknown) {
+    return failure("unsupported", "no RAPL register layout is known for " + identity);
+  }
+  const bool amd = vendor == Vendor::amd;
+
+  // One CPU per package, or per die where Intel counts per die (Cascade Lake-AP and later);
+  // AMD's package counter is package-wide whatever the kernel calls a die.
+  std::map<std::pair<unsigned, unsigned>, unsigned> by_die;
+  for (unsigned package : topology.packages()) {
+    for (unsigned c : topology.cpus_of_package(package)) {
+      by_die.emplace(std::make_pair(package, amd ? 0u : die_of_cpu(paths.sysfs, c)), c);
+    }
+  }
+  std::map<unsigned, int> dies;
+  for (const auto& entry : by_die) ++dies[entry.first.first];
+  const bool per_die = std::any_of(dies.begin(), dies.end(), [](const auto& d) { return d.second > 1; });
+  std::vector<Target> targets;
+  for (const auto& [key, c] : by_die) {
+    targets.push_back({c, key.first, per_die ? std::optional<unsigned>(key.second) : std::nullopt});
+  }
+  if (targets.empty()) return failure("error", "the topology has no CPUs");
+
+  auto source = std::make_unique<MsrSource>();
+  const auto first = source->device(paths.devfs, targets.front().cpu);
+  if (!first.ok()) return open_failure(paths.devfs, targets.front().cpu, first.error);
+
+  const std::uint64_t unit_address = amd ? msr::kAmdPowerUnit : msr::kIntelPowerUnit;
+  const auto first_unit = read_msr(source->fd(first.value), unit_address);
+  if (!first_unit.ok()) {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llX", static_cast<unsigned long long>(unit_address));
+    return failure("unsupported", paths.devfs + "/cpu/" + std::to_string(targets.front().cpu) +
+                                      "/msr: reading the power unit register " + hex + ": " +
+                                      errno_text(first_unit.error) + ": " + identity +
+                                      " (or its hypervisor) does not expose RAPL");
+  }
+
+  struct Status {
+    Domain domain;
+    std::uint64_t address;
+  };
+  const std::vector<Status> package_scope =
+      amd ? std::vector<Status>{{Domain::package, msr::kAmdPackageEnergy}}
+          : std::vector<Status>{{Domain::package, msr::kIntelPackageEnergy},
+                                {Domain::core, msr::kIntelPp0Energy},
+                                {Domain::uncore, msr::kIntelPp1Energy},
+                                {Domain::dram, msr::kIntelDramEnergy},
+                                {Domain::psys, msr::kIntelPsysEnergy}};
+  std::set<Domain> absent;
+  std::vector<std::string> problems;
+  // A register the CPU lacks fails with EIO. One it has but does not drive (PP1 on servers,
+  // DRAM on most clients) reads 0: a live counter has counted since reset, so 0 at startup
+  // means "not implemented" with a chance of 2^-32.
+  auto try_add = [&](const Target& target, std::size_t fd_index, Domain domain,
+                     std::uint64_t address, std::uint64_t unit, bool package_label) {
+    const auto status = read_msr(source->fd(fd_index), address);
+    if (!status.ok() || (status.value & 0xFFFFFFFFu) == 0) {
+      absent.insert(domain);
+      return;
+    }
+    CounterInfo info;
+    info.domain = domain;
+    if (package_label) {
+      info.package = target.package;
+      info.die = target.die;
+    }
+    const unsigned exponent = energy_unit_exponent(*cpu, domain, unit);
+    info.scale = {WrapRule::modulo_2_32, 0, std::uint64_t{1} << exponent};
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llX", static_cast<unsigned long long>(address));
+    info.source = paths.devfs + "/cpu/" + std::to_string(target.cpu) + "/msr@" + hex;
+    source->add(std::move(info), fd_index, address);
+  };
+
+  bool psys_done = false;
+  for (const Target& target : targets) {
+    const auto fd_index = source->device(paths.devfs, target.cpu);
+    if (!fd_index.ok()) {
+      problems.push_back(paths.devfs + "/cpu/" + std::to_string(target.cpu) + "/msr: " +
+                         errno_text(fd_index.error));
+      continue;
+    }
+    const auto unit = read_msr(source->fd(fd_index.value), unit_address);
+    if (!unit.ok()) {
+      problems.push_back("power unit register on cpu " + std::to_string(target.cpu) + ": " +
+                         errno_text(unit.error));
+      continue;
+    }
+    for (const Status& status : package_scope) {
+      if (!wanted.contains(status.domain)) continue;
+      // psys is one platform-wide counter, read once.
+      if (status.domain == Domain::psys) {
+        if (psys_done) continue;
+        psys_done = true;
+      }
+      try_add(target, fd_index.value, status.domain, status.address, unit.value,
+              status.domain != Domain::psys);
+    }
+    if (!amd) {
+      // PKG_POWER_INFO: thermal spec power in bits 14:0, maximum power in bits 46:32, both in
+      // units of 2^-PU W (PU = unit register bits 3:0). Either may be 0 (not reported).
+      const auto info = read_msr(source->fd(fd_index.value), msr::kIntelPackagePowerInfo);
+      if (info.ok()) {
+        const double per_watt = static_cast<double>(std::uint64_t{1} << (unit.value & 0xF));
+        const auto tdp = static_cast<double>(info.value & 0x7FFF);
+        const auto max = static_cast<double>((info.value >> 32) & 0x7FFF);
+        source->hint(target.package, std::max(tdp, max) / per_watt);
+      }
+    }
+  }
+  if (amd && wanted.contains(Domain::core)) {
+    // AMD counts core energy per core; each core's counter feeds its package's core series.
+    std::set<std::pair<unsigned, unsigned>> seen;
+    for (const HardwareThread& thread : topology.threads()) {
+      if (!seen.insert({thread.package, thread.core}).second) continue;
+      const auto fd_index = source->device(paths.devfs, thread.cpu);
+      if (!fd_index.ok()) {
+        problems.push_back(paths.devfs + "/cpu/" + std::to_string(thread.cpu) + "/msr: " +
+                           errno_text(fd_index.error));
+        continue;
+      }
+      const auto unit = read_msr(source->fd(fd_index.value), unit_address);
+      if (!unit.ok()) continue;
+      try_add({thread.cpu, thread.package, std::nullopt}, fd_index.value, Domain::core,
+              msr::kAmdCoreEnergy, unit.value, true);
+    }
+  }
+  for (const auto& problem : problems) log::warn("rapl: msr: skipping " + problem);
+  if (source->empty()) {
+    return failure("unsupported", identity + " reports no live energy status register (each is "
+                                             "missing or reads 0) for the configured domains");
+  }
+  for (Domain domain : absent) {
+    bool found = false;
+    for (const auto& info : source->counters()) found = found || info.domain == domain;
+    if (!found && wanted.contains(domain)) {
+      log::debug("rapl: msr: " + std::string(to_string(domain)) + " status register is missing "
+                 "or reads 0 on " + identity + "; not exported");
+    }
+  }
+  ProbeResult result;
+  result.interface = "msr";
+  result.source = std::move(source);
+  return result;
+}
+
+}  // namespace hwperf::rapl

@@ -1,0 +1,351 @@
+#include "collectors/rapl/perf_source.h"
+
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "config/cpu_list.h"
+#include "config/log.h"
+
+namespace hwperf::rapl {
+namespace {
+namespace fs = std::filesystem;
+
+struct EventName {
+  const char* file;
+  Domain domain;
+};
+// The kernel's names (arch/x86/events/rapl.c): PP0 is "cores", PP1 is "gpu".
+constexpr EventName kPowerEvents[] = {{"energy-pkg", Domain::package},
+                                      {"energy-cores", Domain::core},
+                                      {"energy-gpu", Domain::uncore},
+                                      {"energy-ram", Domain::dram},
+                                      {"energy-psys", Domain::psys}};
+
+struct Target {
+  unsigned cpu = 0;
+  unsigned package = 0;
+  std::optional<unsigned> die;
+};
+
+class PerfSource final : public EnergySource {
+ public:
+  std::string_view interface_name() const override { return "perf"; }
+  const std::vector<CounterInfo>& counters() const override { return counters_; }
+  OrErrno<std::uint64_t> read(std::size_t index) override {
+    std::uint64_t count = 0;
+    const ssize_t n = ::read(fds_.at(index).get(), &count, sizeof count);
+    if (n < 0) return {0, errno};
+    if (n != static_cast<ssize_t>(sizeof count)) return {0, EIO};
+    return {count, 0};
+  }
+  void add(CounterInfo info, UniqueFd fd) {
+    counters_.push_back(std::move(info));
+    fds_.push_back(std::move(fd));
+  }
+  bool empty() const { return counters_.empty(); }
+
+ private:
+  std::vector<CounterInfo> counters_;
+  std::vector<UniqueFd> fds_;
+};
+
+int open_event(std::uint32_t type, const PerfEventConfig& config, unsigned cpu) {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = type;
+  attr.config = config.config;
+  attr.config1 = config.config1;
+  attr.config2 = config.config2;
+  // pid -1 with a CPU: a system-wide count of everything on that CPU's package, which is what
+  // the power PMU supports (it rejects per-task events and exclude_* filters).
+  return static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1, static_cast<int>(cpu), -1,
+                                    PERF_FLAG_FD_CLOEXEC));
+}
+
+std::map<std::string, std::string> read_formats(const std::string& pmu_dir) {
+  std::map<std::string, std::string> formats;
+  std::error_code ec;
+  for (fs::directory_iterator it(pmu_dir + "/format", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const auto text = read_small_file(it->path().string());
+    if (text.ok()) formats[it->path().filename().string()] = std::string(trim(text.value));
+  }
+  return formats;
+}
+
+// One CPU per package (or per die where the PMU counts per die), taken from the PMU's cpumask
+// when it names one in that package, else the package's first CPU from the topology.
+std::vector<Target> package_targets(const std::string& pmu_dir, const std::string& sysfs_root,
+                                    const Topology& topology) {
+  std::map<std::pair<unsigned, unsigned>, unsigned> by_die;  // (package, die) -> cpu
+  const auto mask = read_small_file(pmu_dir + "/cpumask");
+  if (mask.ok()) {
+    try {
+      for (unsigned cpu : parse_cpu_list(trim(mask.value))) {
+        const HardwareThread* thread = topology.find(cpu);
+        if (thread == nullptr) continue;
+        by_die.emplace(std::make_pair(thread->package, die_of_cpu(sysfs_root, cpu)), cpu);
+      }
+    } catch (const std::invalid_argument& e) {
+      log::warn("rapl: perf: ignoring " + pmu_dir + "/cpumask: " + e.what());
+    }
+  }
+  std::set<unsigned> covered;
+  for (const auto& entry : by_die) covered.insert(entry.first.first);
+  for (unsigned package : topology.packages()) {
+    if (covered.count(package) != 0) continue;
+    const auto cpus = topology.cpus_of_package(package);
+    if (!cpus.empty()) by_die.emplace(std::make_pair(package, die_of_cpu(sysfs_root, cpus.front())), cpus.front());
+  }
+  std::map<unsigned, int> dies_per_package;
+  for (const auto& entry : by_die) ++dies_per_package[entry.first.first];
+  bool per_die = false;
+  for (const auto& entry : dies_per_package) per_die = per_die || entry.second > 1;
+  std::vector<Target> targets;
+  for (const auto& [key, cpu] : by_die) {
+    targets.push_back({cpu, key.first, per_die ? std::optional<unsigned>(key.second) : std::nullopt});
+  }
+  return targets;
+}
+
+// The first hardware thread of every core: AMD's core energy counter is per core.
+std::vector<Target> core_targets(const Topology& topology) {
+  std::set<std::pair<unsigned, unsigned>> seen;
+  std::vector<Target> targets;
+  for (const HardwareThread& thread : topology.threads()) {
+    if (seen.insert({thread.package, thread.core}).second) {
+      targets.push_back({thread.cpu, thread.package, std::nullopt});
+    }
+  }
+  return targets;
+}
+
+std::string paranoid_text(const std::string& procfs_root) {
+  const auto level = read_small_file(procfs_root + "/sys/kernel/perf_event_paranoid");
+  return level.ok() ? std::string(trim(level.value)) : std::string("unknown");
+}
+
+ProbeResult failure(std::string reason, std::string message) {
+  ProbeResult result;
+  result.interface = "perf";
+  result.reason = std::move(reason);
+  result.message = "rapl: perf: " + std::move(message);
+  return result;
+}
+
+struct PmuEvent {
+  std::string name;  // "power/energy-pkg"
+  Domain domain;
+  PerfEventConfig config;
+  std::uint64_t counts_per_joule;
+  bool per_core;
+};
+
+// Reads the event, its .scale and .unit. Problems with one event are warnings, not failures.
+std::optional<PmuEvent> describe_event(const std::string& pmu_dir, const std::string& pmu_name,
+                                       const std::string& file, Domain domain, bool per_core,
+                                       const std::map<std::string, std::string>& formats) {
+  const std::string path = pmu_dir + "/events/" + file;
+  const auto text = read_small_file(path);
+  if (!text.ok()) return std::nullopt;
+  const std::string name = pmu_name + "/" + file;
+  PmuEvent event{name, domain, {}, 0, per_core};
+  try {
+    event.config = parse_perf_event(trim(text.value), formats);
+  } catch (const std::invalid_argument& e) {
+    log::warn("rapl: perf: skipping " + name + ": " + path + ": " + e.what());
+    return std::nullopt;
+  }
+  const auto scale = read_small_file(path + ".scale");
+  const auto per_joule = scale.ok() ? counts_per_joule_from_scale(trim(scale.value)) : std::nullopt;
+  if (!per_joule) {
+    log::warn("rapl: perf: skipping " + name + ": " + path + ".scale " +
+              (scale.ok() ? "is not 1/n joule: \"" + std::string(trim(scale.value)) + "\""
+                          : errno_text(scale.error)));
+    return std::nullopt;
+  }
+  event.counts_per_joule = *per_joule;
+  const auto unit = read_small_file(path + ".unit");
+  if (unit.ok() && trim(unit.value) != "Joules") {
+    log::warn("rapl: perf: " + name + " counts in \"" + std::string(trim(unit.value)) +
+              "\", not Joules; exporting count * .scale as joules");
+  }
+  return event;
+}
+
+}  // namespace
+
+PerfEventConfig parse_perf_event(std::string_view text,
+                                 const std::map<std::string, std::string>& formats) {
+  PerfEventConfig config;
+  text = trim(text);
+  if (text.empty()) throw std::invalid_argument("empty event description");
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const std::string_view term = trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    if (term.empty()) continue;
+    const auto equals = term.find('=');
+    const std::string name(trim(term.substr(0, equals)));
+    std::uint64_t value = 1;
+    if (equals != std::string_view::npos) {
+      const std::string_view number = trim(term.substr(equals + 1));
+      const bool hex = number.size() > 2 && number[0] == '0' && (number[1] == 'x' || number[1] == 'X');
+      const auto parsed = parse_u64(number, hex ? 16 : 10);
+      if (!parsed) throw std::invalid_argument("term \"" + std::string(term) + "\": not a number");
+      value = *parsed;
+    }
+    const auto format = formats.find(name);
+    if (format == formats.end()) {
+      throw std::invalid_argument("term \"" + name + "\" has no format/" + name + " file");
+    }
+    // "config:0-7,32-35": the value's low bits fill the listed bits in order.
+    const std::string_view spec = format->second;
+    const auto colon = spec.find(':');
+    const std::string_view field = spec.substr(0, colon);
+    std::uint64_t* target = field == "config"    ? &config.config
+                            : field == "config1" ? &config.config1
+                            : field == "config2" ? &config.config2
+                                                 : nullptr;
+    if (target == nullptr || colon == std::string_view::npos) {
+      throw std::invalid_argument("format/" + name + " \"" + std::string(spec) + "\" is not understood");
+    }
+    std::string_view ranges = spec.substr(colon + 1);
+    unsigned used = 0;
+    while (!ranges.empty()) {
+      const auto next = ranges.find(',');
+      const std::string_view range = ranges.substr(0, next);
+      ranges = next == std::string_view::npos ? std::string_view{} : ranges.substr(next + 1);
+      const auto dash = range.find('-');
+      const auto low = parse_u64(range.substr(0, dash));
+      const auto high = dash == std::string_view::npos ? low : parse_u64(range.substr(dash + 1));
+      if (!low || !high || *high < *low || *high > 63) {
+        throw std::invalid_argument("format/" + name + " \"" + std::string(spec) + "\" is not understood");
+      }
+      for (std::uint64_t bit = *low; bit <= *high; ++bit, ++used) {
+        if (used < 64 && ((value >> used) & 1u) != 0) *target |= std::uint64_t{1} << bit;
+      }
+    }
+    if (used < 64 && (value >> used) != 0) {
+      throw std::invalid_argument("term \"" + std::string(term) + "\" does not fit in " +
+                                  std::to_string(used) + " bits");
+    }
+  }
+  return config;
+}
+
+std::optional<std::uint64_t> counts_per_joule_from_scale(std::string_view scale_text) {
+  const std::string text(trim(scale_text));
+  if (text.empty()) return std::nullopt;
+  std::size_t used = 0;
+  double scale = 0;
+  try {
+    scale = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size() || !(scale > 0) || !std::isfinite(scale) || scale > 1) return std::nullopt;
+  const double reciprocal = 1.0 / scale;
+  const double rounded = std::round(reciprocal);
+  // Up to 2^62 counts per joule, so that EnergyTotal's remainder arithmetic cannot overflow.
+  if (!(rounded <= 4611686018427387904.0) || std::fabs(reciprocal - rounded) > 1e-9 * rounded) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint64_t>(rounded);
+}
+
+ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& procfs_root,
+                             const Topology& topology, DomainSet wanted) {
+  const std::string devices = sysfs_root + "/bus/event_source/devices";
+  const std::string pmu_dir = devices + "/power";
+  const auto type = read_u64_file(pmu_dir + "/type");
+  if (!type.ok()) {
+    return failure("absent", pmu_dir + "/type: " + errno_text(type.error) +
+                                 ": the kernel has no RAPL perf PMU for this CPU (or this VM "
+                                 "hides RAPL); in a container, mount the host /sys read-only");
+  }
+  if (type.value > 0xFFFFFFFFu) return failure("error", pmu_dir + "/type is not a PMU type");
+
+  std::vector<PmuEvent> events;
+  const auto formats = read_formats(pmu_dir);
+  for (const EventName& e : kPowerEvents) {
+    if (!wanted.contains(e.domain)) continue;
+    if (auto event = describe_event(pmu_dir, "power", e.file, e.domain, false, formats)) {
+      events.push_back(std::move(*event));
+    }
+  }
+  // AMD (Linux 6.13+) counts core energy per core in a PMU of its own.
+  const std::string core_dir = devices + "/power_core";
+  const auto core_type = read_u64_file(core_dir + "/type");
+  bool have_core = false;
+  for (const auto& event : events) have_core = have_core || event.domain == Domain::core;
+  if (core_type.ok() && core_type.value <= 0xFFFFFFFFu && !have_core && wanted.contains(Domain::core)) {
+    if (auto event = describe_event(core_dir, "power_core", "energy-core", Domain::core, true,
+                                    read_formats(core_dir))) {
+      events.push_back(std::move(*event));
+    }
+  }
+  if (events.empty()) {
+    return failure("unsupported", "the power PMU at " + pmu_dir +
+                                      " lists no usable energy-* event for the configured "
+                                      "domains: this CPU (or the hypervisor) exposes no RAPL "
+                                      "energy counters through perf");
+  }
+
+  const auto packages = package_targets(pmu_dir, sysfs_root, topology);
+  const auto cores = core_targets(topology);
+  auto source = std::make_unique<PerfSource>();
+  std::vector<std::string> problems;
+  for (const PmuEvent& event : events) {
+    const auto pmu_type = static_cast<std::uint32_t>(event.per_core ? core_type.value : type.value);
+    std::vector<Target> targets = event.per_core ? cores : packages;
+    // psys is one platform-wide counter; each package's PMU would report the same one.
+    if (event.domain == Domain::psys && targets.size() > 1) targets.resize(1);
+    for (const Target& target : targets) {
+      UniqueFd fd(open_event(pmu_type, event.config, target.cpu));
+      if (!fd.valid()) {
+        const int error = errno;
+        const std::string what = "perf_event_open(" + event.name + ", cpu " +
+                                 std::to_string(target.cpu) + "): " + errno_text(error);
+        if (error == EACCES || error == EPERM) {
+          return failure("permission_denied",
+                         what + ": system-wide events need kernel.perf_event_paranoid <= 0 (it "
+                                "is " + paranoid_text(procfs_root) +
+                                ") or CAP_PERFMON; remedy: `sysctl kernel.perf_event_paranoid=0`, "
+                                "grant CAP_PERFMON, or run as root (in a container also allow "
+                                "perf_event_open in the seccomp profile)");
+        }
+        problems.push_back(what);
+        continue;
+      }
+      CounterInfo info;
+      info.domain = event.domain;
+      if (event.domain != Domain::psys) {
+        info.package = target.package;
+        info.die = target.die;
+      }
+      info.scale = {WrapRule::modulo_2_64, 0, event.counts_per_joule};
+      info.source = event.name + " on cpu " + std::to_string(target.cpu);
+      source->add(std::move(info), std::move(fd));
+    }
+  }
+  if (source->empty()) {
+    return failure("unsupported", problems.empty() ? "no event could be opened" : problems.front());
+  }
+  for (const auto& problem : problems) log::warn("rapl: perf: skipping " + problem);
+  ProbeResult result;
+  result.interface = "perf";
+  result.source = std::move(source);
+  return result;
+}
+
+}  // namespace hwperf::rapl

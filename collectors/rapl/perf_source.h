@@ -1,0 +1,37 @@
+// RAPL through perf_event: the `power` PMU (<sysfs>/bus/event_source/devices/power) with one
+// system-wide event per package (or die) and domain, and AMD's per-core `power_core` PMU.
+// Counts are 64-bit and already wrap-corrected by the kernel; .scale turns them into joules.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "collectors/rapl/energy_source.h"
+#include "topology/topology.h"
+
+namespace hwperf::rapl {
+
+struct PerfEventConfig {
+  std::uint64_t config = 0;
+  std::uint64_t config1 = 0;
+  std::uint64_t config2 = 0;
+};
+
+// Parses a sysfs event description ("event=0x02", "event=0x3c,umask=0x1", "any") the way the
+// kernel and perf do: each term goes into the config bits its <pmu>/format/<term> file names
+// ("config:0-7", "config:0-7,32-35", "config1:8"). A term given without a value is 1.
+// `formats` maps term name to that file's text. Throws std::invalid_argument naming the term.
+PerfEventConfig parse_perf_event(std::string_view text,
+                                 const std::map<std::string, std::string>& formats);
+
+// Counts per joule from a .scale file ("2.3283064365386962890625e-10" = 2^-32 J): the reciprocal
+// must be a whole number (all RAPL scales are 2^-n J) so the total stays exact in integers.
+std::optional<std::uint64_t> counts_per_joule_from_scale(std::string_view scale_text);
+
+ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& procfs_root,
+                             const Topology& topology, DomainSet wanted);
+
+}  // namespace hwperf::rapl

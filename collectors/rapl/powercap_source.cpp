@@ -1,0 +1,277 @@
+#include "collectors/rapl/powercap_source.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "config/log.h"
+
+namespace hwperf::rapl {
+namespace {
+namespace fs = std::filesystem;
+
+constexpr std::uint64_t kMicrojoulesPerJoule = 1000000;
+// Power-limit constraints a zone may list (long_term, short_term, peak_power, ...).
+constexpr int kMaxConstraints = 8;
+
+std::optional<unsigned> parse_unsigned(std::string_view text) {
+  const auto value = parse_u64(text);
+  if (!value || *value > 0xFFFFFFu) return std::nullopt;
+  return static_cast<unsigned>(*value);
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
+
+// "intel-rapl:0:1" -> {mmio=false, index={0,1}}; the bare control-type directories
+// ("intel-rapl", "intel-rapl-mmio") and other powercap drivers are not zones of ours.
+struct ZoneDir {
+  std::string dir_name;
+  bool mmio = false;
+  std::vector<unsigned> index;
+};
+
+std::optional<ZoneDir> parse_zone_dir(const std::string& dir_name) {
+  ZoneDir zone{dir_name, false, {}};
+  std::string_view rest = dir_name;
+  if (starts_with(rest, "intel-rapl-mmio:")) {
+    zone.mmio = true;
+    rest.remove_prefix(std::string_view("intel-rapl-mmio:").size());
+  } else if (starts_with(rest, "intel-rapl:")) {
+    rest.remove_prefix(std::string_view("intel-rapl:").size());
+  } else {
+    return std::nullopt;
+  }
+  while (true) {
+    const auto colon = rest.find(':');
+    const auto part = parse_unsigned(rest.substr(0, colon));
+    if (!part) return std::nullopt;
+    zone.index.push_back(*part);
+    if (colon == std::string_view::npos) break;
+    rest.remove_prefix(colon + 1);
+  }
+  return zone;
+}
+
+using Key = std::tuple<Domain, std::optional<unsigned>, std::optional<unsigned>>;
+
+class PowercapSource final : public EnergySource {
+ public:
+  PowercapSource(std::vector<CounterInfo> counters, std::map<unsigned, double> hints)
+      : counters_(std::move(counters)), hints_(std::move(hints)) {}
+  std::string_view interface_name() const override { return "powercap"; }
+  const std::vector<CounterInfo>& counters() const override { return counters_; }
+  OrErrno<std::uint64_t> read(std::size_t index) override {
+    return read_u64_file(counters_.at(index).source);
+  }
+  std::map<unsigned, double> package_power_hints() const override { return hints_; }
+
+ private:
+  std::vector<CounterInfo> counters_;
+  std::map<unsigned, double> hints_;
+};
+
+// The largest figure among the zone's constraints, in watts; 0 when it lists none.
+double zone_power_hint(const std::string& zone_path) {
+  double watts = 0;
+  for (int i = 0; i < kMaxConstraints; ++i) {
+    for (const char* field : {"_max_power_uw", "_power_limit_uw"}) {
+      const auto uw = read_u64_file(zone_path + "/constraint_" + std::to_string(i) + field);
+      if (uw.ok()) watts = std::max(watts, static_cast<double>(uw.value) / 1e6);
+    }
+  }
+  return watts;
+}
+
+ProbeResult failure(std::string reason, std::string message) {
+  ProbeResult result;
+  result.interface = "powercap";
+  result.reason = std::move(reason);
+  result.message = "rapl: powercap: " + std::move(message);
+  return result;
+}
+
+std::string permission_remedy() {
+  return "energy_uj is readable by root only since Linux 5.10 (CVE-2020-8694); remedy: run "
+         "the exporter as root, or make energy_uj world-readable at boot (a udev rule or "
+         "systemd-tmpfiles running `chmod a+r /sys/class/powercap/intel-rapl:*/energy_uj "
+         "/sys/class/powercap/intel-rapl:*:*/energy_uj`), or in a container run --privileged";
+}
+
+}  // namespace
+
+std::optional<ZoneName> parse_zone_name(std::string_view name) {
+  name = trim(name);
+  if (name == "core") return ZoneName{Domain::core, std::nullopt, std::nullopt};
+  if (name == "uncore") return ZoneName{Domain::uncore, std::nullopt, std::nullopt};
+  if (name == "dram") return ZoneName{Domain::dram, std::nullopt, std::nullopt};
+  if (name == "psys") return ZoneName{Domain::psys, std::nullopt, std::nullopt};
+  if (starts_with(name, "psys-")) {
+    const auto package = parse_unsigned(name.substr(5));
+    if (!package) return std::nullopt;
+    return ZoneName{Domain::psys, package, std::nullopt};
+  }
+  if (starts_with(name, "package-")) {
+    std::string_view rest = name.substr(8);
+    const auto dash = rest.find("-die-");
+    const auto package = parse_unsigned(rest.substr(0, dash));
+    if (!package) return std::nullopt;
+    if (dash == std::string_view::npos) return ZoneName{Domain::package, package, std::nullopt};
+    const auto die = parse_unsigned(rest.substr(dash + 5));
+    if (!die) return std::nullopt;
+    return ZoneName{Domain::package, package, die};
+  }
+  return std::nullopt;
+}
+
+ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& topology,
+                                 DomainSet wanted) {
+  const std::string root = sysfs_root + "/class/powercap";
+  std::vector<ZoneDir> dirs;
+  {
+    std::error_code ec;
+    fs::directory_iterator it(root, ec);
+    if (ec) {
+      const int error = ec.value();
+      if (error == EACCES || error == EPERM) {
+        return failure("permission_denied", root + ": " + errno_text(error) +
+                                                "; remedy: run the exporter as root");
+      }
+      return failure("absent",
+                     root + ": " + errno_text(error) +
+                         ": no RAPL powercap driver on this kernel or CPU, or /sys/class/powercap "
+                         "is masked in this container; remedy: `modprobe intel_rapl_msr` on the "
+                         "host, and in a container mount the host /sys read-only (-v /sys:/sys:ro)");
+    }
+    for (const auto& entry : it) {
+      if (auto zone = parse_zone_dir(entry.path().filename().string())) {
+        dirs.push_back(std::move(*zone));
+      }
+    }
+  }
+  if (dirs.empty()) {
+    return failure("absent", root +
+                                 " holds no intel-rapl zones: the intel_rapl_msr driver is not "
+                                 "loaded or this CPU has no RAPL; remedy: `modprobe intel_rapl_msr`");
+  }
+  // MSR-backed zones before MMIO ones, parents before subzones, so that an MMIO zone that
+  // duplicates a package is recognised as the duplicate, and a subzone finds its parent.
+  std::sort(dirs.begin(), dirs.end(), [](const ZoneDir& a, const ZoneDir& b) {
+    return std::make_tuple(a.mmio, a.index.size(), a.index) <
+           std::make_tuple(b.mmio, b.index.size(), b.index);
+  });
+
+  std::map<std::pair<bool, unsigned>, ZoneName> parents;  // (mmio, top index) -> its name
+  std::set<Key> seen;
+  std::set<unsigned> warned_packages;
+  std::vector<CounterInfo> counters;
+  std::map<unsigned, double> hints;
+  std::vector<std::string> denied;
+  std::vector<std::string> broken;
+  const auto packages = topology.packages();
+
+  for (const ZoneDir& dir : dirs) {
+    const std::string path = root + "/" + dir.dir_name;
+    const auto name_text = read_small_file(path + "/name");
+    if (!name_text.ok()) {
+      broken.push_back(path + "/name: " + errno_text(name_text.error));
+      continue;
+    }
+    auto zone = parse_zone_name(name_text.value);
+    if (!zone) {
+      log::debug("rapl: powercap: skipping " + path + " named \"" +
+                 std::string(trim(name_text.value)) + "\": not a RAPL domain this exporter knows");
+      continue;
+    }
+    if (dir.index.size() == 1) {
+      if (zone->domain != Domain::package && zone->domain != Domain::psys) {
+        log::debug("rapl: powercap: skipping top-level zone " + path + " (" +
+                   std::string(to_string(zone->domain)) + " without a package)");
+        continue;
+      }
+      parents[{dir.mmio, dir.index[0]}] = *zone;
+    } else if (dir.index.size() == 2) {
+      const auto parent = parents.find({dir.mmio, dir.index[0]});
+      if (parent == parents.end() || parent->second.domain != Domain::package ||
+          zone->domain == Domain::package || zone->domain == Domain::psys) {
+        log::debug("rapl: powercap: skipping subzone " + path + ": no package zone above it");
+        continue;
+      }
+      zone->package = parent->second.package;
+      zone->die = parent->second.die;
+    } else {
+      continue;
+    }
+
+    const Key key{zone->domain, zone->package, zone->die};
+    if (!seen.insert(key).second) {
+      // intel-rapl-mmio:0 is the same package as intel-rapl:0 reached through MMIO (power limits
+      // only differ); counting it twice would double the package's energy.
+      log::debug("rapl: powercap: skipping " + path + ": duplicates a zone already read");
+      continue;
+    }
+    if (zone->package && !std::binary_search(packages.begin(), packages.end(), *zone->package) &&
+        warned_packages.insert(*zone->package).second) {
+      log::warn("rapl: powercap: " + path + " names package " + std::to_string(*zone->package) +
+                ", which the topology (" + topology.description() +
+                ") does not have; exporting it under that id");
+    }
+    if (zone->domain == Domain::package && zone->package) {
+      const double hint = zone_power_hint(path);
+      if (hint > 0) hints[*zone->package] = std::max(hints[*zone->package], hint);
+    }
+    if (!wanted.contains(zone->domain)) continue;
+
+    const auto range = read_u64_file(path + "/max_energy_range_uj");
+    if (!range.ok() || range.value == 0) {
+      broken.push_back(path + "/max_energy_range_uj: " +
+                       (range.ok() ? std::string("0") : errno_text(range.error)) +
+                       " (without it a wrap cannot be told from a reset)");
+      continue;
+    }
+    const std::string energy = path + "/energy_uj";
+    const auto first = read_u64_file(energy);
+    if (!first.ok()) {
+      if (first.error == EACCES || first.error == EPERM) {
+        denied.push_back(energy);
+      } else {
+        broken.push_back(energy + ": " + errno_text(first.error));
+      }
+      continue;
+    }
+    CounterInfo info;
+    info.domain = zone->domain;
+    info.package = zone->package;
+    info.die = zone->die;
+    info.scale = {WrapRule::powercap_range, range.value, kMicrojoulesPerJoule};
+    info.source = energy;
+    counters.push_back(std::move(info));
+  }
+
+  // A partial tree is still worth serving; say once what is missing from it.
+  for (const auto& problem : broken) log::warn("rapl: powercap: skipping " + problem);
+  if (!counters.empty() && !denied.empty()) {
+    log::warn("rapl: powercap: " + std::to_string(denied.size()) + " zone(s), first " +
+              denied.front() + ", are not readable (EACCES): " + permission_remedy());
+  }
+  if (counters.empty()) {
+    if (!denied.empty()) {
+      return failure("permission_denied",
+                     denied.front() + ": " + errno_text(EACCES) + ": " + permission_remedy());
+    }
+    if (!broken.empty()) return failure("error", "no readable zone under " + root);
+    return failure("absent", root + " has no zone for the configured domains");
+  }
+  ProbeResult result;
+  result.interface = "powercap";
+  result.source = std::make_unique<PowercapSource>(std::move(counters), std::move(hints));
+  return result;
+}
+
+}  // namespace hwperf::rapl

@@ -1,0 +1,335 @@
+#include "collectors/rapl/rapl_collector.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "collectors/metrics.h"
+#include "collectors/rapl/msr_source.h"
+#include "collectors/rapl/perf_source.h"
+#include "collectors/rapl/powercap_source.h"
+#include "collectors/rapl/rapl_factory.h"
+#include "config/errors.h"
+#include "config/log.h"
+
+namespace hwperf {
+namespace rapl {
+namespace {
+
+// Below this the guard thread would spin rather than sleep.
+constexpr double kMinConfiguredGuardSeconds = 0.001;
+
+std::string format_number(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
+}
+
+const char* energy_help(Domain domain) {
+  switch (domain) {
+    case Domain::package:
+      return "Energy used by the CPU package (RAPL package domain) since the exporter started.";
+    case Domain::core:
+      return "Energy used by the cores of the package (RAPL PP0; on AMD the sum of the per-core "
+             "counters) since the exporter started. Part of the package domain.";
+    case Domain::uncore:
+      return "Energy used by the package's uncore, usually the integrated GPU (RAPL PP1), since "
+             "the exporter started. Part of the package domain.";
+    case Domain::dram:
+      return "Energy used by the DRAM attached to the package (RAPL DRAM domain) since the "
+             "exporter started.";
+    case Domain::psys:
+      return "Energy used by the whole platform as the SoC measures it (RAPL psys domain) since "
+             "the exporter started.";
+  }
+  return "";
+}
+
+struct ProbeStatus {
+  std::string interface;
+  std::string reason;
+  bool ok = false;
+};
+
+class RaplCollector final : public Collector {
+ public:
+  RaplCollector(std::vector<ProbeStatus> probes, std::unique_ptr<RaplEngine> engine,
+                PowerCeilings ceilings, GuardPlan plan)
+      : probes_(std::move(probes)),
+        ceilings_(std::move(ceilings)),
+        plan_(plan),
+        wraps_name_(counter_name({"rapl", "wraps"})),
+        rejected_name_(counter_name({"rapl", "rejected", "deltas"})),
+        read_errors_name_(counter_name({"rapl", "read", "errors"})),
+        available_name_(metric_name({"rapl", "energy", "available"})),
+        interface_name_(metric_name({"rapl", "interface", "info"})),
+        probe_name_(metric_name({"rapl", "interface", "probe", "success"})),
+        guard_name_(metric_name({"rapl", "wrap", "guard", "interval", "seconds"})),
+        ceiling_name_(metric_name({"rapl", "power", "ceiling", "watts"})),
+        engine_(std::move(engine)) {
+    for (Domain domain : kAllDomains) {
+      energy_names_[domain] = counter_name({"rapl", to_string(domain), "joules"});
+    }
+    if (engine_ && plan_.needed) {
+      RaplEngine* engine_ptr = engine_.get();
+      guard_ = std::make_unique<WrapGuard>(std::chrono::duration<double>(plan_.interval_seconds),
+                                           [engine_ptr] { engine_ptr->sample(); });
+    }
+  }
+
+  std::string name() const override { return "rapl"; }
+
+  void collect(std::vector<prometheus::MetricFamily>& out) override {
+    using prometheus::MetricType;
+    auto available = make_family(available_name_,
+                                 "Whether RAPL energy is being measured (1) or no interface could "
+                                 "be used (0; the log says why and how to fix it).",
+                                 MetricType::Gauge);
+    add_gauge(available, {}, engine_ ? 1.0 : 0.0);
+    out.push_back(std::move(available));
+
+    auto probes = make_family(probe_name_,
+                              "Whether the RAPL interface could be used when the exporter "
+                              "started, and if not why: absent, permission_denied, unsupported, "
+                              "error.",
+                              MetricType::Gauge);
+    for (const auto& probe : probes_) {
+      add_gauge(probes, {{"interface", probe.interface}, {"reason", probe.reason}},
+                probe.ok ? 1.0 : 0.0);
+    }
+    if (!probes.metric.empty()) out.push_back(std::move(probes));
+    if (!engine_) return;
+
+    auto interface = make_family(interface_name_, "The RAPL interface energy is read through.",
+                                 MetricType::Gauge);
+    add_gauge(interface, {{"interface", std::string(engine_->source().interface_name())}}, 1.0);
+    out.push_back(std::move(interface));
+
+    if (guard_) {
+      auto guard = make_family(guard_name_,
+                               "How often the wrap guard reads every 32-bit energy counter, so "
+                               "that none wraps twice between reads.",
+                               MetricType::Gauge);
+      add_gauge(guard, {}, plan_.interval_seconds);
+      out.push_back(std::move(guard));
+    }
+    auto ceiling = make_family(ceiling_name_,
+                               "The most power a package is taken to draw: energy deltas above "
+                               "it (plus 1 s of slack) are rejected, and it sets the wrap guard's "
+                               "period.",
+                               MetricType::Gauge);
+    for (const auto& [package, watts] : ceilings_.package_watts) {
+      add_gauge(ceiling, {{"package", std::to_string(package)}}, watts);
+    }
+    if (!ceiling.metric.empty()) out.push_back(std::move(ceiling));
+
+    const auto series = engine_->snapshot();
+    std::map<Domain, prometheus::MetricFamily> energy;
+    auto wraps = make_family(wraps_name_,
+                             "Counter wrap-arounds seen and accounted for, per RAPL domain.",
+                             MetricType::Counter);
+    auto rejected = make_family(rejected_name_,
+                                "Energy deltas rejected as implausible (more than the power "
+                                "ceiling allows for the interval) and not added, per RAPL domain.",
+                                MetricType::Counter);
+    auto read_errors = make_family(read_errors_name_,
+                                   "Failed reads of a RAPL energy counter, per RAPL domain.",
+                                   MetricType::Counter);
+    for (const auto& s : series) {
+      Labels place;
+      if (s.key.package) place.emplace_back("package", std::to_string(*s.key.package));
+      if (s.key.die) place.emplace_back("die", std::to_string(*s.key.die));
+      auto family = energy.find(s.key.domain);
+      if (family == energy.end()) {
+        family = energy
+                     .emplace(s.key.domain, make_family(energy_names_.at(s.key.domain),
+                                                        energy_help(s.key.domain),
+                                                        MetricType::Counter))
+                     .first;
+      }
+      add_counter(family->second, place, s.tally.energy.joules());
+      Labels with_domain{{"domain", std::string(to_string(s.key.domain))}};
+      with_domain.insert(with_domain.end(), place.begin(), place.end());
+      add_counter(wraps, with_domain, s.tally.wraps);
+      add_counter(rejected, with_domain, s.tally.rejected);
+      add_counter(read_errors, with_domain, s.tally.read_errors);
+    }
+    for (auto& entry : energy) out.push_back(std::move(entry.second));
+    if (!series.empty()) {
+      out.push_back(std::move(wraps));
+      out.push_back(std::move(rejected));
+      out.push_back(std::move(read_errors));
+    }
+  }
+
+ private:
+  std::vector<ProbeStatus> probes_;
+  PowerCeilings ceilings_;
+  GuardPlan plan_;
+  std::map<Domain, std::string> energy_names_;
+  std::string wraps_name_;
+  std::string rejected_name_;
+  std::string read_errors_name_;
+  std::string available_name_;
+  std::string interface_name_;
+  std::string probe_name_;
+  std::string guard_name_;
+  std::string ceiling_name_;
+  std::unique_ptr<RaplEngine> engine_;
+  // Declared after engine_ so that it is destroyed (stopped and joined) before the engine it
+  // ticks.
+  std::unique_ptr<WrapGuard> guard_;
+};
+
+std::string describe_counters(const std::vector<CounterInfo>& counters) {
+  std::map<Domain, int> per_domain;
+  for (const auto& counter : counters) ++per_domain[counter.domain];
+  std::string text;
+  for (const auto& [domain, count] : per_domain) {
+    if (!text.empty()) text += ", ";
+    text += std::string(to_string(domain)) + " x" + std::to_string(count);
+  }
+  return text;
+}
+
+}  // namespace
+
+DomainSet validate_rapl_config(const RaplCollectorConfig& config) {
+  std::vector<std::string> problems;
+  DomainSet wanted = config.domains.empty() ? DomainSet::all() : DomainSet::none();
+  for (const auto& name : config.domains) {
+    if (const auto domain = parse_domain(name)) {
+      wanted.insert(*domain);
+    } else {
+      problems.push_back("collectors.rapl.domains: unknown domain \"" + name +
+                         "\" (valid: package, core, uncore, dram, psys)");
+    }
+  }
+  if (!std::isfinite(config.max_power_watts) || config.max_power_watts < 0) {
+    problems.push_back("collectors.rapl.max_power_watts: must be a finite number >= 0 (0 = from "
+                       "the hardware), got " + format_number(config.max_power_watts));
+  }
+  const double guard = config.wrap_guard_interval_seconds;
+  if (!std::isfinite(guard) || guard < 0 || (guard > 0 && guard < kMinConfiguredGuardSeconds)) {
+    problems.push_back("collectors.rapl.wrap_guard_interval_seconds: must be 0 (derived) or at "
+                       "least 0.001, got " + format_number(guard));
+  }
+  if (!problems.empty()) throw ConfigError(problems);
+  return wanted;
+}
+
+std::vector<std::string> interface_order(RaplInterface choice) {
+  switch (choice) {
+    case RaplInterface::perf: return {"perf"};
+    case RaplInterface::powercap: return {"powercap"};
+    case RaplInterface::msr: return {"msr"};
+    case RaplInterface::automatic: break;
+  }
+  // perf: 64-bit kernel counts (no guard), kernel-maintained units; powercap: kernel units but
+  // 32-bit-range values; msr: raw device access and our own model quirks. README.fragment.md.
+  return {"perf", "powercap", "msr"};
+}
+
+std::vector<ProbeResult> probe_interfaces(RaplInterface choice, const PathsConfig& paths,
+                                          const Topology& topology, DomainSet wanted) {
+  std::vector<ProbeResult> results;
+  for (const auto& name : interface_order(choice)) {
+    ProbeResult result;
+    if (name == "perf") {
+      result = open_perf_source(paths.sysfs, paths.procfs, topology, wanted);
+    } else if (name == "powercap") {
+      result = open_powercap_source(paths.sysfs, topology, wanted);
+    } else {
+      result = open_msr_source(paths, topology, wanted);
+    }
+    const bool ok = result.source != nullptr;
+    results.push_back(std::move(result));
+    if (ok) break;
+  }
+  return results;
+}
+
+std::unique_ptr<Collector> build_rapl_collector(std::vector<ProbeResult> probes,
+                                                const RaplCollectorConfig& config,
+                                                const Topology& topology, RaplEngine::NowFn now) {
+  std::vector<ProbeStatus> statuses;
+  std::unique_ptr<EnergySource> source;
+  std::vector<std::string> failures;
+  for (auto& probe : probes) {
+    const bool ok = probe.source != nullptr;
+    statuses.push_back({probe.interface, ok ? "ok" : probe.reason, ok});
+    if (ok) {
+      source = std::move(probe.source);
+    } else {
+      failures.push_back(probe.message);
+    }
+  }
+  // With a working interface the others' problems are background; without one they are the
+  // whole story, one line each with its remedy.
+  for (const auto& message : failures) {
+    if (source) {
+      log::info(message);
+    } else {
+      log::warn(message);
+    }
+  }
+  if (!source) {
+    std::string tried;
+    for (const auto& status : statuses) tried += (tried.empty() ? "" : ", ") + status.interface;
+    log::warn("rapl: energy is unavailable (tried " + tried +
+              "); exporting hwperf_rapl_energy_available 0 and no energy, the other collectors "
+              "keep serving");
+    return std::make_unique<RaplCollector>(std::move(statuses), nullptr, PowerCeilings{},
+                                           GuardPlan{});
+  }
+
+  const auto& counters = source->counters();
+  PowerCeilings ceilings =
+      choose_power_ceilings(config.max_power_watts, source->package_power_hints(), topology.packages());
+  std::vector<double> counter_ceilings;
+  for (const auto& counter : counters) counter_ceilings.push_back(counter_ceiling(counter, ceilings));
+  const GuardPlan plan = plan_wrap_guard(counters, counter_ceilings, config.wrap_guard_interval_seconds);
+
+  double largest = 0;
+  for (const auto& entry : ceilings.package_watts) largest = std::max(largest, entry.second);
+  std::string guard_text = "no wrap guard (64-bit counts)";
+  if (plan.needed) {
+    guard_text = "wrap guard every " + format_number(plan.interval_seconds) + " s (" +
+                 (plan.configured ? "configured" : "derived") + "; counters can wrap after " +
+                 format_number(plan.derived_seconds * kGuardSafetyFactor) + " s at the ceiling)";
+    if (plan.configured && plan.interval_seconds > plan.derived_seconds) {
+      log::warn("rapl: collectors.rapl.wrap_guard_interval_seconds=" +
+                format_number(plan.interval_seconds) + " is longer than the safe " +
+                format_number(plan.derived_seconds) +
+                " s: near the power ceiling a counter can wrap twice between reads and energy is "
+                "lost");
+    } else if (!plan.configured && plan.derived_seconds < kGuardMinSeconds) {
+      log::warn("rapl: counters can wrap after " +
+                format_number(plan.derived_seconds * kGuardSafetyFactor) +
+                " s at the power ceiling; the wrap guard runs at its floor of " +
+                format_number(kGuardMinSeconds) +
+                " s; set collectors.rapl.wrap_guard_interval_seconds to read faster");
+    }
+  }
+  log::info("rapl: using " + std::string(source->interface_name()) + ": " +
+            describe_counters(counters) + "; power ceiling " + format_number(largest) +
+            " W per package (" + ceilings.origin + "), " + guard_text);
+
+  auto engine = std::make_unique<RaplEngine>(std::move(source), std::move(counter_ceilings),
+                                             std::move(now));
+  return std::make_unique<RaplCollector>(std::move(statuses), std::move(engine),
+                                         std::move(ceilings), plan);
+}
+
+}  // namespace rapl
+
+std::unique_ptr<Collector> make_rapl_collector(const RaplCollectorConfig& config,
+                                               const PathsConfig& paths, const Topology& topology) {
+  if (!config.enabled) return nullptr;
+  const rapl::DomainSet wanted = rapl::validate_rapl_config(config);
+  auto probes = rapl::probe_interfaces(config.interface, paths, topology, wanted);
+  return rapl::build_rapl_collector(std::move(probes), config, topology);
+}
+
+}  // namespace hwperf

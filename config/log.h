@@ -1,0 +1,20 @@
+// Minimal logfmt logger (node_exporter's format: ts=... level=... msg=...), written to stderr.
+// Startup problems are logged once; scrape paths never log per scrape.
+#pragma once
+
+#include <string_view>
+
+#include "config/config.h"
+
+namespace hwperf::log {
+
+void set_level(LogLevel level);
+LogLevel level();
+void write(LogLevel level, std::string_view message);
+
+inline void debug(std::string_view m) { write(LogLevel::debug, m); }
+inline void info(std::string_view m) { write(LogLevel::info, m); }
+inline void warn(std::string_view m) { write(LogLevel::warn, m); }
+inline void error(std::string_view m) { write(LogLevel::error, m); }
+
+}  // namespace hwperf::log

@@ -1,0 +1,126 @@
+#include "exporter/cli.h"
+
+#include <functional>
+
+#include "config/errors.h"
+
+namespace hwperf {
+namespace {
+
+struct Flag {
+  const char* name;
+  const char* value_name;  // nullptr for boolean flags
+  const char* help;
+};
+
+const std::vector<Flag>& flags() {
+  static const std::vector<Flag> all{
+      {"--config.file", "PATH", "YAML configuration file (default: none, built-in defaults)"},
+      {"--web.listen-address", "[HOST]:PORT", "address to serve on (default :9477)"},
+      {"--web.telemetry-path", "PATH", "path of the metrics endpoint (default /metrics)"},
+      {"--path.sysfs", "PATH", "sysfs mount point (default /sys)"},
+      {"--path.procfs", "PATH", "procfs mount point (default /proc)"},
+      {"--path.devfs", "PATH", "devfs mount point (default /dev)"},
+      {"--log.level", "LEVEL", "debug, info, warn or error (default info)"},
+      {"--check-config", nullptr,
+       "validate the configuration, print the effective configuration and what each collector "
+       "can do here, exit 0 (or 2 on error)"},
+      {"--once", nullptr, "collect once, print the exposition to stdout and exit"},
+      {"--version", nullptr, "print the version and exit"},
+      {"--help", nullptr, "print this help and exit"},
+  };
+  return all;
+}
+
+LogLevel parse_level(const std::string& text) {
+  if (text == "debug") return LogLevel::debug;
+  if (text == "info") return LogLevel::info;
+  if (text == "warn") return LogLevel::warn;
+  if (text == "error") return LogLevel::error;
+  throw ConfigError({"--log.level=" + text + ": expected debug, info, warn or error"});
+}
+
+}  // namespace
+
+CliOptions parse_cli(const std::vector<std::string>& args) {
+  CliOptions options;
+  std::vector<std::string> problems;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::optional<std::string> value;
+    if (const auto eq = arg.find('='); eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    if (arg == "-h") arg = "--help";
+    const Flag* flag = nullptr;
+    for (const auto& candidate : flags()) {
+      if (arg == candidate.name) flag = &candidate;
+    }
+    if (flag == nullptr) {
+      problems.push_back("unknown flag \"" + args[i] + "\" (see --help)");
+      continue;
+    }
+    if (flag->value_name != nullptr && !value) {
+      if (i + 1 >= args.size()) {
+        problems.push_back(arg + " needs a value: " + arg + "=" + flag->value_name);
+        continue;
+      }
+      value = args[++i];
+    }
+    if (flag->value_name == nullptr && value) {
+      problems.push_back(arg + " takes no value");
+      continue;
+    }
+    try {
+      if (arg == "--config.file") options.config_file = value;
+      else if (arg == "--web.listen-address") options.listen_address = value;
+      else if (arg == "--web.telemetry-path") {
+        if (value->empty() || value->front() != '/') {
+          problems.push_back(arg + "=" + *value + ": expected a path starting with /");
+        }
+        options.telemetry_path = value;
+      } else if (arg == "--path.sysfs") options.sysfs = value;
+      else if (arg == "--path.procfs") options.procfs = value;
+      else if (arg == "--path.devfs") options.devfs = value;
+      else if (arg == "--log.level") options.log_level = parse_level(*value);
+      else if (arg == "--check-config") options.check_config = true;
+      else if (arg == "--once") options.once = true;
+      else if (arg == "--version") options.version = true;
+      else if (arg == "--help") options.help = true;
+    } catch (const ConfigError& e) {
+      problems.insert(problems.end(), e.problems().begin(), e.problems().end());
+    }
+  }
+  if (options.check_config && options.once) {
+    problems.push_back("--check-config and --once cannot be combined");
+  }
+  if (!problems.empty()) throw ConfigError(problems);
+  return options;
+}
+
+void apply_cli(const CliOptions& options, Config& config) {
+  if (options.listen_address) config.web.listen_address = *options.listen_address;
+  if (options.telemetry_path) config.web.telemetry_path = *options.telemetry_path;
+  if (options.sysfs) config.paths.sysfs = *options.sysfs;
+  if (options.procfs) config.paths.procfs = *options.procfs;
+  if (options.devfs) config.paths.devfs = *options.devfs;
+  if (options.log_level) config.log_level = *options.log_level;
+}
+
+std::string usage_text() {
+  std::string text =
+      "usage: hwperf_exporter [flags]\n\n"
+      "Prometheus/OpenMetrics exporter for hardware performance counters (PAPI) and CPU energy "
+      "(RAPL).\n\nFlags:\n";
+  for (const auto& flag : flags()) {
+    std::string left = std::string("  ") + flag.name;
+    if (flag.value_name) left += std::string("=") + flag.value_name;
+    if (left.size() < 34) left.resize(34, ' ');
+    else left += "  ";
+    text += left + flag.help + "\n";
+  }
+  return text;
+}
+
+}  // namespace hwperf

@@ -1,0 +1,32 @@
+// Command-line flags (node_exporter's names where one exists). Flags override the config file,
+// which overrides the defaults.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace hwperf {
+
+struct CliOptions {
+  std::optional<std::string> config_file;
+  std::optional<std::string> listen_address;
+  std::optional<std::string> telemetry_path;
+  std::optional<std::string> sysfs;
+  std::optional<std::string> procfs;
+  std::optional<std::string> devfs;
+  std::optional<LogLevel> log_level;
+  bool check_config = false;
+  bool once = false;
+  bool version = false;
+  bool help = false;
+};
+
+// Throws ConfigError naming the flag and what it expects.
+CliOptions parse_cli(const std::vector<std::string>& args);
+void apply_cli(const CliOptions& options, Config& config);
+std::string usage_text();
+
+}  // namespace hwperf

@@ -1,0 +1,259 @@
+#include "exporter/exposition.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#include <prometheus/text_serializer.h>
+#include <zlib.h>
+
+namespace hwperf {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// One element of an Accept / Accept-Encoding list: "type/sub;version=1.0.0;q=0.5".
+struct MediaRange {
+  std::string value;    // lower-cased, without parameters
+  std::string version;  // "" when absent
+  double quality = 1.0;
+};
+
+std::vector<MediaRange> parse_list(std::string_view header) {
+  std::vector<MediaRange> out;
+  while (!header.empty()) {
+    const auto comma = header.find(',');
+    std::string_view item = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
+    MediaRange range;
+    auto semicolon = item.find(';');
+    range.value = lower(trim(item.substr(0, semicolon)));
+    while (semicolon != std::string_view::npos) {
+      item = item.substr(semicolon + 1);
+      semicolon = item.find(';');
+      const std::string_view param = item.substr(0, semicolon);
+      const auto eq = param.find('=');
+      if (eq == std::string_view::npos) continue;
+      const std::string key = lower(trim(param.substr(0, eq)));
+      std::string_view value = trim(param.substr(eq + 1));
+      if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
+        value = value.substr(1, value.size() - 2);
+      }
+      if (key == "q") {
+        double q = 0;
+        const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), q);
+        range.quality = (ec == std::errc() && end == value.data() + value.size()) ? q : 0.0;
+      } else if (key == "version") {
+        range.version = std::string(value);
+      }
+    }
+    if (!range.value.empty()) out.push_back(std::move(range));
+  }
+  return out;
+}
+
+std::string format_value(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  std::array<char, 64> buffer{};
+  const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  if (ec != std::errc()) throw std::runtime_error("cannot format a sample value");
+  return std::string(buffer.data(), end);
+}
+
+void write_escaped(std::ostream& out, const std::string& text, bool escape_quote) {
+  for (char c : text) {
+    if (c == '\\') {
+      out << "\\\\";
+    } else if (c == '\n') {
+      out << "\\n";
+    } else if (c == '"' && escape_quote) {
+      out << "\\\"";
+    } else {
+      out << c;
+    }
+  }
+}
+
+void write_sample(std::ostream& out, const std::string& name,
+                  const std::vector<prometheus::ClientMetric::Label>& labels, double value,
+                  const prometheus::ClientMetric::Label* extra = nullptr) {
+  out << name;
+  if (!labels.empty() || extra) {
+    out << '{';
+    bool first = true;
+    auto write_label = [&](const prometheus::ClientMetric::Label& label) {
+      if (!first) out << ',';
+      first = false;
+      out << label.name << "=\"";
+      write_escaped(out, label.value, true);
+      out << '"';
+    };
+    for (const auto& label : labels) write_label(label);
+    if (extra) write_label(*extra);
+    out << '}';
+  }
+  out << ' ' << format_value(value) << '\n';
+}
+
+bool ends_with(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// OpenMetrics 1.0: counters are typed under the name without "_total" and their samples carry
+// it; unknown replaces untyped; the exposition ends with "# EOF".
+void serialize_openmetrics(std::ostream& out,
+                           const std::vector<prometheus::MetricFamily>& families) {
+  for (const auto& family : families) {
+    std::string name = family.name;
+    const char* type = "unknown";
+    switch (family.type) {
+      case prometheus::MetricType::Counter:
+        type = "counter";
+        if (ends_with(name, "_total")) name.resize(name.size() - 6);
+        break;
+      case prometheus::MetricType::Gauge: type = "gauge"; break;
+      case prometheus::MetricType::Summary: type = "summary"; break;
+      case prometheus::MetricType::Histogram: type = "histogram"; break;
+      case prometheus::MetricType::Untyped: type = "unknown"; break;
+    }
+    out << "# TYPE " << name << ' ' << type << '\n';
+    if (!family.help.empty()) {
+      out << "# HELP " << name << ' ';
+      write_escaped(out, family.help, true);
+      out << '\n';
+    }
+    for (const auto& metric : family.metric) {
+      switch (family.type) {
+        case prometheus::MetricType::Counter:
+          write_sample(out, name + "_total", metric.label, metric.counter.value);
+          break;
+        case prometheus::MetricType::Gauge:
+          write_sample(out, name, metric.label, metric.gauge.value);
+          break;
+        case prometheus::MetricType::Untyped:
+          write_sample(out, name, metric.label, metric.untyped.value);
+          break;
+        case prometheus::MetricType::Summary: {
+          for (const auto& q : metric.summary.quantile) {
+            const prometheus::ClientMetric::Label quantile{"quantile", format_value(q.quantile)};
+            write_sample(out, name, metric.label, q.value, &quantile);
+          }
+          write_sample(out, name + "_sum", metric.label, metric.summary.sample_sum);
+          write_sample(out, name + "_count", metric.label,
+                       static_cast<double>(metric.summary.sample_count));
+          break;
+        }
+        case prometheus::MetricType::Histogram: {
+          for (const auto& bucket : metric.histogram.bucket) {
+            const prometheus::ClientMetric::Label le{"le", format_value(bucket.upper_bound)};
+            write_sample(out, name + "_bucket", metric.label,
+                         static_cast<double>(bucket.cumulative_count), &le);
+          }
+          write_sample(out, name + "_sum", metric.label, metric.histogram.sample_sum);
+          write_sample(out, name + "_count", metric.label,
+                       static_cast<double>(metric.histogram.sample_count));
+          break;
+        }
+      }
+    }
+  }
+  out << "# EOF\n";
+}
+
+}  // namespace
+
+ExpositionFormat negotiate_format(std::string_view accept) {
+  double openmetrics_q = 0;
+  double text_q = 0;
+  for (const auto& range : parse_list(accept)) {
+    if (range.value == "application/openmetrics-text") {
+      if (range.version.empty() || range.version == "1.0.0") {
+        openmetrics_q = std::max(openmetrics_q, range.quality);
+      }
+    } else if (range.value == "text/plain" || range.value == "text/*" || range.value == "*/*") {
+      if (range.version.empty() || range.version == "0.0.4") {
+        text_q = std::max(text_q, range.quality);
+      }
+    }
+  }
+  return openmetrics_q > 0 && openmetrics_q > text_q ? ExpositionFormat::openmetrics_1_0_0
+                                                     : ExpositionFormat::text_0_0_4;
+}
+
+const char* content_type(ExpositionFormat format) {
+  return format == ExpositionFormat::openmetrics_1_0_0
+             ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+             : "text/plain; version=0.0.4; charset=utf-8";
+}
+
+bool accepts_gzip(std::string_view accept_encoding) {
+  for (const auto& range : parse_list(accept_encoding)) {
+    if ((range.value == "gzip" || range.value == "*") && range.quality > 0) return true;
+  }
+  return false;
+}
+
+std::string gzip_compress(std::string_view data) {
+  z_stream stream{};
+  // windowBits 15 + 16 selects the gzip wrapper rather than raw zlib.
+  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK) {
+    throw std::runtime_error("gzip: deflateInit2 failed");
+  }
+  std::string out;
+  out.resize(deflateBound(&stream, static_cast<uLong>(data.size())));
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream.avail_in = static_cast<uInt>(data.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  const int result = deflate(&stream, Z_FINISH);
+  deflateEnd(&stream);
+  if (result != Z_STREAM_END) throw std::runtime_error("gzip: deflate did not finish");
+  out.resize(stream.total_out);
+  return out;
+}
+
+std::string serialize(const std::vector<prometheus::MetricFamily>& families,
+                      ExpositionFormat format) {
+  std::ostringstream out;
+  if (format == ExpositionFormat::openmetrics_1_0_0) {
+    serialize_openmetrics(out, families);
+    return out.str();
+  }
+  // prometheus-cpp 1.0.1 writes HELP verbatim, so a backslash or newline in it would corrupt the
+  // exposition; the 0.0.4 format wants them escaped. Copy only the families that need it.
+  const auto needs_escape = [](const prometheus::MetricFamily& family) {
+    return family.help.find_first_of("\\\n") != std::string::npos;
+  };
+  if (std::none_of(families.begin(), families.end(), needs_escape)) {
+    prometheus::TextSerializer().Serialize(out, families);
+    return out.str();
+  }
+  std::vector<prometheus::MetricFamily> escaped = families;
+  for (auto& family : escaped) {
+    if (!needs_escape(family)) continue;
+    std::ostringstream help;
+    write_escaped(help, family.help, false);
+    family.help = help.str();
+  }
+  prometheus::TextSerializer().Serialize(out, escaped);
+  return out.str();
+}
+
+}  // namespace hwperf

@@ -1,0 +1,193 @@
+// CivetWeb's C API rather than CivetServer: mg_start2 reports *why* it could not start (port in
+// use, permission denied), which CivetServer's constructor reduces to a generic exception. This is
+// the only file that includes CivetWeb's header.
+#include "exporter/http_server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string_view>
+
+#include <civetweb.h>
+
+#include "config/log.h"
+
+namespace hwperf {
+namespace {
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Unknown";
+  }
+}
+
+bool all_digits(std::string_view text) {
+  if (text.empty() || text.size() > 5) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+// CivetWeb binds numeric addresses only; a host name is resolved here, once, at startup.
+std::string numeric_host(const std::string& host, const std::string& listen_address) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rc != 0 || found == nullptr) {
+    throw std::invalid_argument("--web.listen-address=" + listen_address + ": cannot resolve \"" +
+                                host + "\": " + gai_strerror(rc));
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  std::string numeric;
+  if (found->ai_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text,
+              sizeof text);
+    numeric = text;
+  } else {
+    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr, text,
+              sizeof text);
+    numeric = std::string("[") + text + "]";
+  }
+  freeaddrinfo(found);
+  return numeric;
+}
+
+}  // namespace
+
+std::string civetweb_listening_port(const std::string& listen_address) {
+  const std::string expected = " (expected [HOST]:PORT, e.g. :9477, 127.0.0.1:9477 or [::1]:9477)";
+  const auto colon = listen_address.rfind(':');
+  if (colon == std::string::npos) {
+    throw std::invalid_argument("--web.listen-address=" + listen_address + ": no port" + expected);
+  }
+  const std::string host = listen_address.substr(0, colon);
+  const std::string port = listen_address.substr(colon + 1);
+  if (!all_digits(port) || std::stoul(port) > 65535) {
+    throw std::invalid_argument("--web.listen-address=" + listen_address + ": bad port \"" + port +
+                                "\"" + expected);
+  }
+  if (host.empty()) return port;  // every IPv4 address, like node_exporter's ":9100"
+  if (host.front() == '[') {
+    if (host.back() != ']' || host.size() < 3) {
+      throw std::invalid_argument("--web.listen-address=" + listen_address +
+                                  ": unterminated IPv6 address" + expected);
+    }
+    in6_addr ignored{};
+    if (inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &ignored) != 1) {
+      throw std::invalid_argument("--web.listen-address=" + listen_address + ": bad IPv6 address" +
+                                  expected);
+    }
+    return host + ":" + port;
+  }
+  in_addr ignored{};
+  if (inet_pton(AF_INET, host.c_str(), &ignored) == 1) return host + ":" + port;
+  return numeric_host(host, listen_address) + ":" + port;
+}
+
+struct HttpServer::Impl {
+  HttpHandler handler;
+  mg_context* context = nullptr;
+  std::string listen_host;  // as the user wrote it; "" = every address
+
+  static int on_request(mg_connection* connection) {
+    auto* self = static_cast<Impl*>(mg_get_user_data(mg_get_context(connection)));
+    const mg_request_info* info = mg_get_request_info(connection);
+    HttpRequest request;
+    request.method = info->request_method ? info->request_method : "";
+    request.path = info->local_uri ? info->local_uri : "/";
+    const char* accept = mg_get_header(connection, "Accept");
+    const char* encoding = mg_get_header(connection, "Accept-Encoding");
+    request.accept = accept ? accept : "";
+    request.accept_encoding = encoding ? encoding : "";
+
+    HttpResponse response;
+    // Nothing may unwind into CivetWeb's C frames: that would terminate the process.
+    try {
+      response = self->handler(request);
+    } catch (const std::exception& e) {
+      response = HttpResponse{500, "text/plain; charset=utf-8", {}, std::string("error: ") + e.what() + "\n"};
+    } catch (...) {
+      response = HttpResponse{500, "text/plain; charset=utf-8", {}, "error: unknown\n"};
+    }
+    std::string head = "HTTP/1.1 " + std::to_string(response.status) + " " +
+                       reason_phrase(response.status) + "\r\n";
+    head += "Content-Type: " + response.content_type + "\r\n";
+    head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
+    for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
+    head += "\r\n";
+    mg_write(connection, head.data(), head.size());
+    if (request.method != "HEAD" && !response.body.empty()) {
+      mg_write(connection, response.body.data(), response.body.size());
+    }
+    return static_cast<int>(response.status);  // non-zero: handled, CivetWeb does nothing more
+  }
+
+  static int on_log(const mg_connection*, const char* message) {
+    log::debug(std::string("civetweb: ") + message);
+    return 1;
+  }
+};
+
+HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
+    : impl_(std::make_unique<Impl>()) {
+  static std::once_flag library_once;
+  std::call_once(library_once, [] { mg_init_library(0); });
+  impl_->handler = std::move(handler);
+  impl_->listen_host = options.listen_address.substr(0, options.listen_address.rfind(':'));
+
+  const std::string ports = civetweb_listening_port(options.listen_address);
+  const std::string threads = std::to_string(options.worker_threads);
+  const std::string timeout = std::to_string(options.request_timeout_ms);
+  const char* civet_options[] = {"listening_ports", ports.c_str(),
+                                 "num_threads", threads.c_str(),
+                                 "request_timeout_ms", timeout.c_str(),
+                                 "enable_keep_alive", "yes",
+                                 nullptr};
+  mg_callbacks callbacks{};
+  callbacks.begin_request = &Impl::on_request;
+  callbacks.log_message = &Impl::on_log;
+  mg_init_data init{};
+  init.callbacks = &callbacks;
+  init.user_data = impl_.get();
+  init.configuration_options = civet_options;
+  char error_text[256] = {};
+  unsigned error_code = 0;
+  mg_error_data error{};
+  error.code = &error_code;
+  error.text = error_text;
+  error.text_buffer_size = sizeof error_text;
+  impl_->context = mg_start2(&init, &error);
+  if (impl_->context == nullptr) {
+    throw std::runtime_error("cannot listen on " + options.listen_address + ": " +
+                             (error_text[0] ? error_text : "CivetWeb failed to start"));
+  }
+}
+
+HttpServer::~HttpServer() {
+  if (impl_ && impl_->context) mg_stop(impl_->context);
+}
+
+unsigned HttpServer::port() const {
+  mg_server_port ports[4] = {};
+  const int count = mg_get_server_ports(impl_->context, 4, ports);
+  return count > 0 ? static_cast<unsigned>(ports[0].port) : 0;
+}
+
+std::string HttpServer::bound_address() const {
+  return impl_->listen_host + ":" + std::to_string(port());
+}
+
+}  // namespace hwperf

@@ -1,0 +1,42 @@
+// The CivetWeb server. Only http_server.cpp includes CivetWeb's header.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "exporter/http.h"
+
+namespace hwperf {
+
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+struct HttpServerOptions {
+  std::string listen_address = ":9477";  // [HOST]:PORT; PORT 0 asks the kernel for a free port
+  unsigned worker_threads = 8;
+  unsigned request_timeout_ms = 10000;
+};
+
+// "[HOST]:PORT" -> CivetWeb's listening_ports syntax. Throws std::invalid_argument with a message
+// that names the address and the expected form.
+std::string civetweb_listening_port(const std::string& listen_address);
+
+class HttpServer {
+ public:
+  // Binds and starts serving, or throws std::runtime_error naming the address and the reason
+  // (address in use, permission denied, ...). The handler must be thread-safe; an exception it
+  // throws becomes a 500 and never reaches CivetWeb's threads.
+  HttpServer(const HttpServerOptions& options, HttpHandler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  unsigned port() const;               // the bound port (useful with port 0)
+  std::string bound_address() const;   // e.g. "127.0.0.1:9477" or "[::]:9477"
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hwperf

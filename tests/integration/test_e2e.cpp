@@ -1,0 +1,256 @@
+// The real binary, end to end: --once, --check-config, serving, signals, promtool and a real
+// Prometheus server scraping it.
+#include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "tests/support.h"
+
+using namespace hwperf;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A deterministic exporter: synthetic two-package topology, no PAPI (values vary run to run),
+// RAPL pointed at empty trees (energy unavailable, as on this VM).
+struct FixtureConfig {
+  test::TempDir dir;
+  std::string config_path;
+  std::vector<std::string> args;
+  explicit FixtureConfig(const std::string& extra_yaml = "") {
+    dir.write("sys/.keep", "");
+    dir.write("dev/.keep", "");
+    dir.write("proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n");
+    config_path = dir.write("hwperf.yml",
+                            "topology:\n"
+                            "  source: \"synthetic:pack:2 l3:1(size=16MB) l2:2(size=1MB) "
+                            "l1d:1(size=32KB) core:1 pu:2\"\n"
+                            "collectors:\n"
+                            "  papi:\n"
+                            "    enabled: false\n" +
+                                extra_yaml)
+                      .string();
+    args = {"--config.file=" + config_path, "--path.sysfs=" + (dir.path() / "sys").string(),
+            "--path.devfs=" + (dir.path() / "dev").string(),
+            "--path.procfs=" + (dir.path() / "proc").string()};
+  }
+};
+
+bool have(const std::string& program) {
+  return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+std::string run_shell(const std::string& command, int* exit_code) {
+  std::string output;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) return "popen failed";
+  char buffer[4096];
+  while (fgets(buffer, sizeof buffer, pipe)) output += buffer;
+  const int status = pclose(pipe);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return output;
+}
+
+// Values that legitimately change between runs are replaced, so the rest can be compared
+// byte for byte with the golden file.
+std::string normalise(const std::string& exposition) {
+  std::string out = std::regex_replace(
+      exposition, std::regex(R"((hwperf_scrape_collector_duration_seconds\{[^}]*\}) \S+)"),
+      "$1 <duration>");
+  out = std::regex_replace(out, std::regex(R"(revision="[^"]*")"), "revision=\"<revision>\"");
+  out = std::regex_replace(out, std::regex(R"(version="[^"]*")"), "version=\"<version>\"");
+  return out;
+}
+
+unsigned free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+}  // namespace
+
+TEST_CASE("--once prints an exposition that matches the golden file", "[e2e]") {
+  FixtureConfig fixture;
+  auto args = fixture.args;
+  args.push_back("--once");
+  const auto result = test::run_exporter(args);
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  const std::string golden_path = std::string(HWPERF_SOURCE_DIR) + "/tests/golden/once.prom";
+  const std::string actual = normalise(result.out);
+  if (std::getenv("HWPERF_UPDATE_GOLDEN")) {
+    std::ofstream(golden_path) << actual;
+    WARN("golden file rewritten: " + golden_path);
+  }
+  CHECK(actual == test::read_file(golden_path));
+}
+
+TEST_CASE("promtool accepts the exposition", "[e2e]") {
+  if (!have("promtool")) FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
+  FixtureConfig fixture;
+  auto args = fixture.args;
+  args.push_back("--once");
+  const auto result = test::run_exporter(args);
+  REQUIRE(result.exit_code == 0);
+  const auto file = fixture.dir.write("once.prom", result.out);
+  int exit_code = -1;
+  const std::string lint = run_shell("promtool check metrics < " + file.string(), &exit_code);
+  INFO(lint);
+  CHECK(exit_code == 0);
+  CHECK(lint.empty());
+}
+
+TEST_CASE("the default configuration runs on this machine", "[e2e]") {
+  // No config file at all: live topology, PAPI with its default events, RAPL as available.
+  const auto result = test::run_exporter({"--once"}, 60);
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto samples = test::parse_exposition(result.out);
+  const unsigned cpus = std::thread::hardware_concurrency();
+  CHECK(test::find_samples(samples, "hwperf_cpu_info").size() == cpus);
+  CHECK(test::find_samples(samples, "hwperf_build_info").size() == 1);
+  for (const char* collector : {"topology", "papi", "rapl"}) {
+    CAPTURE(collector);
+    CHECK(test::find_samples(samples, "hwperf_scrape_collector_success", {{"collector", collector}})
+              .size() == 1);
+  }
+}
+
+TEST_CASE("--check-config prints the effective configuration, or exits 2 naming line and column",
+          "[e2e]") {
+  FixtureConfig good;
+  auto ok = test::run_exporter({"--config.file=" + good.config_path, "--check-config"});
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK_THAT(ok.out, Catch::Contains("listen_address: \":9477\""));
+  CHECK_THAT(ok.out, Catch::Contains("source: synthetic:pack:2"));
+  CHECK_THAT(ok.out, Catch::Contains("# topology: "));
+
+  test::TempDir dir;
+  const auto bad = dir.write("bad.yml", "web:\n  listen_address: \":9477\"\n  tls: yes\n");
+  const auto result = test::run_exporter({"--config.file=" + bad.string(), "--check-config"});
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.err, Catch::Contains(bad.string() + ":3:3: unknown key \"tls\" in web"));
+  CHECK(result.out.empty());
+}
+
+TEST_CASE("bad flags exit 2 with one clear line", "[e2e]") {
+  auto [flag, message] = GENERATE(table<std::string, std::string>({
+      {"--no-such-flag", "unknown flag \\\"--no-such-flag\\\""},
+      {"--web.listen-address=nonsense", "--web.listen-address=nonsense: no port"},
+      {"--log.level=loud", "--log.level=loud: expected debug, info, warn or error"},
+      {"--config.file=/nonexistent/hwperf.yml", "/nonexistent/hwperf.yml: cannot read the configuration file"},
+  }));
+  const auto result = test::run_exporter({flag});
+  CAPTURE(flag, result.err);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.err, Catch::Contains(message));
+}
+
+TEST_CASE("--help and --version", "[e2e]") {
+  const auto help = test::run_exporter({"--help"});
+  CHECK(help.exit_code == 0);
+  for (const char* flag : {"--config.file", "--web.listen-address", "--web.telemetry-path",
+                           "--path.sysfs", "--path.procfs", "--path.devfs", "--check-config",
+                           "--once", "--log.level", "--version"}) {
+    CHECK_THAT(help.out, Catch::Contains(flag));
+  }
+  const auto version = test::run_exporter({"--version"});
+  CHECK(version.exit_code == 0);
+  CHECK_THAT(version.out, Catch::StartsWith("hwperf_exporter version "));
+}
+
+TEST_CASE("serves, survives a port clash, and stops within a second on SIGTERM", "[e2e]") {
+  FixtureConfig fixture;
+  test::RunningExporter exporter(fixture.args);
+  const auto response = exporter.get("/metrics");
+  CHECK(response.status == 200);
+  CHECK_FALSE(test::find_samples(test::parse_exposition(response.body), "hwperf_cpu_info").empty());
+
+  auto clash_args = fixture.args;
+  clash_args.push_back("--web.listen-address=127.0.0.1:" + std::to_string(exporter.port()));
+  const auto clash = test::run_exporter(clash_args);
+  CHECK(clash.exit_code == 1);
+  CHECK_THAT(clash.err, Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(exporter.port())));
+
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(exporter.stop() == 0);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  CHECK_THAT(exporter.stderr_text(), Catch::Contains("received SIGTERM, shutting down"));
+}
+
+TEST_CASE("a real Prometheus server scrapes the exporter", "[e2e][prometheus]") {
+  if (!have("prometheus")) FAIL("prometheus not found: apt-get install prometheus (scripts/deps.sh does)");
+  FixtureConfig fixture;
+  test::RunningExporter exporter(fixture.args);
+  const unsigned prometheus_port = free_port();
+  const auto prometheus_config = fixture.dir.write(
+      "prometheus.yml",
+      "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+      "scrape_configs:\n  - job_name: hwperf\n    static_configs:\n      - targets: ['127.0.0.1:" +
+          std::to_string(exporter.port()) + "']\n");
+  const std::string data = (fixture.dir.path() / "tsdb").string();
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const std::string log = (fixture.dir.path() / "prometheus.log").string();
+    freopen(log.c_str(), "w", stderr);
+    freopen("/dev/null", "w", stdout);
+    const std::string config_flag = "--config.file=" + prometheus_config.string();
+    const std::string data_flag = "--storage.tsdb.path=" + data;
+    const std::string listen_flag = "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port);
+    execlp("prometheus", "prometheus", config_flag.c_str(), data_flag.c_str(), listen_flag.c_str(),
+           static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      kill(pid, SIGTERM);
+      waitpid(pid, nullptr, 0);
+    }
+  } reaper{pid};
+
+  // Poll the query API until the target is up and our series are queryable (at most ~40 s).
+  std::string up_body;
+  std::string info_body;
+  bool ready = false;
+  for (int attempt = 0; attempt < 80 && !ready; ++attempt) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    try {
+      up_body = test::http_get(prometheus_port, "/api/v1/query?query=up%7Bjob%3D%22hwperf%22%7D").body;
+      info_body = test::http_get(prometheus_port, "/api/v1/query?query=count(hwperf_cpu_info)").body;
+      ready = up_body.find("\"value\":[") != std::string::npos &&
+              up_body.find("\"1\"]") != std::string::npos &&
+              info_body.find("\"value\":[") != std::string::npos;
+    } catch (const std::exception&) {
+      // Prometheus is still starting.
+    }
+  }
+  INFO("up: " << up_body);
+  INFO("count(hwperf_cpu_info): " << info_body);
+  INFO("prometheus log: " << test::read_file(fixture.dir.path() / "prometheus.log"));
+  REQUIRE(ready);
+  // The synthetic topology has 2 packages x 2 cores x 2 PUs.
+  CHECK_THAT(info_body, Catch::Contains("\"8\"]"));
+  const auto targets = test::http_get(prometheus_port, "/api/v1/targets").body;
+  CHECK_THAT(targets, Catch::Contains("\"health\":\"up\""));
+  CHECK_THAT(targets, Catch::Contains("\"lastError\":\"\""));
+}

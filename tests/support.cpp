@@ -1,0 +1,292 @@
+#include "tests/support.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cmath>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace hwperf::test {
+namespace fs = std::filesystem;
+
+namespace {
+fs::path unique_temp_path(const std::string& prefix) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  return fs::temp_directory_path() /
+         (prefix + std::to_string(getpid()) + "-" + std::to_string(rng()));
+}
+
+int spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+  std::vector<char*> argv;
+  static std::string binary;
+  binary = exporter_binary();
+  argv.push_back(binary.data());
+  std::vector<std::string> copies = args;
+  for (auto& a : copies) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    const int in_fd = open("/dev/null", O_RDONLY);
+    const int out_fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err_fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(in_fd, 0);
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    // The test binary may have blocked signals; the exporter must start with a clean mask.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_for(int pid, int timeout_seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds);
+  int status = 0;
+  while (true) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+}  // namespace
+
+TempDir::TempDir() : path_(unique_temp_path("hwperf-test-")) { fs::create_directories(path_); }
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+fs::path TempDir::write(const std::string& relative, const std::string& content) const {
+  const fs::path target = path_ / relative;
+  fs::create_directories(target.parent_path());
+  std::ofstream out(target, std::ios::binary | std::ios::trunc);
+  out << content;
+  if (!out) throw std::runtime_error("cannot write " + target.string());
+  return target;
+}
+
+fs::path TempDir::write_u64_at(const std::string& relative, std::uint64_t offset,
+                               std::uint64_t value) const {
+  const fs::path target = path_ / relative;
+  fs::create_directories(target.parent_path());
+  const int fd = ::open(target.c_str(), O_WRONLY | O_CREAT, 0600);
+  if (fd < 0) throw std::runtime_error("cannot open " + target.string());
+  unsigned char bytes[8];
+  for (int i = 0; i < 8; ++i) bytes[i] = static_cast<unsigned char>(value >> (8 * i));
+  const auto written = ::pwrite(fd, bytes, sizeof bytes, static_cast<off_t>(offset));
+  ::close(fd);
+  if (written != static_cast<ssize_t>(sizeof bytes)) {
+    throw std::runtime_error("cannot write 8 bytes at offset " + std::to_string(offset) + " of " +
+                             target.string());
+  }
+  return target;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string fixtures_dir() { return HWPERF_FIXTURES_DIR; }
+std::string exporter_binary() { return HWPERF_EXPORTER_BINARY; }
+
+ProcessResult run_exporter(const std::vector<std::string>& args, int timeout_seconds) {
+  TempDir dir;
+  const fs::path out = dir.path() / "stdout";
+  const fs::path err = dir.path() / "stderr";
+  const int pid = spawn(args, out, err);
+  ProcessResult result;
+  result.exit_code = wait_for(pid, timeout_seconds);
+  result.out = read_file(out);
+  result.err = read_file(err);
+  return result;
+}
+
+HttpResponse http_get(unsigned port, const std::string& path, const Headers& headers) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket failed");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{30, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    const std::string reason = std::strerror(errno);
+    ::close(fd);
+    throw std::runtime_error("connect to 127.0.0.1:" + std::to_string(port) + ": " + reason);
+  }
+  std::string request = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
+  for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
+  request += "\r\n";
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string raw;
+  char buffer[65536];
+  while (true) {
+    const auto n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    raw.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  HttpResponse response;
+  const auto header_end = raw.find("\r\n\r\n");
+  if (header_end == std::string::npos) throw std::runtime_error("malformed HTTP response");
+  std::istringstream head(raw.substr(0, header_end));
+  std::string status_line;
+  std::getline(head, status_line);
+  response.status = std::stoi(status_line.substr(status_line.find(' ') + 1, 3));
+  std::string line;
+  while (std::getline(head, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = line.substr(0, colon);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.erase(0, 1);
+    response.headers[name] = value;
+  }
+  response.body = raw.substr(header_end + 4);
+  return response;
+}
+
+RunningExporter::RunningExporter(std::vector<std::string> args)
+    : stderr_path_(unique_temp_path("hwperf-exporter-stderr-")) {
+  args.push_back("--web.listen-address=127.0.0.1:0");
+  const fs::path out = stderr_path_.string() + ".out";
+  pid_ = spawn(args, out, stderr_path_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const std::string marker = "Listening on 127.0.0.1:";
+  while (std::chrono::steady_clock::now() < deadline) {
+    const std::string text = stderr_text();
+    if (const auto at = text.find(marker); at != std::string::npos) {
+      port_ = static_cast<unsigned>(std::stoul(text.substr(at + marker.size())));
+      return;
+    }
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("exporter exited before listening:\n" + text);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  stop();
+  throw std::runtime_error("exporter did not start listening within 30 s:\n" + stderr_text());
+}
+
+RunningExporter::~RunningExporter() {
+  stop();
+  std::error_code ignored;
+  fs::remove(stderr_path_, ignored);
+  fs::remove(stderr_path_.string() + ".out", ignored);
+}
+
+HttpResponse RunningExporter::get(const std::string& path, const Headers& headers) const {
+  return http_get(port_, path, headers);
+}
+
+int RunningExporter::stop() {
+  if (pid_ > 0) {
+    kill(pid_, SIGTERM);
+    exit_code_ = wait_for(pid_, 10);
+    pid_ = -1;
+  }
+  return exit_code_;
+}
+
+std::string RunningExporter::stderr_text() const {
+  std::ifstream in(stderr_path_, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<Sample> parse_exposition(const std::string& text) {
+  std::vector<Sample> samples;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    Sample sample;
+    std::size_t i = 0;
+    while (i < line.size() && line[i] != '{' && line[i] != ' ') ++i;
+    sample.name = line.substr(0, i);
+    if (i < line.size() && line[i] == '{') {
+      ++i;
+      while (i < line.size() && line[i] != '}') {
+        const auto eq = line.find('=', i);
+        std::string name = line.substr(i, eq - i);
+        i = eq + 2;  // skip ="
+        std::string value;
+        while (i < line.size() && line[i] != '"') {
+          if (line[i] == '\\' && i + 1 < line.size()) {
+            ++i;
+            value += line[i] == 'n' ? '\n' : line[i];
+          } else {
+            value += line[i];
+          }
+          ++i;
+        }
+        ++i;  // closing quote
+        if (i < line.size() && line[i] == ',') ++i;
+        sample.labels[name] = value;
+      }
+      ++i;  // '}'
+    }
+    std::istringstream rest(line.substr(i));
+    std::string value;
+    rest >> value;
+    if (value == "+Inf") sample.value = HUGE_VAL;
+    else if (value == "-Inf") sample.value = -HUGE_VAL;
+    else if (value == "NaN") sample.value = std::nan("");
+    else sample.value = std::stod(value);
+    samples.push_back(std::move(sample));
+  }
+  return samples;
+}
+
+std::vector<Sample> find_samples(const std::vector<Sample>& samples, const std::string& name,
+                                 const std::map<std::string, std::string>& labels) {
+  std::vector<Sample> found;
+  for (const auto& sample : samples) {
+    if (sample.name != name) continue;
+    bool match = true;
+    for (const auto& [key, value] : labels) {
+      const auto it = sample.labels.find(key);
+      match = match && it != sample.labels.end() && it->second == value;
+    }
+    if (match) found.push_back(sample);
+  }
+  return found;
+}
+
+}  // namespace hwperf::test

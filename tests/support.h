@@ -1,0 +1,86 @@
+// Helpers shared by tests: temporary directory trees for fixtures, running the real binary,
+// reading files. Nothing here asserts; tests do.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <utility>
+#include <string>
+#include <vector>
+
+namespace hwperf::test {
+
+// A fresh directory under the system temp dir, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  // Writes `content` to path()/relative, creating parent directories.
+  std::filesystem::path write(const std::string& relative, const std::string& content) const;
+  // Writes an 8-byte little-endian value at byte `offset` (fake /dev/cpu/N/msr files).
+  std::filesystem::path write_u64_at(const std::string& relative, std::uint64_t offset,
+                                     std::uint64_t value) const;
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string read_file(const std::filesystem::path& path);
+std::string fixtures_dir();
+std::string exporter_binary();
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+// Runs the exporter binary with `args` to completion (stdin closed), capturing stdout/stderr.
+ProcessResult run_exporter(const std::vector<std::string>& args, int timeout_seconds = 30);
+
+struct HttpResponse {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // keys lower-cased
+  std::string body;                            // raw bytes as sent (not un-gzipped)
+};
+using Headers = std::vector<std::pair<std::string, std::string>>;
+// A plain HTTP/1.1 GET to 127.0.0.1:port (Connection: close). Throws on connection failure.
+HttpResponse http_get(unsigned port, const std::string& path, const Headers& headers = {});
+
+// The real binary serving on 127.0.0.1 with an ephemeral port (adds
+// --web.listen-address=127.0.0.1:0 and reads the port from its "listening" log line).
+// Sends SIGTERM and reaps the child on destruction.
+class RunningExporter {
+ public:
+  explicit RunningExporter(std::vector<std::string> args);
+  ~RunningExporter();
+  RunningExporter(const RunningExporter&) = delete;
+  RunningExporter& operator=(const RunningExporter&) = delete;
+  unsigned port() const { return port_; }
+  HttpResponse get(const std::string& path, const Headers& headers = {}) const;
+  // SIGTERM, wait; returns the exit status (or 128+signal). Idempotent.
+  int stop();
+  std::string stderr_text() const;  // everything the process logged so far
+
+ private:
+  int pid_ = -1;
+  unsigned port_ = 0;
+  std::filesystem::path stderr_path_;
+  int exit_code_ = -1;
+};
+
+// One sample of a text exposition (0.0.4 or OpenMetrics).
+struct Sample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  double value = 0;
+};
+std::vector<Sample> parse_exposition(const std::string& text);
+// The samples with this name whose labels include every pair in `labels`.
+std::vector<Sample> find_samples(const std::vector<Sample>& samples, const std::string& name,
+                                 const std::map<std::string, std::string>& labels = {});
+
+}  // namespace hwperf::test

@@ -1,0 +1,191 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "config/cpu_list.h"
+#include "config/errors.h"
+#include "config/loader.h"
+#include "tests/support.h"
+
+using namespace hwperf;
+
+namespace {
+std::string error_text(const std::string& yaml) {
+  try {
+    parse_config_text(yaml, "bad.yml");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST_CASE("no config file gives the documented defaults", "[config]") {
+  const Config config = load_config_file("");
+  CHECK(config.web.listen_address == ":9477");
+  CHECK(config.web.telemetry_path == "/metrics");
+  CHECK(config.paths.sysfs == "/sys");
+  CHECK(config.paths.procfs == "/proc");
+  CHECK(config.paths.devfs == "/dev");
+  CHECK(config.topology.kind == TopologyConfig::Kind::system);
+  CHECK(config.collectors.topology.enabled);
+  CHECK(config.collectors.papi.enabled);
+  CHECK_FALSE(config.collectors.papi.events_given);
+  CHECK(config.collectors.rapl.enabled);
+}
+
+TEST_CASE("an empty file is valid and means defaults", "[config]") {
+  const Config config = parse_config_text("", "empty.yml");
+  CHECK(config.web.listen_address == ":9477");
+}
+
+TEST_CASE("every section is read", "[config]") {
+  const Config config = parse_config_text(R"(
+web:
+  listen_address: "127.0.0.1:9999"
+  telemetry_path: /m
+paths: {sysfs: /s, procfs: /p, devfs: /d}
+topology:
+  source: "synthetic:pack:2 core:4 pu:2"
+log: {level: debug}
+collectors:
+  topology: {enabled: false}
+  papi:
+    cpus: "0-3,8"
+    granularity: package
+    domain: user
+    attach: qualifier
+    multiplex: false
+    events:
+      - PAPI_TOT_INS
+      - event: perf::PAGE-FAULTS
+        metric: page_faults
+        help: Page faults
+  rapl:
+    interface: msr
+    domains: [package, dram]
+    max_power_watts: 250
+    wrap_guard_interval_seconds: 0.5
+)",
+                                          "full.yml");
+  CHECK(config.web.listen_address == "127.0.0.1:9999");
+  CHECK(config.web.telemetry_path == "/m");
+  CHECK(config.paths.sysfs == "/s");
+  CHECK(config.paths.procfs == "/p");
+  CHECK(config.paths.devfs == "/d");
+  CHECK(config.topology.kind == TopologyConfig::Kind::synthetic);
+  CHECK(config.topology.argument == "pack:2 core:4 pu:2");
+  CHECK(config.log_level == LogLevel::debug);
+  CHECK_FALSE(config.collectors.topology.enabled);
+  const auto& papi = config.collectors.papi;
+  CHECK(papi.cpus == "0-3,8");
+  CHECK(papi.granularity == Granularity::package);
+  CHECK(papi.domain == CountingDomain::user);
+  CHECK(papi.attach == PapiAttachMode::qualifier);
+  CHECK_FALSE(papi.multiplex);
+  REQUIRE(papi.events.size() == 2);
+  CHECK(papi.events[0].event == "PAPI_TOT_INS");
+  CHECK(papi.events[0].mark.to_string() == "full.yml:18:9");
+  CHECK(papi.events[1].event == "perf::PAGE-FAULTS");
+  CHECK(papi.events[1].metric == "page_faults");
+  CHECK(papi.events[1].help == "Page faults");
+  const auto& rapl = config.collectors.rapl;
+  CHECK(rapl.interface == RaplInterface::msr);
+  CHECK(rapl.domains == std::vector<std::string>{"package", "dram"});
+  CHECK(rapl.max_power_watts == 250);
+  CHECK(rapl.wrap_guard_interval_seconds == 0.5);
+}
+
+TEST_CASE("bad configuration files name file, line and column", "[config]") {
+  // Each input is written so that the offending token sits at a known line and column.
+  auto [yaml, expected] = GENERATE(table<std::string, std::string>({
+      {"web:\n  listen: x\n", "bad.yml:2:3: unknown key \"listen\" in web (expected one of: listen_address, telemetry_path)"},
+      {"colectors: {}\n", "bad.yml:1:1: unknown key \"colectors\" in the top level"},
+      {"collectors:\n  papi:\n    enabled: maybe\n", "bad.yml:3:14: collectors.papi.enabled: expected true or false, got \"maybe\""},
+      {"collectors:\n  papi:\n    granularity: socket\n", "bad.yml:3:18: collectors.papi.granularity: expected one of cpu, core, package, machine, got \"socket\""},
+      {"collectors:\n  papi:\n    cpus: 3-1\n", "bad.yml:3:11: collectors.papi.cpus: expected \"all\" or a CPU list"},
+      {"collectors:\n  papi:\n    events: PAPI_TOT_INS\n", "bad.yml:3:13: collectors.papi.events: expected a list"},
+      {"collectors:\n  papi:\n    events:\n      - {evnt: X}\n", "bad.yml:4:10: unknown key \"evnt\" in collectors.papi.events[0]"},
+      {"collectors:\n  papi:\n    events:\n      - event: X\n        metric: Bad-Name\n", "bad.yml:4:9: collectors.papi.events[0].metric: \"Bad-Name\" is not a valid metric name part"},
+      {"collectors:\n  rapl:\n    domains: [package, gpu]\n", "bad.yml:3:24: collectors.rapl.domains: unknown domain \"gpu\""},
+      {"collectors:\n  rapl:\n    max_power_watts: -5\n", "bad.yml:3:22: collectors.rapl.max_power_watts: expected a number >= 0, got \"-5\""},
+      {"topology:\n  source: lstopo\n", "bad.yml:2:11: topology.source: expected system, xml:PATH or synthetic:DESCRIPTION, got \"lstopo\""},
+      {"web:\n  telemetry_path: metrics\n", "bad.yml:2:19: web.telemetry_path: expected a path starting with /"},
+      {"web: [1, 2]\n", "bad.yml:1:6: web: expected a mapping"},
+      {"web:\n  listen_address: \":1\"\n  listen_address: \":2\"\n", "bad.yml:3:3: duplicate key \"listen_address\" in web"},
+      {"web: {listen_address: [\n", "bad.yml:2:1: invalid YAML"},
+      {"log:\n  level: loud\n", "bad.yml:2:10: log.level: expected one of debug, info, warn, error, got \"loud\""},
+  }));
+  CAPTURE(yaml);
+  const std::string text = error_text(yaml);
+  CHECK_THAT(text, Catch::Contains(expected));
+}
+
+TEST_CASE("all problems in a file are reported at once", "[config]") {
+  const std::string text = error_text("web:\n  port: 1\ncollectors:\n  papi:\n    domain: both\n  gpu: {}\n");
+  CHECK_THAT(text, Catch::Contains("bad.yml:2:3"));
+  CHECK_THAT(text, Catch::Contains("bad.yml:5:13"));
+  CHECK_THAT(text, Catch::Contains("bad.yml:6:3"));
+}
+
+TEST_CASE("a missing config file is an error naming the path", "[config]") {
+  test::TempDir dir;
+  const std::string missing = (dir.path() / "nope.yml").string();
+  REQUIRE_THROWS_AS(load_config_file(missing), ConfigError);
+  try {
+    load_config_file(missing);
+  } catch (const ConfigError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains(missing) && Catch::Contains("No such file"));
+  }
+}
+
+TEST_CASE("the effective configuration round-trips through dump_config", "[config]") {
+  Config original = parse_config_text(R"(
+collectors:
+  papi:
+    cpus: "1"
+    events: [perf::CPU-CLOCK, {event: perf::PAGE-FAULTS, metric: faults}]
+  rapl: {interface: perf, domains: [dram]}
+topology: {source: "synthetic:pack:1 pu:2"}
+)",
+                                      "a.yml");
+  const Config again = parse_config_text(dump_config(original), "dump.yml");
+  CHECK(dump_config(again) == dump_config(original));
+  CHECK(again.collectors.papi.events.size() == 2);
+  CHECK(again.collectors.papi.events[1].metric == "faults");
+  CHECK(again.collectors.rapl.interface == RaplInterface::perf);
+  CHECK(again.topology.to_string() == "synthetic:pack:1 pu:2");
+}
+
+TEST_CASE("the shipped example configuration is valid", "[config]") {
+  const Config config = load_config_file(std::string(HWPERF_SOURCE_DIR) + "/config/hwperf.yml");
+  CHECK(config.source_file == std::string(HWPERF_SOURCE_DIR) + "/config/hwperf.yml");
+  CHECK(config.web.listen_address == Config{}.web.listen_address);
+}
+
+TEST_CASE("CPU lists", "[config]") {
+  auto [text, expected] = GENERATE(table<std::string, std::vector<unsigned>>({
+      {"0", {0}},
+      {"0-3", {0, 1, 2, 3}},
+      {"0-3,8,10-11", {0, 1, 2, 3, 8, 10, 11}},
+      {" 5 , 1-2 ", {1, 2, 5}},
+      {"2,2,1-2", {1, 2}},
+  }));
+  CAPTURE(text);
+  const auto cpus = parse_cpu_list(text);
+  CHECK(cpus == expected);
+  CHECK(parse_cpu_list(format_cpu_list(cpus)) == cpus);
+}
+
+TEST_CASE("bad CPU lists are rejected with the offending part", "[config]") {
+  auto [text, part] = GENERATE(table<std::string, std::string>({
+      {"", "empty"}, {"a", "\"a\""}, {"3-1", "backwards"}, {"1,,2", "\"\""}, {"-1", "\"\""},
+  }));
+  CAPTURE(text);
+  REQUIRE_THROWS_AS(parse_cpu_list(text), std::invalid_argument);
+  try {
+    parse_cpu_list(text);
+  } catch (const std::invalid_argument& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains(part));
+  }
+}

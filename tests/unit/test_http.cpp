@@ -1,0 +1,160 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <stdexcept>
+#include <thread>
+
+#include "collectors/collector_set.h"
+#include "collectors/metrics.h"
+#include "exporter/app.h"
+#include "exporter/http_server.h"
+#include "tests/support.h"
+
+using namespace hwperf;
+
+namespace {
+class FixedCollector : public Collector {
+ public:
+  explicit FixedCollector(double value) : value_(value) {}
+  std::string name() const override { return "fixed"; }
+  void collect(std::vector<prometheus::MetricFamily>& out) override {
+    auto family = make_family(counter_name({"test", "events"}), "Test events.",
+                              prometheus::MetricType::Counter);
+    add_counter(family, {{"cpu", "0"}}, value_);
+    out.push_back(std::move(family));
+  }
+
+ private:
+  double value_;
+};
+
+class ThrowingCollector : public Collector {
+ public:
+  std::string name() const override { return "broken"; }
+  void collect(std::vector<prometheus::MetricFamily>& out) override {
+    auto family = make_family(metric_name({"test", "partial"}), "Never exported.",
+                              prometheus::MetricType::Gauge);
+    add_gauge(family, {}, 1);
+    out.push_back(std::move(family));
+    throw std::runtime_error("device vanished");
+  }
+};
+
+Exporter make_exporter(double value) {
+  CollectorSet set;
+  set.add(std::make_unique<FixedCollector>(value));
+  set.add(std::make_unique<ThrowingCollector>());
+  return Exporter(Config{}, std::move(set), "papi-v", "hwloc-v");
+}
+
+struct Served {
+  Exporter exporter;
+  HttpServer server;
+  explicit Served(double value)
+      : exporter(make_exporter(value)),
+        server(HttpServerOptions{"127.0.0.1:0", 8, 10000},
+               [this](const HttpRequest& r) { return exporter.handle(r); }) {}
+};
+}  // namespace
+
+TEST_CASE("a collector that throws only fails itself", "[http]") {
+  const double value = 42;
+  const Exporter exporter = make_exporter(value);
+  const auto samples = test::parse_exposition(
+      exporter.handle(HttpRequest{"GET", "/metrics", "", ""}).body);
+  CHECK(test::find_samples(samples, "hwperf_scrape_collector_success", {{"collector", "broken"}})
+            .at(0).value == 0);
+  CHECK(test::find_samples(samples, "hwperf_scrape_collector_success", {{"collector", "fixed"}})
+            .at(0).value == 1);
+  CHECK(test::find_samples(samples, "hwperf_test_events_total", {{"cpu", "0"}}).at(0).value == value);
+  // Nothing partial from the failed collector.
+  CHECK(test::find_samples(samples, "hwperf_test_partial").empty());
+  CHECK(test::find_samples(samples, "hwperf_scrape_collector_duration_seconds").size() == 2);
+  const auto info = test::find_samples(samples, "hwperf_build_info");
+  REQUIRE(info.size() == 1);
+  CHECK(info[0].labels.at("papi_version") == "papi-v");
+  CHECK(info[0].labels.at("hwloc_version") == "hwloc-v");
+}
+
+TEST_CASE("routes, status codes and content types over real HTTP", "[http]") {
+  const double value = 7;
+  Served served(value);
+  const unsigned port = served.server.port();
+  REQUIRE(port != 0);
+
+  const auto metrics = test::http_get(port, "/metrics");
+  CHECK(metrics.status == 200);
+  CHECK(metrics.headers.at("content-type") == "text/plain; version=0.0.4; charset=utf-8");
+  CHECK(metrics.headers.count("content-encoding") == 0);
+  CHECK(test::find_samples(test::parse_exposition(metrics.body), "hwperf_test_events_total")
+            .at(0).value == value);
+
+  const auto om = test::http_get(port, "/metrics",
+                                 {{"Accept", "application/openmetrics-text;version=1.0.0"}});
+  CHECK(om.status == 200);
+  CHECK(om.headers.at("content-type") ==
+        "application/openmetrics-text; version=1.0.0; charset=utf-8");
+  CHECK_THAT(om.body, Catch::EndsWith("# EOF\n"));
+  CHECK_THAT(om.body, Catch::Contains("# TYPE hwperf_test_events counter"));
+
+  const auto zipped = test::http_get(port, "/metrics", {{"Accept-Encoding", "gzip"}});
+  CHECK(zipped.status == 200);
+  CHECK(zipped.headers.at("content-encoding") == "gzip");
+  CHECK(static_cast<unsigned char>(zipped.body.at(0)) == 0x1f);
+  CHECK(std::stoul(zipped.headers.at("content-length")) == zipped.body.size());
+
+  const auto healthy = test::http_get(port, "/-/healthy");
+  CHECK(healthy.status == 200);
+
+  const auto landing = test::http_get(port, "/");
+  CHECK(landing.status == 200);
+  CHECK_THAT(landing.headers.at("content-type"), Catch::StartsWith("text/html"));
+  CHECK_THAT(landing.body, Catch::Contains("href=\"/metrics\""));
+  CHECK_THAT(landing.body, Catch::Contains("<li>fixed</li>") && Catch::Contains("<li>broken</li>"));
+
+  CHECK(test::http_get(port, "/nope").status == 404);
+  CHECK(test::http_get(port, "/metrics/extra").status == 404);
+  CHECK(test::http_get(port, "/metrics?x=1").status == 200);
+}
+
+TEST_CASE("overlapping scrapes are all answered", "[http]") {
+  Served served(1);
+  const unsigned port = served.server.port();
+  std::atomic<int> ok{0};
+  constexpr int kThreads = 16;
+  constexpr int kRequests = 10;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kRequests; ++i) {
+        const auto r = test::http_get(port, "/metrics");
+        if (r.status == 200 && r.body.find("hwperf_test_events_total") != std::string::npos) ++ok;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(ok == kThreads * kRequests);
+}
+
+TEST_CASE("a port in use is a clear startup error", "[http]") {
+  Served first(1);
+  const std::string taken = "127.0.0.1:" + std::to_string(first.server.port());
+  try {
+    HttpServer second(HttpServerOptions{taken, 1, 1000}, [](const HttpRequest&) { return HttpResponse{}; });
+    FAIL("second server bound an address already in use");
+  } catch (const std::runtime_error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("cannot listen on " + taken));
+  }
+}
+
+TEST_CASE("listen addresses", "[http]") {
+  CHECK(civetweb_listening_port(":9477") == "9477");
+  CHECK(civetweb_listening_port("127.0.0.1:9477") == "127.0.0.1:9477");
+  CHECK(civetweb_listening_port("[::1]:80") == "[::1]:80");
+  const std::string localhost = civetweb_listening_port("localhost:1");
+  CHECK((localhost == "127.0.0.1:1" || localhost == "[::1]:1"));
+  for (const char* bad : {"9477", ":99999", "1.2.3.4:x", "[::1:80", "[zz]:80", "no.such.host.invalid:1"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH(civetweb_listening_port(bad), Catch::Contains(bad));
+  }
+}

@@ -1,0 +1,197 @@
+// The PAPI collector's pure parts: metric naming, units, qualifiers, CPU selection and the
+// validation of configured events. No PAPI, no PMU.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "collectors/papi/papi_events.h"
+#include "config/errors.h"
+#include "topology/topology.h"
+
+using namespace hwperf;
+using namespace hwperf::papi;
+
+namespace {
+
+// 2 packages x 2 cores x 2 hardware threads; core ids repeat per package, as on Linux.
+Topology two_socket_topology() {
+  std::vector<HardwareThread> threads;
+  for (unsigned package = 0; package < 2; ++package) {
+    for (unsigned core = 0; core < 2; ++core) {
+      for (unsigned smt = 0; smt < 2; ++smt) {
+        threads.push_back({package * 4 + core * 2 + smt, core, package, static_cast<int>(package)});
+      }
+    }
+  }
+  return Topology(threads, {}, "test: 2 packages x 2 cores x 2 threads");
+}
+
+PapiEventConfig event_at(const std::string& name, int line, const std::string& metric = "",
+                         const std::string& help = "") {
+  PapiEventConfig event;
+  event.event = name;
+  event.metric = metric;
+  event.help = help;
+  event.mark = {"hwperf.yml", line, 9};
+  return event;
+}
+
+std::string no_description(const std::string&) { return ""; }
+
+std::vector<std::string> problems_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const ConfigError& e) {
+    return e.problems();
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("common presets get the readable names the issue promises", "[papi]") {
+  const auto [event, metric] = GENERATE(table<std::string, std::string>({
+      {"PAPI_TOT_INS", "instructions"},
+      {"PAPI_TOT_CYC", "cycles"},
+      {"PAPI_L1_DCM", "l1_data_cache_misses"},
+  }));
+  CAPTURE(event);
+  CHECK(default_metric_base(event) == metric);
+  CHECK(event_unit(event) == Unit::count);
+}
+
+TEST_CASE("other events are named by their snake_case without the PMU prefix", "[papi]") {
+  const auto [event, metric] = GENERATE(table<std::string, std::string>({
+      {"perf::PAGE-FAULTS", "page_faults"},
+      {"perf::CONTEXT-SWITCHES", "context_switches"},
+      {"perf::CYCLES:u", "cycles_u"},
+      {"icl::MEM_LOAD_RETIRED:L1_MISS", "mem_load_retired_l1_miss"},
+      {"PAPI_FUL_ICY", "ful_icy"},  // a preset without a readable name keeps its own
+  }));
+  CAPTURE(event);
+  CHECK(default_metric_base(event) == metric);
+}
+
+TEST_CASE("perf's clock events are nanoseconds and named in seconds", "[papi]") {
+  const auto event = GENERATE(as<std::string>{}, "perf::CPU-CLOCK", "perf::TASK-CLOCK",
+                              "perf::cpu-clock", "perf::CPU-CLOCK:u");
+  CAPTURE(event);
+  CHECK(event_unit(event) == Unit::nanoseconds);
+  const std::string metric = default_metric_base(event);
+  CHECK(metric.size() > 8);
+  CHECK(metric.substr(metric.size() - 8) == "_seconds");
+  // Only perf's own PMU has them: another PMU's CPU-CLOCK is just a count.
+  CHECK(event_unit("other::CPU-CLOCK") == Unit::count);
+}
+
+TEST_CASE("event names split into PMU, base and qualifiers", "[papi]") {
+  const EventName native = parse_event_name("icl::MEM_LOAD_RETIRED:L1_MISS:u=1");
+  CHECK(native.pmu == "icl");
+  CHECK(native.base == "MEM_LOAD_RETIRED");
+  CHECK(native.qualifiers == std::vector<std::string>{"L1_MISS", "u=1"});
+  const EventName preset = parse_event_name("PAPI_TOT_INS");
+  CHECK(preset.pmu.empty());
+  CHECK(preset.base == "PAPI_TOT_INS");
+  CHECK(preset.qualifiers.empty());
+  CHECK(is_preset("PAPI_TOT_INS"));
+  CHECK_FALSE(is_preset("perf::PAGE-FAULTS"));
+}
+
+TEST_CASE("the qualifier binding adds cpu= and the configured domain", "[papi]") {
+  const auto [domain, suffix] = GENERATE(table<CountingDomain, std::string>({
+      {CountingDomain::all, ":u=1:k=1"},
+      {CountingDomain::user, ":u=1:k=0"},
+      {CountingDomain::kernel, ":u=0:k=1"},
+  }));
+  CHECK(cpu_qualified_name("perf::PAGE-FAULTS", 3, domain) == "perf::PAGE-FAULTS:cpu=3" + suffix);
+  // A domain written into the event name is the user's choice and wins.
+  CHECK(cpu_qualified_name("perf::CYCLES:u", 1, domain) == "perf::CYCLES:u:cpu=1");
+  CHECK(has_domain_qualifier("perf::CYCLES:k=1"));
+  CHECK_FALSE(has_domain_qualifier("icl::MEM_LOAD_RETIRED:L1_MISS"));
+}
+
+TEST_CASE("each granularity has its own family name", "[papi]") {
+  EventSpec spec;
+  spec.event = "PAPI_TOT_INS";
+  spec.metric = "instructions";
+  CHECK(counter_family_name(Granularity::cpu, spec) == "hwperf_cpu_instructions_total");
+  CHECK(counter_family_name(Granularity::core, spec) == "hwperf_core_instructions_total");
+  CHECK(counter_family_name(Granularity::package, spec) == "hwperf_package_instructions_total");
+  CHECK(counter_family_name(Granularity::machine, spec) == "hwperf_machine_instructions_total");
+}
+
+TEST_CASE("configured metric names and help are used; clock metrics stay in seconds", "[papi]") {
+  const auto specs = resolve_event_specs(
+      {event_at("perf::PAGE-FAULTS", 3, "faults", "Faults taken"),
+       event_at("perf::CPU-CLOCK", 4, "busy"), event_at("PAPI_TOT_INS", 5)},
+      false, Granularity::cpu, [](const std::string& name) {
+        return name == "PAPI_TOT_INS" ? std::string("Instructions completed") : std::string();
+      });
+  REQUIRE(specs.size() == 3);
+  CHECK(specs[0].metric == "faults");
+  CHECK(specs[0].description == "Faults taken");
+  CHECK(specs[1].metric == "busy_seconds");
+  CHECK(specs[1].unit == Unit::nanoseconds);
+  CHECK(specs[2].metric == "instructions");
+  CHECK(specs[2].description == "Instructions completed");
+  for (const auto& spec : specs) CHECK_FALSE(spec.is_default);
+}
+
+TEST_CASE("every naming problem is reported at once, each with its place", "[papi]") {
+  const auto problems = problems_of([] {
+    resolve_event_specs({event_at("PAPI_TOT_INS", 3), event_at("perf::CYCLES:cpu=1", 4),
+                         event_at("perf::PAGE-FAULTS", 5, "faults_total"),
+                         event_at("perf::INSTRUCTIONS", 6, "instructions")},
+                        false, Granularity::cpu, no_description);
+  });
+  REQUIRE(problems.size() == 3);
+  CHECK_THAT(problems[0], Catch::Contains("hwperf.yml:4:9") && Catch::Contains("cpu=") &&
+                              Catch::Contains("collectors.papi.cpus"));
+  CHECK_THAT(problems[1], Catch::Contains("hwperf.yml:5:9") && Catch::Contains("_total"));
+  // The clash names both events and both places.
+  CHECK_THAT(problems[2], Catch::Contains("hwperf.yml:6:9") && Catch::Contains("hwperf.yml:3:9") &&
+                              Catch::Contains("PAPI_TOT_INS") &&
+                              Catch::Contains("hwperf_cpu_instructions_total"));
+}
+
+TEST_CASE("the default event set resolves to distinct valid names at every granularity",
+          "[papi]") {
+  const auto granularity = GENERATE(Granularity::cpu, Granularity::core, Granularity::package,
+                                    Granularity::machine);
+  const auto defaults = default_events();
+  REQUIRE_FALSE(defaults.empty());
+  const auto specs = resolve_event_specs(defaults, true, granularity, no_description);
+  CHECK(specs.size() == defaults.size());
+  std::set<std::string> names;
+  for (const auto& spec : specs) {
+    CHECK(spec.is_default);
+    CHECK_FALSE(spec.description.empty());
+    names.insert(counter_family_name(granularity, spec));
+  }
+  CHECK(names.size() == specs.size());
+}
+
+TEST_CASE("CPU lists select CPUs from the topology", "[papi]") {
+  const Topology topology = two_socket_topology();
+  PapiCollectorConfig config;
+  config.cpus_mark = {"hwperf.yml", 4, 11};
+
+  config.cpus = "all";
+  CHECK(select_cpus(config, topology) == topology.cpus());
+
+  config.cpus = "0-1,5";
+  CHECK(select_cpus(config, topology) == std::vector<unsigned>{0, 1, 5});
+
+  config.cpus = "6-9";
+  auto problems = problems_of([&] { select_cpus(config, topology); });
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems[0], Catch::Contains("hwperf.yml:4:11") && Catch::Contains("8-9") &&
+                              Catch::Contains("0-7"));
+
+  config.cpus = "3-x";
+  problems = problems_of([&] { select_cpus(config, topology); });
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems[0], Catch::Contains("hwperf.yml:4:11") && Catch::Contains("3-x"));
+}

@@ -1,0 +1,153 @@
+// Fixture trees for the RAPL tests (unit and end to end), built in a TempDir so that each test
+// writes, and can compute its expectations from, the very values the exporter reads.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tests/support.h"
+#include "topology/topology.h"
+
+namespace hwperf::test::rapl_fixture {
+
+// The kernel reports max_energy_range_uj as 0xFFFFFFFF hardware units, so a range built this
+// way has a counter unit of exactly `unit_uj`.
+constexpr std::uint64_t range_for_unit(std::uint64_t unit_uj) { return unit_uj * 0xFFFFFFFFull; }
+
+// Writes `content` beside `path` and renames it into place: a reader that opens the file per
+// read (as the powercap source does) sees the old value or the new one, never half of one.
+inline void replace_file(const std::filesystem::path& path, const std::string& content) {
+  const std::filesystem::path temporary = path.string() + ".new";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << content;
+    if (!out) throw std::runtime_error("cannot write " + temporary.string());
+  }
+  std::filesystem::rename(temporary, path);
+}
+
+struct Zone {
+  std::string dir;   // "intel-rapl:0", "intel-rapl:0:1", "intel-rapl-mmio:0"
+  std::string name;  // what the zone's name file says
+  std::uint64_t energy_uj = 0;
+  std::uint64_t range_uj = 0;
+  std::uint64_t long_term_limit_uw = 0;  // 0: no constraint files
+};
+
+inline std::string powercap_path(const std::string& zone_dir) {
+  return "sys/class/powercap/" + zone_dir;
+}
+
+inline void write_zone(const TempDir& root, const Zone& zone) {
+  const std::string base = powercap_path(zone.dir) + "/";
+  root.write(base + "name", zone.name + "\n");
+  root.write(base + "energy_uj", std::to_string(zone.energy_uj) + "\n");
+  root.write(base + "max_energy_range_uj", std::to_string(zone.range_uj) + "\n");
+  root.write(base + "enabled", "1\n");
+  if (zone.long_term_limit_uw != 0) {
+    root.write(base + "constraint_0_name", "long_term\n");
+    root.write(base + "constraint_0_power_limit_uw", std::to_string(zone.long_term_limit_uw) + "\n");
+    root.write(base + "constraint_1_name", "short_term\n");
+    // PL2 above PL1, as on real parts: the hint is the largest figure listed.
+    root.write(base + "constraint_1_power_limit_uw",
+               std::to_string(zone.long_term_limit_uw + zone.long_term_limit_uw / 4) + "\n");
+  }
+}
+
+inline void set_energy(const TempDir& root, const std::string& zone_dir, std::uint64_t energy_uj) {
+  replace_file(root.path() / (powercap_path(zone_dir) + "/energy_uj"),
+               std::to_string(energy_uj) + "\n");
+}
+
+// A two-package server as recent kernels lay it out: the directory index is not the package id
+// (intel-rapl:0 is package-1), each package has core, uncore and dram subzones, psys is a zone
+// of its own, and intel-rapl-mmio:0 duplicates package-0. Energy values are distinct so that a
+// mix-up shows.
+inline std::vector<Zone> two_package_zones(std::uint64_t package_unit_uj = 61,
+                                           std::uint64_t dram_unit_uj = 15) {
+  const std::uint64_t pkg = range_for_unit(package_unit_uj);
+  const std::uint64_t dram = range_for_unit(dram_unit_uj);
+  return {
+      {"intel-rapl:0", "package-1", 1100000, pkg, 150000000},
+      {"intel-rapl:0:0", "core", 1200000, pkg, 0},
+      {"intel-rapl:0:1", "uncore", 1300000, pkg, 0},
+      {"intel-rapl:0:2", "dram", 1400000, dram, 0},
+      {"intel-rapl:1", "package-0", 2100000, pkg, 125000000},
+      {"intel-rapl:1:0", "core", 2200000, pkg, 0},
+      {"intel-rapl:1:1", "uncore", 2300000, pkg, 0},
+      {"intel-rapl:1:2", "dram", 2400000, dram, 0},
+      {"intel-rapl:2", "psys", 3100000, pkg, 0},
+      {"intel-rapl-mmio:0", "package-0", 9900000, pkg, 0},
+  };
+}
+
+inline void write_powercap_tree(const TempDir& root, const std::vector<Zone>& zones) {
+  // The control-type directories exist beside the zones and are not zones themselves.
+  root.write("sys/class/powercap/intel-rapl/enabled", "1\n");
+  root.write("sys/class/powercap/intel-rapl-mmio/enabled", "1\n");
+  for (const Zone& zone : zones) write_zone(root, zone);
+}
+
+// Packages 0 and 1 with one CPU each, numbered as this VM's CPUs are (0 and 1), so that the perf
+// tests can open real events on them.
+inline Topology two_package_topology() {
+  return Topology({{0, 0, 0, 0}, {1, 0, 1, 1}}, {}, "test: 2 packages x 1 core x 1 PU");
+}
+
+// One package, two cores with two threads each: cpus 0,1 on core 0 and 2,3 on core 1.
+inline Topology smt_topology() {
+  return Topology({{0, 0, 0, 0}, {1, 0, 0, 0}, {2, 1, 0, 0}, {3, 1, 0, 0}}, {},
+                  "test: 1 package x 2 cores x 2 PUs");
+}
+
+inline std::string cpuinfo(const std::string& vendor, unsigned family, unsigned model) {
+  std::string text;
+  for (int cpu = 0; cpu < 2; ++cpu) {
+    text += "processor\t: " + std::to_string(cpu) + "\nvendor_id\t: " + vendor +
+            "\ncpu family\t: " + std::to_string(family) + "\nmodel\t\t: " +
+            std::to_string(model) + "\nmodel name\t: test CPU\n\n";
+  }
+  return text;
+}
+
+// Runs `work` in a child that has become nobody (uid/gid 65534) and returns what it returned:
+// root reads any file, so permission failures can only be seen without root. `root` is made
+// traversable first (TempDir may be private to its creator).
+inline std::string run_as_nobody(const TempDir& root, const std::function<std::string()>& work) {
+  ::chmod(root.path().c_str(), 0755);
+  int fds[2];
+  if (::pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = ::fork();
+  if (pid < 0) return "fork failed";
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string report = "setuid failed";
+    if (::setgid(65534) == 0 && ::setuid(65534) == 0) report = work();
+    const auto written = ::write(fds[1], report.data(), report.size());
+    ::_exit(written == static_cast<ssize_t>(report.size()) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string report;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0) {
+    report.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return report;
+}
+
+}  // namespace hwperf::test::rapl_fixture

@@ -1,0 +1,330 @@
+// The powercap source against fixture trees: zone discovery (names, not directory indexes,
+// give the package), the MMIO duplicate, per-zone ranges, power hints, the failure states a
+// user meets (no tree, masked tree, root-only energy_uj), and energy across wraps.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "collectors/rapl/powercap_source.h"
+#include "collectors/rapl/rapl_engine.h"
+#include "tests/support.h"
+#include "tests/unit/test_rapl_fixtures.h"
+
+using namespace hwperf;
+using namespace hwperf::rapl;
+using namespace hwperf::test::rapl_fixture;
+using hwperf::test::TempDir;
+
+namespace {
+
+using Key = std::tuple<Domain, std::optional<unsigned>, std::optional<unsigned>>;
+
+Key key_of(const CounterInfo& info) { return {info.domain, info.package, info.die}; }
+
+const CounterInfo* find_counter(const EnergySource& source, Domain domain,
+                                std::optional<unsigned> package,
+                                std::optional<unsigned> die = std::nullopt) {
+  for (const auto& info : source.counters()) {
+    if (key_of(info) == Key{domain, package, die}) return &info;
+  }
+  return nullptr;
+}
+
+// The next value of a powercap zone after `energy_uj` more: up to the range, then 0 one
+// counter unit later (what the kernel shows as the 32-bit register wraps).
+std::uint64_t advance(std::uint64_t value, std::uint64_t energy_uj, std::uint64_t range,
+                      std::uint64_t unit) {
+  std::uint64_t next = value + energy_uj;
+  while (next > range) next -= range + unit;
+  return next;
+}
+
+}  // namespace
+
+TEST_CASE("powercap zone names give the domain, package and die", "[rapl]") {
+  struct Row {
+    const char* name;
+    std::optional<ZoneName> expected;
+  };
+  const Row row = GENERATE(
+      Row{"package-0", ZoneName{Domain::package, 0u, std::nullopt}},
+      Row{"package-13\n", ZoneName{Domain::package, 13u, std::nullopt}},
+      Row{"package-1-die-2", ZoneName{Domain::package, 1u, 2u}},
+      Row{"core", ZoneName{Domain::core, std::nullopt, std::nullopt}},
+      Row{"uncore", ZoneName{Domain::uncore, std::nullopt, std::nullopt}},
+      Row{"dram", ZoneName{Domain::dram, std::nullopt, std::nullopt}},
+      Row{"psys", ZoneName{Domain::psys, std::nullopt, std::nullopt}},
+      Row{"psys-1", ZoneName{Domain::psys, 1u, std::nullopt}},
+      Row{"package-", std::nullopt}, Row{"package-x", std::nullopt},
+      Row{"package-0-die-", std::nullopt}, Row{"gpu", std::nullopt}, Row{"", std::nullopt});
+  CAPTURE(row.name);
+  const auto parsed = parse_zone_name(row.name);
+  REQUIRE(parsed.has_value() == row.expected.has_value());
+  if (parsed) {
+    CHECK(parsed->domain == row.expected->domain);
+    CHECK(parsed->package == row.expected->package);
+    CHECK(parsed->die == row.expected->die);
+  }
+}
+
+TEST_CASE("powercap finds every zone of a two-package tree once, by name", "[rapl]") {
+  TempDir dir;
+  const auto zones = two_package_zones();
+  write_powercap_tree(dir, zones);
+  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
+                                    DomainSet::all());
+  REQUIRE(probe.source != nullptr);
+  CHECK(probe.reason == "ok");
+  const EnergySource& source = *probe.source;
+  CHECK(source.interface_name() == "powercap");
+
+  // Every intel-rapl zone is one counter; the MMIO duplicate of package-0 is not.
+  std::size_t expected_count = 0;
+  for (const auto& zone : zones) expected_count += zone.dir.rfind("intel-rapl:", 0) == 0 ? 1 : 0;
+  CHECK(source.counters().size() == expected_count);
+  std::set<Key> keys;
+  for (const auto& info : source.counters()) keys.insert(key_of(info));
+  CHECK(keys.size() == source.counters().size());
+
+  // intel-rapl:0 is package-1, and its subzones belong to package 1 too.
+  const std::map<std::string, Key> where = {
+      {"intel-rapl:0", {Domain::package, 1u, std::nullopt}},
+      {"intel-rapl:0:0", {Domain::core, 1u, std::nullopt}},
+      {"intel-rapl:0:1", {Domain::uncore, 1u, std::nullopt}},
+      {"intel-rapl:0:2", {Domain::dram, 1u, std::nullopt}},
+      {"intel-rapl:1", {Domain::package, 0u, std::nullopt}},
+      {"intel-rapl:1:0", {Domain::core, 0u, std::nullopt}},
+      {"intel-rapl:1:1", {Domain::uncore, 0u, std::nullopt}},
+      {"intel-rapl:1:2", {Domain::dram, 0u, std::nullopt}},
+      {"intel-rapl:2", {Domain::psys, std::nullopt, std::nullopt}}};
+  for (const auto& zone : zones) {
+    const auto expected = where.find(zone.dir);
+    if (expected == where.end()) continue;
+    CAPTURE(zone.dir);
+    const auto [domain, package, die] = expected->second;
+    const CounterInfo* info = find_counter(source, domain, package, die);
+    REQUIRE(info != nullptr);
+    CHECK(info->source == (dir.path() / powercap_path(zone.dir) / "energy_uj").string());
+    // Each zone wraps at its own range: DRAM's differs from the package's.
+    CHECK(info->scale.rule == WrapRule::powercap_range);
+    CHECK(info->scale.range == zone.range_uj);
+    CHECK(info->scale.counts_per_joule == 1000000);
+  }
+
+  // The hint is the largest constraint of the package zone (PL2, written as PL1 * 5/4), in W.
+  const auto hints = source.package_power_hints();
+  for (const auto& zone : zones) {
+    if (zone.long_term_limit_uw == 0 || zone.dir.rfind("intel-rapl:", 0) != 0) continue;
+    const unsigned package = parse_zone_name(zone.name)->package.value();
+    CAPTURE(zone.dir);
+    REQUIRE(hints.count(package) == 1);
+    CHECK(hints.at(package) ==
+          Approx(static_cast<double>(zone.long_term_limit_uw + zone.long_term_limit_uw / 4) / 1e6));
+  }
+}
+
+TEST_CASE("powercap: an MMIO zone is used when it is the only one for its package", "[rapl]") {
+  TempDir dir;
+  const std::uint64_t range = range_for_unit(61);
+  write_powercap_tree(dir, {{"intel-rapl:0", "package-0", 1000, range, 0},
+                            {"intel-rapl-mmio:0", "package-1", 2000, range, 0}});
+  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
+                                    DomainSet::all());
+  REQUIRE(probe.source != nullptr);
+  CHECK(probe.source->counters().size() == 2);
+  const CounterInfo* mmio = find_counter(*probe.source, Domain::package, 1u);
+  REQUIRE(mmio != nullptr);
+  CHECK(mmio->source.find("intel-rapl-mmio:0") != std::string::npos);
+}
+
+TEST_CASE("powercap: per-die zones carry the die, subzones inherit it", "[rapl]") {
+  TempDir dir;
+  const std::uint64_t range = range_for_unit(61);
+  write_powercap_tree(dir, {{"intel-rapl:0", "package-0-die-0", 1, range, 0},
+                            {"intel-rapl:0:0", "dram", 2, range, 0},
+                            {"intel-rapl:1", "package-0-die-1", 3, range, 0},
+                            {"intel-rapl:1:0", "dram", 4, range, 0}});
+  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
+                                    DomainSet::all());
+  REQUIRE(probe.source != nullptr);
+  for (unsigned die : {0u, 1u}) {
+    CAPTURE(die);
+    CHECK(find_counter(*probe.source, Domain::package, 0u, die) != nullptr);
+    CHECK(find_counter(*probe.source, Domain::dram, 0u, die) != nullptr);
+  }
+}
+
+TEST_CASE("powercap: psys-N is per package", "[rapl]") {
+  TempDir dir;
+  const std::uint64_t range = range_for_unit(61);
+  write_powercap_tree(dir, {{"intel-rapl:0", "package-0", 1, range, 0},
+                            {"intel-rapl:1", "psys-0", 2, range, 0},
+                            {"intel-rapl:2", "package-1", 3, range, 0},
+                            {"intel-rapl:3", "psys-1", 4, range, 0}});
+  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
+                                    DomainSet::all());
+  REQUIRE(probe.source != nullptr);
+  CHECK(find_counter(*probe.source, Domain::psys, 0u) != nullptr);
+  CHECK(find_counter(*probe.source, Domain::psys, 1u) != nullptr);
+}
+
+TEST_CASE("powercap honours the domain filter", "[rapl]") {
+  TempDir dir;
+  write_powercap_tree(dir, two_package_zones());
+  DomainSet wanted = DomainSet::none();
+  wanted.insert(Domain::package);
+  wanted.insert(Domain::dram);
+  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(), wanted);
+  REQUIRE(probe.source != nullptr);
+  for (const auto& info : probe.source->counters()) {
+    CAPTURE(info.source);
+    CHECK(wanted.contains(info.domain));
+  }
+  CHECK(probe.source->counters().size() == 4);  // package and dram of two packages
+}
+
+TEST_CASE("powercap without a tree says so and names the remedy", "[rapl]") {
+  TempDir dir;
+  dir.write("sys/.keep", "");
+  SECTION("no /sys/class/powercap (no driver, or masked in a container)") {
+    auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
+                                      DomainSet::all());
+    CHECK(probe.source == nullptr);
+    CHECK(probe.interface == "powercap");
+    CHECK(probe.reason == "absent");
+    CHECK_THAT(probe.message, Catch::Contains("ENOENT"));
+    CHECK_THAT(probe.message, Catch::Contains((dir.path() / "sys/class/powercap").string()));
+    CHECK_THAT(probe.message, Catch::Contains("modprobe intel_rapl_msr"));
+    CHECK_THAT(probe.message, Catch::Contains("/sys:/sys:ro"));
+  }
+  SECTION("a powercap class with no RAPL zones") {
+    dir.write("sys/class/powercap/dtpm/enabled", "1\n");
+    auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
+                                      DomainSet::all());
+    CHECK(probe.source == nullptr);
+    CHECK(probe.reason == "absent");
+    CHECK_THAT(probe.message, Catch::Contains("no intel-rapl zones"));
+  }
+}
+
+TEST_CASE("powercap: root-only energy_uj is a permission problem with its remedy", "[rapl]") {
+  // Root reads anything, so the probe runs in a child that has become nobody.
+  TempDir dir;
+  write_powercap_tree(dir, two_package_zones());
+  for (const auto& zone : two_package_zones()) {
+    ::chmod((dir.path() / powercap_path(zone.dir) / "energy_uj").c_str(), 0400);
+  }
+  const std::string report = run_as_nobody(dir, [&] {
+    const auto probe = open_powercap_source((dir.path() / "sys").string(),
+                                            two_package_topology(), DomainSet::all());
+    return (probe.source ? "source" : probe.reason) + "\n" + probe.message;
+  });
+  INFO(report);
+  CHECK(report.rfind("permission_denied\n", 0) == 0);
+  CHECK_THAT(report, Catch::Contains("EACCES"));
+  CHECK_THAT(report, Catch::Contains("energy_uj"));
+  CHECK_THAT(report, Catch::Contains("run the exporter as root"));
+  CHECK_THAT(report, Catch::Contains("chmod"));
+  CHECK_THAT(report, Catch::Contains("--privileged"));
+}
+
+TEST_CASE("powercap: a zone without max_energy_range_uj is skipped, the rest served", "[rapl]") {
+  TempDir dir;
+  write_powercap_tree(dir, two_package_zones());
+  std::filesystem::remove(dir.path() / powercap_path("intel-rapl:0:2") / "max_energy_range_uj");
+  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
+                                    DomainSet::all());
+  REQUIRE(probe.source != nullptr);
+  CHECK(find_counter(*probe.source, Domain::dram, 1u) == nullptr);
+  CHECK(find_counter(*probe.source, Domain::dram, 0u) != nullptr);
+}
+
+TEST_CASE("powercap energy through the engine is exact across wraps of every zone", "[rapl]") {
+  TempDir dir;
+  const std::uint64_t pkg_unit = 61;
+  const std::uint64_t dram_unit = 15;
+  auto zones = two_package_zones(pkg_unit, dram_unit);
+  // Start some zones just below their range so that the next step wraps them; one exactly at
+  // the top (a wrap of one unit comes next), one that will not move (equal readings).
+  const std::map<std::string, std::uint64_t> below_top = {
+      {"intel-rapl:0", 10 * pkg_unit}, {"intel-rapl:0:2", 3 * dram_unit}, {"intel-rapl:1", 0}};
+  for (auto& zone : zones) {
+    if (const auto it = below_top.find(zone.dir); it != below_top.end()) {
+      zone.energy_uj = zone.range_uj - it->second;
+    }
+  }
+  write_powercap_tree(dir, zones);
+  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
+                                    DomainSet::all());
+  REQUIRE(probe.source != nullptr);
+  const std::vector<CounterInfo> infos = probe.source->counters();
+
+  auto now = Clock::time_point{} + std::chrono::hours(1);
+  RaplEngine engine(std::move(probe.source), std::vector<double>(infos.size(), 1000.0),
+                    [&now] { return now; });
+
+  // Energy per zone per step, in uJ: a wrap of one unit, a plain step, equal readings.
+  const std::map<std::string, std::vector<std::uint64_t>> steps = {
+      {"intel-rapl:0", {25 * pkg_unit, 400000, 0}},
+      {"intel-rapl:0:0", {123457, 0, 99}},
+      {"intel-rapl:0:1", {0, 0, 0}},
+      {"intel-rapl:0:2", {3 * dram_unit, dram_unit, 7777777}},
+      {"intel-rapl:1", {pkg_unit, 1, 2}},
+      {"intel-rapl:1:0", {10, 20, 30}},
+      {"intel-rapl:1:1", {1000000, 2000000, 3000000}},
+      {"intel-rapl:1:2", {5, 0, 5}},
+      {"intel-rapl:2", {999999, 1, 0}},
+  };
+  std::map<std::string, std::uint64_t> value;
+  std::map<std::string, std::uint64_t> truth;
+  for (const auto& zone : zones) value[zone.dir] = zone.energy_uj;
+  for (std::size_t step = 0; step < 3; ++step) {
+    for (const auto& zone : zones) {
+      const auto it = steps.find(zone.dir);
+      if (it == steps.end()) continue;
+      const std::uint64_t unit = zone.name == "dram" ? dram_unit : pkg_unit;
+      value[zone.dir] = advance(value[zone.dir], it->second[step], zone.range_uj, unit);
+      truth[zone.dir] += it->second[step];
+      set_energy(dir, zone.dir, value[zone.dir]);
+    }
+    now += std::chrono::seconds(1);
+    engine.sample();
+  }
+
+  const auto series = engine.snapshot();
+  CHECK(series.size() == infos.size());
+  for (const auto& zone : zones) {
+    const auto t = truth.find(zone.dir);
+    if (t == truth.end()) continue;
+    CAPTURE(zone.dir, zone.name);
+    const auto name = parse_zone_name(zone.name).value();
+    std::optional<unsigned> package = name.package;
+    if (zone.dir.size() > std::string("intel-rapl:0").size()) {
+      // A subzone: its package is its parent's.
+      const std::string parent = zone.dir.substr(0, zone.dir.rfind(':'));
+      for (const auto& z : zones) {
+        if (z.dir == parent) package = parse_zone_name(z.name)->package;
+      }
+    }
+    const SeriesSnapshot* found = nullptr;
+    for (const auto& s : series) {
+      if (s.key == SeriesKey{name.domain, package, std::nullopt}) found = &s;
+    }
+    REQUIRE(found != nullptr);
+    CHECK(found->tally.energy.whole_joules() == t->second / 1000000);
+    CHECK(found->tally.energy.remainder_counts() == t->second % 1000000);
+    CHECK(found->tally.rejected == 0);
+    CHECK(found->tally.read_errors == 0);
+  }
+  // Wraps: intel-rapl:0 (first step), intel-rapl:0:2 (first step), intel-rapl:1 (first step).
+  std::uint64_t wraps = 0;
+  for (const auto& s : series) wraps += s.tally.wraps;
+  CHECK(wraps == below_top.size());
+}
