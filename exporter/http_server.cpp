@@ -6,11 +6,17 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 
 #include <civetweb.h>
 
@@ -41,11 +47,18 @@ bool all_digits(std::string_view text) {
 // CivetWeb binds numeric addresses only; a host name is resolved here, once, at startup.
 std::string numeric_host(const std::string& host, const std::string& listen_address) {
   addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
+  hints.ai_family = http_server_supports_ipv6() ? AF_UNSPEC : AF_INET;
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
+  hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
   addrinfo* found = nullptr;
-  const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  // Prefer IPv4 for names such as "localhost" that resolve to both.
+  int rc = -1;
+  if (hints.ai_family == AF_UNSPEC) {
+    addrinfo v4 = hints;
+    v4.ai_family = AF_INET;
+    rc = getaddrinfo(host.c_str(), nullptr, &v4, &found);
+  }
+  if (rc != 0) rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
   if (rc != 0 || found == nullptr) {
     throw std::invalid_argument("--web.listen-address=" + listen_address + ": cannot resolve \"" +
                                 host + "\": " + gai_strerror(rc));
@@ -65,7 +78,23 @@ std::string numeric_host(const std::string& host, const std::string& listen_addr
   return numeric;
 }
 
+void poke(const std::string& numeric_host, unsigned port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(numeric_host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;
+  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    ::connect(fd, found->ai_addr, found->ai_addrlen);
+    ::close(fd);
+  }
+  freeaddrinfo(found);
+}
+
 }  // namespace
+
+bool http_server_supports_ipv6() { return mg_check_feature(MG_FEATURES_IPV6) != 0; }
 
 std::string civetweb_listening_port(const std::string& listen_address) {
   const std::string expected = " (expected [HOST]:PORT, e.g. :9477, 127.0.0.1:9477 or [::1]:9477)";
@@ -90,6 +119,12 @@ std::string civetweb_listening_port(const std::string& listen_address) {
       throw std::invalid_argument("--web.listen-address=" + listen_address + ": bad IPv6 address" +
                                   expected);
     }
+    if (!http_server_supports_ipv6()) {
+      throw std::invalid_argument(
+          "--web.listen-address=" + listen_address +
+          ": the CivetWeb library this exporter runs with was built without IPv6 support (as "
+          "Debian 12's libcivetweb is); listen on an IPv4 address such as :9477 instead");
+    }
     return host + ":" + port;
   }
   in_addr ignored{};
@@ -100,7 +135,8 @@ std::string civetweb_listening_port(const std::string& listen_address) {
 struct HttpServer::Impl {
   HttpHandler handler;
   mg_context* context = nullptr;
-  std::string listen_host;  // as the user wrote it; "" = every address
+  std::string listen_host;   // as the user wrote it; "" = every address
+  std::string numeric_host;  // what CivetWeb bound: "" (every IPv4 address), "1.2.3.4", "[::1]"
 
   static int on_request(mg_connection* connection) {
     auto* self = static_cast<Impl*>(mg_get_user_data(mg_get_context(connection)));
@@ -149,6 +185,9 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   impl_->listen_host = options.listen_address.substr(0, options.listen_address.rfind(':'));
 
   const std::string ports = civetweb_listening_port(options.listen_address);
+  if (const auto colon = ports.rfind(':'); colon != std::string::npos) {
+    impl_->numeric_host = ports.substr(0, colon);
+  }
   const std::string threads = std::to_string(options.worker_threads);
   const std::string timeout = std::to_string(options.request_timeout_ms);
   const char* civet_options[] = {"listening_ports", ports.c_str(),
@@ -176,8 +215,28 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   }
 }
 
+// CivetWeb's master thread polls its listening sockets with a 2 s quantum and only then sees the
+// stop flag; a connection of our own wakes it, so that SIGTERM ends the process well within a
+// second. The poke repeats because the flag may not be set yet when the first one lands.
 HttpServer::~HttpServer() {
-  if (impl_ && impl_->context) mg_stop(impl_->context);
+  if (!impl_ || !impl_->context) return;
+  const unsigned bound_port = port();
+  std::string host = impl_->numeric_host;
+  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+  if (host == "[::]") host = "[::1]";
+  if (host.front() == '[') host = host.substr(1, host.size() - 2);
+  std::atomic<bool> stopped{false};
+  std::thread stopper([this, &stopped] {
+    mg_stop(impl_->context);
+    stopped = true;
+  });
+  while (!stopped) {
+    poke(host, bound_port);
+    for (int i = 0; i < 10 && !stopped; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  stopper.join();
 }
 
 unsigned HttpServer::port() const {

@@ -20,6 +20,7 @@ struct HttpServerOptions {
 // "[HOST]:PORT" -> CivetWeb's listening_ports syntax. Throws std::invalid_argument with a message
 // that names the address and the expected form.
 std::string civetweb_listening_port(const std::string& listen_address);
+bool http_server_supports_ipv6();
 
 class HttpServer {
  public:

@@ -21,7 +21,9 @@ class TempDir {
   const std::filesystem::path& path() const { return path_; }
   // Writes `content` to path()/relative, creating parent directories.
   std::filesystem::path write(const std::string& relative, const std::string& content) const;
-  // Writes an 8-byte little-endian value at byte `offset` (fake /dev/cpu/N/msr files).
+  // Writes an 8-byte little-endian value at byte `offset`. Fake /dev/cpu/N/msr files keep register
+  // r at byte 8 * r (rapl_fixture::write_msr does the multiplication): at byte r, adjacent
+  // registers such as AMD's 0xC001029A/0xC001029B would overlap.
   std::filesystem::path write_u64_at(const std::string& relative, std::uint64_t offset,
                                      std::uint64_t value) const;
 

@@ -2,6 +2,8 @@
 // into families. Everything that can be decided at startup is: family names and HELP, which
 // counters feed which series and with which labels, and the status families (dropped counters,
 // event sets). A scrape takes one lock, reads every counter once, and builds samples.
+#include "collectors/papi/papi_collector.h"
+
 #include <map>
 #include <mutex>
 #include <set>
@@ -9,7 +11,6 @@
 #include <tuple>
 
 #include "collectors/metrics.h"
-#include "collectors/papi/papi_collector.h"
 #include "collectors/papi/papi_events.h"
 #include "config/errors.h"
 #include "topology/topology.h"
@@ -23,19 +24,26 @@ using papi::Unit;
 
 const char* domain_text(CountingDomain domain) {
   switch (domain) {
-    case CountingDomain::user: return "user mode only";
-    case CountingDomain::kernel: return "kernel mode only";
-    case CountingDomain::all: return "user and kernel mode";
+    case CountingDomain::user:
+      return "user mode only";
+    case CountingDomain::kernel:
+      return "kernel mode only";
+    case CountingDomain::all:
+      return "user and kernel mode";
   }
   return "user and kernel mode";
 }
 
 const char* level_text(Granularity granularity) {
   switch (granularity) {
-    case Granularity::cpu: return "per CPU (hardware thread)";
-    case Granularity::core: return "summed over the counted hardware threads of each core";
-    case Granularity::package: return "summed over the counted CPUs of each package";
-    case Granularity::machine: return "summed over all counted CPUs";
+    case Granularity::cpu:
+      return "per CPU (hardware thread)";
+    case Granularity::core:
+      return "summed over the counted hardware threads of each core";
+    case Granularity::package:
+      return "summed over the counted CPUs of each package";
+    case Granularity::machine:
+      return "summed over all counted CPUs";
   }
   return "per CPU (hardware thread)";
 }
@@ -78,7 +86,7 @@ struct EventFamily {
 
 class PapiCollector final : public Collector {
  public:
-  PapiCollector(const PapiCollectorConfig& config, std::vector<EventSpec> events,
+  PapiCollector(const PapiCollectorConfig& config, const std::vector<EventSpec>& events,
                 const Topology& topology, std::unique_ptr<CounterSource> source)
       : source_(std::move(source)) {
     if (!source_) throw std::invalid_argument("papi collector: no counter source");
@@ -230,8 +238,10 @@ class PapiCollector final : public Collector {
       add_gauge(size, {{"cpu", cpu}, {"event_set", index}, {"binding", set.binding}},
                 static_cast<double>(set.counters.size()));
     }
-    status_.push_back(std::move(multiplexed));
-    status_.push_back(std::move(size));
+    if (!layout.event_sets.empty()) {
+      status_.push_back(std::move(multiplexed));
+      status_.push_back(std::move(size));
+    }
   }
 
   std::unique_ptr<CounterSource> source_;
@@ -247,7 +257,7 @@ class PapiCollector final : public Collector {
 std::unique_ptr<Collector> make_papi_collector_from_source(
     const PapiCollectorConfig& config, std::vector<papi::EventSpec> events,
     const Topology& topology, std::unique_ptr<papi::CounterSource> source) {
-  return std::make_unique<PapiCollector>(config, std::move(events), topology, std::move(source));
+  return std::make_unique<PapiCollector>(config, events, topology, std::move(source));
 }
 
 }  // namespace hwperf

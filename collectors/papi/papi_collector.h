@@ -50,8 +50,8 @@ struct DroppedCounter {
 
 struct EventSetInfo {
   unsigned cpu = 0;
-  unsigned index = 0;         // 0, 1, ... per CPU, in the order the sets were built
-  std::string binding;        // "cpu_attach" or "qualifier" (see papi_source.cpp)
+  unsigned index = 0;   // 0, 1, ... per CPU, in the order the sets were built
+  std::string binding;  // "cpu_attach" or "qualifier" (see papi_source.cpp)
   bool multiplexed = false;
   std::vector<std::size_t> counters;  // indices into SourceLayout::counters
 };
@@ -92,10 +92,9 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
 // The collector around any source (tests use a fake one). Uses config.granularity and
 // config.domain only; `events` are those the source was opened with, in the same order.
 // Throws ConfigError if a metric name is invalid or clashes.
-std::unique_ptr<Collector> make_papi_collector_from_source(const PapiCollectorConfig& config,
-                                                           std::vector<papi::EventSpec> events,
-                                                           const Topology& topology,
-                                                           std::unique_ptr<papi::CounterSource> source);
+std::unique_ptr<Collector> make_papi_collector_from_source(
+    const PapiCollectorConfig& config, std::vector<papi::EventSpec> events,
+    const Topology& topology, std::unique_ptr<papi::CounterSource> source);
 
 // For --check-config: one line per event saying whether PAPI can count it here, on which CPUs,
 // under which metric name, and why not. Opens the counters for real (then closes them), so the

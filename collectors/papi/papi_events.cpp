@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
-#include <set>
 #include <stdexcept>
 
 #include "collectors/metrics.h"
@@ -95,7 +94,8 @@ struct SoftwareEvent {
 
 // perf's software events: PAPI describes them only by kernel constant (PERF_COUNT_SW_...).
 constexpr SoftwareEvent kSoftwareEvents[] = {
-    {"CPU-CLOCK", "Time the CPU clock ran while counting, from perf's cpu-clock timer",
+    {"CPU-CLOCK",
+     "Time from perf's cpu-clock timer; counted per CPU it advances with wall time, busy or idle",
      Unit::nanoseconds},
     {"TASK-CLOCK", "Time tasks ran, from perf's task-clock timer", Unit::nanoseconds},
     {"PAGE-FAULTS", "Page faults", Unit::count},
@@ -187,18 +187,23 @@ bool has_cpu_qualifier(std::string_view event) {
                      [](const std::string& q) { return lower(q).rfind("cpu=", 0) == 0; });
 }
 
-std::string cpu_qualified_name(std::string_view native_event, unsigned cpu,
-                               CountingDomain domain) {
+std::string cpu_qualified_name(std::string_view native_event, unsigned cpu, CountingDomain domain) {
   std::string name(native_event);
   name += ":cpu=" + std::to_string(cpu);
-  // perf_event uses an event's own u/k bits and ignores the event set's domain whenever they are
-  // present, so the qualifiers are the only way to choose a domain on this path. A domain the
-  // user wrote into the event name wins over collectors.papi.domain.
+  // This path exists for machines where PAPI_set_opt(PAPI_DOMAIN) fails (it probes a hardware
+  // counter, like PAPI_CPU_ATTACH), so the domain goes into u/k qualifiers. perf_event prefers an
+  // event's own u/k bits to the set's domain, so a domain the user wrote into the name wins.
   if (!has_domain_qualifier(native_event)) {
     switch (domain) {
-      case CountingDomain::user: name += ":u=1:k=0"; break;
-      case CountingDomain::kernel: name += ":u=0:k=1"; break;
-      case CountingDomain::all: name += ":u=1:k=1"; break;
+      case CountingDomain::user:
+        name += ":u=1:k=0";
+        break;
+      case CountingDomain::kernel:
+        name += ":u=0:k=1";
+        break;
+      case CountingDomain::all:
+        name += ":u=1:k=1";
+        break;
     }
   }
   return name;
@@ -207,9 +212,9 @@ std::string cpu_qualified_name(std::string_view native_event, unsigned cpu,
 std::vector<PapiEventConfig> default_events() {
   // Core throughput, branch and cache behaviour, plus the scheduler's view; the software events
   // keep the default useful on machines (VMs) without a hardware PMU.
-  const char* names[] = {"PAPI_TOT_INS",      "PAPI_TOT_CYC",          "PAPI_REF_CYC",
-                         "PAPI_BR_INS",       "PAPI_BR_MSP",           "PAPI_L1_DCM",
-                         "PAPI_L2_TCM",       "PAPI_L3_TCM",           "perf::CONTEXT-SWITCHES",
+  const char* names[] = {"PAPI_TOT_INS",         "PAPI_TOT_CYC",     "PAPI_REF_CYC",
+                         "PAPI_BR_INS",          "PAPI_BR_MSP",      "PAPI_L1_DCM",
+                         "PAPI_L2_TCM",          "PAPI_L3_TCM",      "perf::CONTEXT-SWITCHES",
                          "perf::CPU-MIGRATIONS", "perf::PAGE-FAULTS"};
   std::vector<PapiEventConfig> events;
   for (const char* name : names) {

@@ -68,9 +68,9 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology) {
     known.push_back(event);
   }
   try {
-    prepared.specs = papi::resolve_event_specs(
-        known, defaults, config.granularity,
-        [&](const std::string& name) { return descriptions[name]; });
+    prepared.specs =
+        papi::resolve_event_specs(known, defaults, config.granularity,
+                                  [&](const std::string& name) { return descriptions[name]; });
   } catch (const ConfigError& e) {
     append(problems, e.problems());
   }
@@ -139,18 +139,29 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
   const auto counting = counting_cpus(layout);
   if (counting.empty()) {
     if (!defaults) {
-      std::string message =
-          "papi: none of the configured events can be counted on CPUs " +
-          format_cpu_list(prepared.cpus) + ":";
+      // One entry per distinct reason, naming its events: the remedy is long and usually the
+      // same for every event (permissions), so it is said once.
+      std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_reason;
       for (const auto& [key, cpus] : group_drops(layout)) {
         const auto& [event, reason, remedy] = key;
-        message += "\n  " + drop_text(prepared.specs[event].event, cpus, reason, remedy);
+        auto& events = by_reason[{reason, remedy}];
+        const std::string name =
+            prepared.specs[event].event + " (CPUs " + format_cpu_list(cpus) + ")";
+        if (std::find(events.begin(), events.end(), name) == events.end()) events.push_back(name);
+      }
+      std::string message = "papi: none of the configured events can be counted on CPUs " +
+                            format_cpu_list(prepared.cpus) + ".";
+      for (const auto& [why, events] : by_reason) {
+        std::string names;
+        for (const auto& name : events) names += (names.empty() ? "" : ", ") + name;
+        message += " " + names + ": " + why.first + "; " + why.second + ".";
       }
       throw std::runtime_error(message);
     }
-    log::warn("papi: none of the default events can be counted here; only the hwperf_papi_* "
-              "status metrics are exported. List events this machine supports under "
-              "collectors.papi.events (papi_avail, papi_native_avail) or disable the collector");
+    log::warn(
+        "papi: none of the default events can be counted here; only the hwperf_papi_* "
+        "status metrics are exported. List events this machine supports under "
+        "collectors.papi.events (papi_avail, papi_native_avail) or disable the collector");
   } else {
     std::size_t multiplexed = 0;
     for (const auto& set : layout.event_sets) multiplexed += set.multiplexed ? 1 : 0;
@@ -169,9 +180,9 @@ std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
   Prepared prepared = prepare(config, topology);
   const auto& layout = prepared.source->layout();
   std::vector<std::string> lines;
-  lines.push_back("CPUs " + format_cpu_list(prepared.cpus) + ", attach " + to_string(config.attach) +
-                  ", domain " + to_string(config.domain) + ", granularity " +
-                  to_string(config.granularity) + ", multiplex " +
+  lines.push_back("CPUs " + format_cpu_list(prepared.cpus) + ", attach " +
+                  to_string(config.attach) + ", domain " + to_string(config.domain) +
+                  ", granularity " + to_string(config.granularity) + ", multiplex " +
                   (config.multiplex ? "on" : "off") +
                   (config.events_given ? "" : ", default events (best effort)"));
   for (const auto& skipped : prepared.skipped_defaults) {
@@ -181,7 +192,7 @@ std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
   const auto drops = group_drops(layout);
   for (std::size_t e = 0; e < prepared.specs.size(); ++e) {
     const auto& spec = prepared.specs[e];
-    std::string line = spec.event + " -> " + papi::counter_family_name(config.granularity, spec);
+    std::vector<std::string> parts;
     if (const auto it = counting.find(e); it != counting.end()) {
       std::vector<std::string> bindings;
       for (const auto& set : layout.event_sets) {
@@ -194,16 +205,17 @@ std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
       }
       std::string via;
       for (const auto& binding : bindings) via += (via.empty() ? "" : "+") + binding;
-      line += ": countable on CPUs " + format_cpu_list(it->second) + " (" + via + ")";
-    } else {
-      line += ": NOT countable here";
+      parts.push_back("countable on CPUs " + format_cpu_list(it->second) + " (" + via + ")");
     }
     for (const auto& [key, cpus] : drops) {
       const auto& [event, reason, remedy] = key;
       if (event != e) continue;
-      line += "; not on CPUs " + format_cpu_list(cpus) + ": " + reason + "; " + remedy;
+      parts.push_back("NOT countable on CPUs " + format_cpu_list(cpus) + ": " + reason + " (" +
+                      remedy + ")");
     }
-    if (spec.is_default && counting.count(e) == 0) line += " (default event, skipped)";
+    std::string line = spec.event + " -> " + papi::counter_family_name(config.granularity, spec);
+    for (std::size_t i = 0; i < parts.size(); ++i) line += (i == 0 ? ": " : "; ") + parts[i];
+    if (spec.is_default && counting.count(e) == 0) line += "; default event, skipped";
     lines.push_back(std::move(line));
   }
   for (const auto& note : layout.notes) lines.push_back("note: " + note);

@@ -13,11 +13,11 @@
 //              perf's software events.
 //
 //  qualifier   An event set with PAPI_GRN_SYS, not attached, whose events carry libpfm4's cpu=N
-//              qualifier, plus u=/k= for the domain (perf_event ignores the set's domain for events
-//              that carry u/k bits): perf_event_open(pid=-1, cpu=N), no hardware probe. But PAPI
-//              runs one non-attached set per thread (thread->running_eventset, else PAPI_EISRUN),
-//              and one set cannot mix cpu= values (PAPI_EINVAL), so every such set needs a thread
-//              of its own. Presets take no qualifiers: a preset is bound through its single native
+//              qualifier, plus u=/k= for the domain (PAPI_DOMAIN probes hardware too): that is
+//              perf_event_open(pid=-1, cpu=N), with no hardware probe. But PAPI runs one
+//              non-attached set per thread (thread->running_eventset, else PAPI_EISRUN), and one
+//              set cannot mix cpu= values (PAPI_EINVAL), so every such set needs a thread of its
+//              own. Presets take no qualifiers: a preset is bound through its single native
 //              event when PAPI defines it by one (PAPI_TOT_INS -> INST_RETIRED:ANY_P).
 //
 // attach: auto (the default) uses cpu_attach on each CPU where PAPI_CPU_ATTACH works and falls
@@ -58,6 +58,7 @@
 #include <utility>
 
 #include "collectors/papi/papi_events.h"
+#include "collectors/papi/papi_placement.h"
 #include "config/cpu_list.h"
 
 namespace hwperf::papi {
@@ -214,9 +215,15 @@ class EventSet {
     PAPI_option_t option{};
     option.domain.eventset = handle_;
     switch (domain) {
-      case CountingDomain::user: option.domain.domain = PAPI_DOM_USER; break;
-      case CountingDomain::kernel: option.domain.domain = PAPI_DOM_KERNEL; break;
-      case CountingDomain::all: option.domain.domain = PAPI_DOM_USER | PAPI_DOM_KERNEL; break;
+      case CountingDomain::user:
+        option.domain.domain = PAPI_DOM_USER;
+        break;
+      case CountingDomain::kernel:
+        option.domain.domain = PAPI_DOM_KERNEL;
+        break;
+      case CountingDomain::all:
+        option.domain.domain = PAPI_DOM_USER | PAPI_DOM_KERNEL;
+        break;
     }
     return PAPI_set_opt(PAPI_DOMAIN, &option);
   }
@@ -306,19 +313,13 @@ class OwnerThread {
   std::thread thread_;                       // last: starts once the members above exist
 };
 
-enum class Binding { cpu_attach, qualifier };
-
-const char* binding_name(Binding binding) {
-  return binding == Binding::cpu_attach ? "cpu_attach" : "qualifier";
-}
-
 // What PAPI says about one configured event, looked up once for all CPUs.
 struct EventPlan {
-  std::size_t index = 0;     // into OpenRequest::events
-  std::string name;          // as configured
+  std::size_t index = 0;  // into OpenRequest::events
+  std::string name;       // as configured
   int component = -1;
-  std::string native;        // what the qualifier binding adds: the native event name
-  int unavailable = PAPI_OK; // an error that holds on every CPU
+  std::string native;         // what the qualifier binding adds: the native event name
+  int unavailable = PAPI_OK;  // an error that holds on every CPU
   std::string unavailable_reason;
   std::string unavailable_remedy;
   std::string no_qualifier_reason;  // why the qualifier binding cannot take it ("" = it can)
@@ -330,7 +331,7 @@ struct Failure {
 };
 
 struct FillResult {
-  int setup_error = PAPI_OK;    // creating or binding the set failed; nothing was added
+  int setup_error = PAPI_OK;  // creating or binding the set failed; nothing was added
   std::string setup_step;
   std::vector<std::size_t> placed;    // events counting in the started set, in PAPI's order
   std::vector<std::size_t> overflow;  // events that did not fit and go to a further set
@@ -424,8 +425,9 @@ class PapiSource final : public CounterSource {
     summarise_notes(request);
     // An attach owner whose every attach failed (no PMU) holds nothing; let it go.
     if (attach_owner_ != nullptr && attached_sets_ == 0) {
-      owners_.erase(std::find_if(owners_.begin(), owners_.end(),
-                                 [this](const auto& owner) { return owner.get() == attach_owner_; }));
+      owners_.erase(std::find_if(owners_.begin(), owners_.end(), [this](const auto& owner) {
+        return owner.get() == attach_owner_;
+      }));
       attach_owner_ = nullptr;
     }
     std::size_t widest = 0;
@@ -439,8 +441,8 @@ class PapiSource final : public CounterSource {
     for (const auto& set : reads_) {
       if (const int rc = PAPI_read(set.handle, buffer_.data()); rc != PAPI_OK) {
         throw std::runtime_error("papi: PAPI_read of event set " + std::to_string(set.index) +
-                                 " on CPU " + std::to_string(set.cpu) + " failed: " +
-                                 error_text(rc));
+                                 " on CPU " + std::to_string(set.cpu) +
+                                 " failed: " + error_text(rc));
       }
       for (std::size_t k = 0; k < set.counters.size(); ++k) {
         // PAPI returns long long; a negative count only comes from a broken scale factor.
@@ -468,8 +470,9 @@ class PapiSource final : public CounterSource {
       if (const int rc = PAPI_event_name_to_code(plan.name.c_str(), &code); rc != PAPI_OK) {
         plan.unavailable = rc;
         plan.unavailable_reason = error_text(rc);
-        plan.unavailable_remedy = "PAPI does not know this event here; see papi_avail and "
-                                  "papi_native_avail";
+        plan.unavailable_remedy =
+            "PAPI does not know this event here; see papi_avail and "
+            "papi_native_avail";
         plans.push_back(std::move(plan));
         continue;
       }
@@ -489,8 +492,8 @@ class PapiSource final : public CounterSource {
             plan.native = info.name[0];
           } else {
             plan.no_qualifier_reason =
-                plan.name + " is derived from " + std::to_string(info.count) +
-                " native events (" + derived +
+                plan.name + " is derived from " + std::to_string(info.count) + " native events (" +
+                derived +
                 "), and only single-event presets can be bound to a CPU by qualifier; count it "
                 "where PAPI_CPU_ATTACH works, or list its native events instead";
           }
@@ -504,9 +507,6 @@ class PapiSource final : public CounterSource {
   void drop(std::size_t event, unsigned cpu, std::string reason, std::string remedy) {
     layout_.dropped.push_back({event, cpu, std::move(reason), std::move(remedy)});
   }
-  void drop(std::size_t event, unsigned cpu, int code, const std::string& context = "") {
-    drop(event, cpu, error_text(code), (context.empty() ? "" : context + ": ") + remedy_for(code));
-  }
 
   OwnerThread& attach_owner() {
     if (attach_owner_ == nullptr) {
@@ -518,83 +518,85 @@ class PapiSource final : public CounterSource {
 
   void open_cpu(unsigned cpu, const std::vector<EventPlan>& plans, const OpenRequest& request) {
     // Events of different PAPI components can never share an event set.
-    std::map<int, std::vector<const EventPlan*>> by_component;
+    std::map<int, std::vector<std::size_t>> by_component;
     for (const auto& plan : plans) {
       if (plan.unavailable != PAPI_OK) {
         drop(plan.index, cpu, plan.unavailable_reason, plan.unavailable_remedy);
       } else {
-        by_component[plan.component].push_back(&plan);
+        by_component[plan.component].push_back(plan.index);
       }
     }
     unsigned next_index = 0;
-    for (auto& [component, events] : by_component) {
-      std::vector<const EventPlan*> pending = events;
-      std::optional<Binding> binding;
-      if (request.attach != PapiAttachMode::qualifier) binding = Binding::cpu_attach;
-      while (!pending.empty()) {
-        const Binding use = binding.value_or(Binding::qualifier);
-        OwnerThread* owner = nullptr;
+    for (const auto& [component, events] : by_component) {
+      const SetBuilder build = [&, component = component](Binding binding,
+                                                          const std::vector<std::size_t>& pending) {
+        std::vector<const EventPlan*> todo;
+        for (std::size_t index : pending) todo.push_back(&plans[index]);
         std::unique_ptr<OwnerThread> fresh;
-        if (use == Binding::cpu_attach) {
+        OwnerThread* owner = nullptr;
+        if (binding == Binding::cpu_attach) {
           owner = &attach_owner();
         } else {
           fresh = std::make_unique<OwnerThread>();
           owner = fresh.get();
         }
-        const FillResult result = owner->run(
-            [&, owner] { return fill_set(*owner, use, cpu, component, pending, request); });
-        binding.reset();  // only the first set of a CPU can be attached (see the top)
-
-        if (result.setup_error != PAPI_OK) {
-          if (use == Binding::cpu_attach && request.attach == PapiAttachMode::automatic &&
-              result.setup_error == PAPI_ENOEVNT) {
-            attach_fallback_cpus_.push_back(cpu);
-            attach_fallback_error_ = result.setup_step + ": " + error_text(result.setup_error);
-            continue;  // same events, qualifier binding
-          }
-          std::string context = result.setup_step + " on CPU " + std::to_string(cpu) + " failed";
-          if (use == Binding::cpu_attach && request.attach == PapiAttachMode::cpu_attach &&
-              result.setup_error == PAPI_ENOEVNT) {
-            context += " (this machine cannot attach counters to CPUs; attach: auto or qualifier "
-                       "counts software events without a hardware PMU)";
-          }
-          for (const EventPlan* event : pending) {
-            drop(event->index, cpu, result.setup_error, context);
-          }
-          break;
-        }
-        for (const auto& failure : result.failed) drop(failure.event, cpu, failure.code);
-        for (std::size_t index : result.not_qualifiable) {
-          drop(index, cpu, "Derived preset cannot be bound by qualifier",
-               plans[index].no_qualifier_reason);
-        }
-        if (result.multiplex_error != PAPI_OK) {
-          multiplex_failed_cpus_.push_back(cpu);
-          multiplex_error_ = error_text(result.multiplex_error);
-        }
+        const FillResult result =
+            owner->run([&] { return fill_set(*owner, binding, cpu, component, todo, request); });
         if (!result.placed.empty()) {
-          record_set(cpu, next_index++, use, result);
+          record_set(cpu, next_index++, binding, result);
           if (fresh) owners_.push_back(std::move(fresh));
         }
-
-        std::vector<const EventPlan*> rest;
-        for (std::size_t index : result.overflow) rest.push_back(&plans[index]);
-        if (result.placed.empty() && !rest.empty()) {
-          // Not even an empty set takes it: the counters it needs are busy. Dropping it
-          // guarantees the loop ends.
-          drop(rest.front()->index, cpu, PAPI_ECNFLCT);
-          rest.erase(rest.begin());
-        }
-        pending = std::move(rest);
+        return outcome_of(cpu, binding, result, plans, request);
+      };
+      const Placement placement = place_events(cpu, events, request.attach, build,
+                                               error_text(PAPI_ECNFLCT), remedy_for(PAPI_ECNFLCT));
+      for (const auto& drop : placement.dropped) layout_.dropped.push_back(drop);
+      if (placement.attach_fell_back) {
+        attach_fallback_cpus_.push_back(cpu);
+        attach_fallback_error_ = placement.fallback_reason;
       }
     }
+  }
+
+  SetOutcome outcome_of(unsigned cpu, Binding binding, const FillResult& result,
+                        const std::vector<EventPlan>& plans, const OpenRequest& request) {
+    SetOutcome outcome;
+    if (result.setup_error != PAPI_OK) {
+      outcome.setup_failed = true;
+      outcome.attach_unsupported =
+          binding == Binding::cpu_attach && result.setup_error == PAPI_ENOEVNT;
+      outcome.setup_reason = error_text(result.setup_error);
+      outcome.setup_remedy = result.setup_step + " on CPU " + std::to_string(cpu) +
+                             " failed: " + remedy_for(result.setup_error);
+      if (outcome.attach_unsupported && request.attach == PapiAttachMode::cpu_attach) {
+        outcome.setup_remedy +=
+            "; this machine cannot attach counters to CPUs (attach: auto or "
+            "qualifier counts software events without a hardware PMU)";
+      }
+      return outcome;
+    }
+    outcome.placed = result.placed;
+    outcome.overflow = result.overflow;
+    for (const auto& failure : result.failed) {
+      outcome.dropped.push_back(
+          {failure.event, cpu, error_text(failure.code), remedy_for(failure.code)});
+    }
+    for (std::size_t index : result.not_qualifiable) {
+      outcome.dropped.push_back({index, cpu, "Derived preset cannot be bound by qualifier",
+                                 plans[index].no_qualifier_reason});
+    }
+    if (result.multiplex_error != PAPI_OK) {
+      multiplex_failed_cpus_.push_back(cpu);
+      multiplex_error_ = error_text(result.multiplex_error);
+    }
+    return outcome;
   }
 
   void record_set(unsigned cpu, unsigned index, Binding binding, const FillResult& result) {
     EventSetInfo info;
     info.cpu = cpu;
     info.index = index;
-    info.binding = binding_name(binding);
+    info.binding = to_string(binding);
     info.multiplexed = result.multiplexed;
     if (binding == Binding::cpu_attach) ++attached_sets_;
     ReadSet read;
@@ -611,17 +613,23 @@ class PapiSource final : public CounterSource {
     reads_.push_back(std::move(read));
   }
 
+  static std::string cpu_list(std::vector<unsigned> cpus) {
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    return format_cpu_list(cpus);
+  }
+
   void summarise_notes(const OpenRequest& request) {
     if (!attach_fallback_cpus_.empty()) {
       layout_.notes.push_back(
-          "PAPI cannot attach counters to CPUs " + format_cpu_list(attach_fallback_cpus_) + " (" +
+          "PAPI_CPU_ATTACH fails on CPUs " + cpu_list(attach_fallback_cpus_) + " (" +
           attach_fallback_error_ +
-          "; PAPI probes a hardware counter first, and this machine has no usable hardware PMU); "
-          "counting there through per-CPU event qualifiers instead");
+          ": PAPI probes a hardware counter first, and this machine has no usable hardware PMU); "
+          "counting there through per-CPU event qualifiers (cpu=N) instead");
     }
     if (!multiplex_failed_cpus_.empty() && request.multiplex) {
       layout_.notes.push_back("PAPI could not multiplex event sets on CPUs " +
-                              format_cpu_list(multiplex_failed_cpus_) + " (" + multiplex_error_ +
+                              cpu_list(multiplex_failed_cpus_) + " (" + multiplex_error_ +
                               "); events beyond the counters were split into further event sets");
     }
   }

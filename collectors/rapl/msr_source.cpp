@@ -27,15 +27,29 @@ Vendor vendor_of(const CpuIdentity& cpu) {
   return Vendor::unknown;
 }
 
-OrErrno<std::uint64_t> read_msr(int fd, std::uint64_t address) {
-  std::uint64_t value = 0;
-  const ssize_t n = ::pread(fd, &value, sizeof value, static_cast<off_t>(address));
-  if (n < 0) return {0, errno};
-  // The msr driver answers EIO for a register the CPU does not have; a short read (a fixture
-  // file that ends before the register) means the same.
-  if (n != static_cast<ssize_t>(sizeof value)) return {0, EIO};
-  return {value, 0};
-}
+// One CPU's msr device, opened read-only. The kernel's device is register-addressed: the file
+// offset is the register number and every read returns that register's 8 bytes. A regular file
+// stands in for it in fixture trees, and there register r lives at byte 8 * r, because at byte r
+// neighbouring registers would share bytes (AMD's 0xC0010299, 0xC001029A and 0xC001029B are one
+// apart).
+class MsrDevice {
+ public:
+  MsrDevice(UniqueFd fd, std::uint64_t stride) noexcept : fd_(std::move(fd)), stride_(stride) {}
+  OrErrno<std::uint64_t> read(std::uint64_t address) const {
+    std::uint64_t value = 0;
+    const ssize_t n =
+        ::pread(fd_.get(), &value, sizeof value, static_cast<off_t>(address * stride_));
+    if (n < 0) return {0, errno};
+    // The driver answers EIO for a register the CPU does not have; a short read (a fixture file
+    // that ends before the register) means the same.
+    if (n != static_cast<ssize_t>(sizeof value)) return {0, EIO};
+    return {value, 0};
+  }
+
+ private:
+  UniqueFd fd_;
+  std::uint64_t stride_;
+};
 
 class MsrSource final : public EnergySource {
  public:
@@ -43,7 +57,7 @@ class MsrSource final : public EnergySource {
   const std::vector<CounterInfo>& counters() const override { return counters_; }
   OrErrno<std::uint64_t> read(std::size_t index) override {
     const Register& reg = registers_.at(index);
-    return read_msr(fds_.at(reg.fd).get(), reg.address);
+    return devices_.at(reg.fd).read(reg.address);
   }
   std::map<unsigned, double> package_power_hints() const override { return hints_; }
 
@@ -55,11 +69,13 @@ class MsrSource final : public EnergySource {
     // Read-only: this exporter never writes a model-specific register.
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd.valid()) return {0, errno};
-    fds_.push_back(std::move(fd));
-    fd_of_cpu_[cpu] = fds_.size() - 1;
-    return {fds_.size() - 1, 0};
+    struct stat info {};
+    const bool regular_file = ::fstat(fd.get(), &info) == 0 && S_ISREG(info.st_mode);
+    devices_.emplace_back(std::move(fd), regular_file ? 8 : 1);
+    fd_of_cpu_[cpu] = devices_.size() - 1;
+    return {devices_.size() - 1, 0};
   }
-  int fd(std::size_t index) const { return fds_.at(index).get(); }
+  const MsrDevice& at(std::size_t index) const { return devices_.at(index); }
   void add(CounterInfo info, std::size_t fd_index, std::uint64_t address) {
     counters_.push_back(std::move(info));
     registers_.push_back({fd_index, address});
@@ -76,7 +92,7 @@ class MsrSource final : public EnergySource {
   };
   std::vector<CounterInfo> counters_;
   std::vector<Register> registers_;
-  std::vector<UniqueFd> fds_;
+  std::vector<MsrDevice> devices_;
   std::map<unsigned, std::size_t> fd_of_cpu_;
   std::map<unsigned, double> hints_;
 };
@@ -214,7 +230,7 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
   if (!first.ok()) return open_failure(paths.devfs, targets.front().cpu, first.error);
 
   const std::uint64_t unit_address = amd ? msr::kAmdPowerUnit : msr::kIntelPowerUnit;
-  const auto first_unit = read_msr(source->fd(first.value), unit_address);
+  const auto first_unit = source->at(first.value).read(unit_address);
   if (!first_unit.ok()) {
     char hex[32];
     std::snprintf(hex, sizeof hex, "0x%llX", static_cast<unsigned long long>(unit_address));
@@ -242,7 +258,7 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
   // means "not implemented" with a chance of 2^-32.
   auto try_add = [&](const Target& target, std::size_t fd_index, Domain domain,
                      std::uint64_t address, std::uint64_t unit, bool package_label) {
-    const auto status = read_msr(source->fd(fd_index), address);
+    const auto status = source->at(fd_index).read(address);
     if (!status.ok() || (status.value & 0xFFFFFFFFu) == 0) {
       absent.insert(domain);
       return;
@@ -269,7 +285,7 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
                          errno_text(fd_index.error));
       continue;
     }
-    const auto unit = read_msr(source->fd(fd_index.value), unit_address);
+    const auto unit = source->at(fd_index.value).read(unit_address);
     if (!unit.ok()) {
       problems.push_back("power unit register on cpu " + std::to_string(target.cpu) + ": " +
                          errno_text(unit.error));
@@ -288,7 +304,7 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
     if (!amd) {
       // PKG_POWER_INFO: thermal spec power in bits 14:0, maximum power in bits 46:32, both in
       // units of 2^-PU W (PU = unit register bits 3:0). Either may be 0 (not reported).
-      const auto info = read_msr(source->fd(fd_index.value), msr::kIntelPackagePowerInfo);
+      const auto info = source->at(fd_index.value).read(msr::kIntelPackagePowerInfo);
       if (info.ok()) {
         const double per_watt = static_cast<double>(std::uint64_t{1} << (unit.value & 0xF));
         const auto tdp = static_cast<double>(info.value & 0x7FFF);
@@ -308,7 +324,7 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
                            errno_text(fd_index.error));
         continue;
       }
-      const auto unit = read_msr(source->fd(fd_index.value), unit_address);
+      const auto unit = source->at(fd_index.value).read(unit_address);
       if (!unit.ok()) continue;
       try_add({thread.cpu, thread.package, std::nullopt}, fd_index.value, Domain::core,
               msr::kAmdCoreEnergy, unit.value, true);

@@ -1,5 +1,6 @@
 // RAPL through the msr driver: <devfs>/cpu/<cpu>/msr, opened read-only and only ever pread(),
-// never written. 32-bit energy status registers in units of 2^-ESU J.
+// never written. 32-bit energy status registers in units of 2^-ESU J. In fixture trees the device
+// is a regular file holding register r's 8 bytes at byte offset 8 * r (see MsrDevice).
 #pragma once
 
 #include <cstdint>

@@ -86,7 +86,7 @@ unsigned free_port() {
 
 }  // namespace
 
-TEST_CASE("--once prints an exposition that matches the golden file", "[e2e]") {
+TEST_CASE("the exporter run with --once matches the golden file", "[e2e]") {
   FixtureConfig fixture;
   auto args = fixture.args;
   args.push_back("--once");
@@ -133,7 +133,7 @@ TEST_CASE("the default configuration runs on this machine", "[e2e]") {
   }
 }
 
-TEST_CASE("--check-config prints the effective configuration, or exits 2 naming line and column",
+TEST_CASE("check-config prints the effective configuration, or exits 2 naming line and column",
           "[e2e]") {
   FixtureConfig good;
   auto ok = test::run_exporter({"--config.file=" + good.config_path, "--check-config"});
@@ -147,7 +147,7 @@ TEST_CASE("--check-config prints the effective configuration, or exits 2 naming 
   const auto bad = dir.write("bad.yml", "web:\n  listen_address: \":9477\"\n  tls: yes\n");
   const auto result = test::run_exporter({"--config.file=" + bad.string(), "--check-config"});
   CHECK(result.exit_code == 2);
-  CHECK_THAT(result.err, Catch::Contains(bad.string() + ":3:3: unknown key \"tls\" in web"));
+  CHECK_THAT(result.err, Catch::Contains(bad.string() + ":3:3: unknown key \\\"tls\\\" in web"));
   CHECK(result.out.empty());
 }
 
@@ -164,7 +164,7 @@ TEST_CASE("bad flags exit 2 with one clear line", "[e2e]") {
   CHECK_THAT(result.err, Catch::Contains(message));
 }
 
-TEST_CASE("--help and --version", "[e2e]") {
+TEST_CASE("the help and version flags", "[e2e]") {
   const auto help = test::run_exporter({"--help"});
   CHECK(help.exit_code == 0);
   for (const char* flag : {"--config.file", "--web.listen-address", "--web.telemetry-path",

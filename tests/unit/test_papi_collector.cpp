@@ -1,9 +1,8 @@
 // The PAPI collector driven by a fake counter source: families, labels, aggregation at every
 // granularity, units, the monotonic guard, status metrics and a failing source. Expected values
 // are computed here from what the fake source was given.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -133,8 +132,8 @@ TEST_CASE("per-CPU families carry cpu, core, package and numa_node", "[papi]") {
     const auto& counter = layout.counters[i];
     const HardwareThread* thread = topology.find(counter.cpu);
     REQUIRE(thread != nullptr);
-    const auto found = find_samples(samples, families[counter.event],
-                                    {{"cpu", std::to_string(thread->cpu)}});
+    const auto found =
+        find_samples(samples, families[counter.event], {{"cpu", std::to_string(thread->cpu)}});
     REQUIRE(found.size() == 1);
     CHECK(found[0].labels.at("core") == std::to_string(thread->core));
     CHECK(found[0].labels.at("package") == std::to_string(thread->package));
@@ -144,10 +143,23 @@ TEST_CASE("per-CPU families carry cpu, core, package and numa_node", "[papi]") {
   CHECK(find_samples(samples, "hwperf_cpu_instructions_total").size() == topology.cpus().size());
 }
 
+TEST_CASE("a machine without NUMA information gets an empty numa_node label", "[papi]") {
+  const Topology topology({{0, 0, 0, -1}, {1, 1, 0, -1}}, {}, "test: no NUMA");
+  auto collector = make_papi_collector_from_source(
+      config_with(Granularity::cpu), {spec("PAPI_TOT_INS", "instructions")}, topology,
+      std::make_unique<FakeSource>(full_layout(1, topology.cpus())));
+  const auto samples = find_samples(scrape(*collector), "hwperf_cpu_instructions_total");
+  REQUIRE(samples.size() == 2);
+  for (const auto& sample : samples) {
+    const auto it = sample.labels.find("numa_node");
+    CHECK((it == sample.labels.end() || it->second.empty()));
+  }
+}
+
 TEST_CASE("every granularity sums the right CPUs under the right labels", "[papi]") {
   const Topology topology = two_socket_topology();
-  const auto granularity = GENERATE(Granularity::cpu, Granularity::core, Granularity::package,
-                                    Granularity::machine);
+  const auto granularity =
+      GENERATE(Granularity::cpu, Granularity::core, Granularity::package, Granularity::machine);
   CAPTURE(to_string(granularity));
   auto source = std::make_unique<FakeSource>(full_layout(1, topology.cpus()));
   auto* fake = source.get();
@@ -162,15 +174,19 @@ TEST_CASE("every granularity sums the right CPUs under the right labels", "[papi
     std::map<std::string, std::string> labels;
     switch (granularity) {
       case Granularity::cpu:
-        labels = {{"cpu", std::to_string(t.cpu)}, {"core", std::to_string(t.core)},
+        labels = {{"cpu", std::to_string(t.cpu)},
+                  {"core", std::to_string(t.core)},
                   {"package", std::to_string(t.package)},
                   {"numa_node", std::to_string(t.numa_node)}};
         break;
       case Granularity::core:
         labels = {{"core", std::to_string(t.core)}, {"package", std::to_string(t.package)}};
         break;
-      case Granularity::package: labels = {{"package", std::to_string(t.package)}}; break;
-      case Granularity::machine: break;
+      case Granularity::package:
+        labels = {{"package", std::to_string(t.package)}};
+        break;
+      case Granularity::machine:
+        break;
     }
     expected[labels] += static_cast<double>(fake->values_[i]);
   }
@@ -206,8 +222,8 @@ TEST_CASE("an exported counter never decreases, even when a scaled count does", 
   auto source = std::make_unique<FakeSource>(full_layout(1, {0}));
   auto* fake = source.get();
   auto collector = make_papi_collector_from_source(config_with(Granularity::cpu),
-                                                   {spec("PAPI_TOT_INS", "instructions")},
-                                                   topology, std::move(source));
+                                                   {spec("PAPI_TOT_INS", "instructions")}, topology,
+                                                   std::move(source));
   const std::map<std::string, std::string> cpu0 = {{"cpu", "0"}};
   const std::uint64_t first = 5000000, lower = 4999000, higher = 5100000;
 
@@ -247,9 +263,10 @@ TEST_CASE("dropped counters are reported, and the rest keeps counting", "[papi]"
   REQUIRE(dropped.size() == layout.dropped.size());
   for (const auto& drop : layout.dropped) {
     const std::string event = drop.event == 1 ? "PAPI_TOT_INS" : "PAPI_TOT_CYC";
-    CHECK(value_of(samples, "hwperf_papi_event_dropped",
-                   {{"event", event}, {"cpu", std::to_string(drop.cpu)},
-                    {"reason", drop.reason}}) == 1.0);
+    CHECK(
+        value_of(samples, "hwperf_papi_event_dropped",
+                 {{"event", event}, {"cpu", std::to_string(drop.cpu)}, {"reason", drop.reason}}) ==
+        1.0);
   }
   for (const auto& set : layout.event_sets) {
     const std::map<std::string, std::string> labels = {{"cpu", std::to_string(set.cpu)},
@@ -306,26 +323,26 @@ TEST_CASE("a failing source fails the scrape, not the exporter", "[papi]") {
 
 TEST_CASE("names that clash or are invalid are configuration errors", "[papi]") {
   const Topology topology = two_socket_topology();
-  CHECK_THROWS_AS(make_papi_collector_from_source(
-                      config_with(Granularity::cpu),
-                      {spec("PAPI_TOT_INS", "instructions"), spec("perf::INSTRUCTIONS", "instructions")},
-                      topology, std::make_unique<FakeSource>(full_layout(2, {0}))),
-                  ConfigError);
+  CHECK_THROWS_AS(
+      make_papi_collector_from_source(
+          config_with(Granularity::cpu),
+          {spec("PAPI_TOT_INS", "instructions"), spec("perf::INSTRUCTIONS", "instructions")},
+          topology, std::make_unique<FakeSource>(full_layout(2, {0}))),
+      ConfigError);
   CHECK_THROWS_AS(make_papi_collector_from_source(
                       config_with(Granularity::cpu), {spec("PAPI_TOT_INS", "bad-name")}, topology,
                       std::make_unique<FakeSource>(full_layout(1, {0}))),
                   ConfigError);
 }
 
-TEST_CASE("overlapping scrapes are serialised: each reads once and sees a newer count",
-          "[papi]") {
+TEST_CASE("overlapping scrapes are serialised: each reads once and sees a newer count", "[papi]") {
   const Topology topology = two_socket_topology();
   auto source = std::make_unique<FakeSource>(full_layout(1, {0}));
   auto* fake = source.get();
   fake->step_ = 1;  // every read counts one more, like a live counter
   auto collector = make_papi_collector_from_source(config_with(Granularity::cpu),
-                                                   {spec("PAPI_TOT_INS", "instructions")},
-                                                   topology, std::move(source));
+                                                   {spec("PAPI_TOT_INS", "instructions")}, topology,
+                                                   std::move(source));
   constexpr int kThreads = 4, kScrapes = 200;
   std::atomic<int> not_newer{0};
   std::vector<std::thread> threads;

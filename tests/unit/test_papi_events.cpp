@@ -1,7 +1,6 @@
 // The PAPI collector's pure parts: metric naming, units, qualifiers, CPU selection and the
 // validation of configured events. No PAPI, no PMU.
 #include <catch2/catch.hpp>
-
 #include <set>
 #include <string>
 #include <vector>
@@ -156,10 +155,9 @@ TEST_CASE("every naming problem is reported at once, each with its place", "[pap
                               Catch::Contains("hwperf_cpu_instructions_total"));
 }
 
-TEST_CASE("the default event set resolves to distinct valid names at every granularity",
-          "[papi]") {
-  const auto granularity = GENERATE(Granularity::cpu, Granularity::core, Granularity::package,
-                                    Granularity::machine);
+TEST_CASE("the default event set resolves to distinct valid names at every granularity", "[papi]") {
+  const auto granularity =
+      GENERATE(Granularity::cpu, Granularity::core, Granularity::package, Granularity::machine);
   const auto defaults = default_events();
   REQUIRE_FALSE(defaults.empty());
   const auto specs = resolve_event_specs(defaults, true, granularity, no_description);

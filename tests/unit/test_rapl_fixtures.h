@@ -111,6 +111,13 @@ inline Topology smt_topology() {
                   "test: 1 package x 2 cores x 2 PUs");
 }
 
+// A fake <devfs>/cpu/N/msr: a regular file with register `address` at byte 8 * address (the real
+// device is addressed by register number; see MsrDevice in collectors/rapl/msr_source.cpp).
+inline void write_msr(const TempDir& root, unsigned cpu, std::uint64_t address,
+                      std::uint64_t value) {
+  root.write_u64_at("dev/cpu/" + std::to_string(cpu) + "/msr", 8 * address, value);
+}
+
 inline std::string cpuinfo(const std::string& vendor, unsigned family, unsigned model) {
   std::string text;
   for (int cpu = 0; cpu < 2; ++cpu) {

@@ -4,8 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <map>
 #include <string>
@@ -42,7 +40,7 @@ struct MsrTree {
     dir.write("proc/cpuinfo", cpuinfo(vendor, family, model));
   }
   void set(unsigned cpu, std::uint64_t address, std::uint64_t value) const {
-    dir.write_u64_at("dev/cpu/" + std::to_string(cpu) + "/msr", address, value);
+    write_msr(dir, cpu, address, value);
   }
 };
 

@@ -4,11 +4,10 @@
 // "joules" are seconds, so how far they advance is known.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
