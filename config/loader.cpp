@@ -25,6 +25,11 @@ class Problems {
   void add(const YAML::Mark& mark, const std::string& message) {
     problems_.push_back(where(mark).to_string() + ": " + message);
   }
+  // An empty value ("key:" with nothing after it) has no position of its own; yaml-cpp marks it
+  // where the next token starts. The key is where the user should look.
+  YAML::Mark at(const YAML::Node& node) const { return node.IsNull() ? key_mark : node.Mark(); }
+  YAML::Mark key_mark;
+
   SourceMark where(const YAML::Mark& mark) const {
     return SourceMark{file_, mark.line + 1, mark.column + 1};
   }
@@ -57,7 +62,7 @@ class Mapping {
   void visit(const YAML::Node& node) {
     if (!node || node.IsNull()) return;  // an empty section keeps its defaults
     if (!node.IsMap()) {
-      problems_.add(node.Mark(), path_ + ": expected a mapping with keys " + join(keys_));
+      problems_.add(problems_.at(node), path_ + ": expected a mapping with keys " + join(keys_));
       return;
     }
     std::set<std::string> seen;
@@ -70,6 +75,7 @@ class Mapping {
       bool known = false;
       for (auto& [name, handler] : handlers_) {
         if (name == key) {
+          problems_.key_mark = entry.first.Mark();
           handler(entry.second);
           known = true;
         }
@@ -91,7 +97,7 @@ class Mapping {
 bool is_scalar(Problems& problems, const YAML::Node& node, const std::string& path,
                const std::string& expected) {
   if (node.IsScalar()) return true;
-  problems.add(node.Mark(), path + ": expected " + expected);
+  problems.add(problems.at(node), path + ": expected " + expected);
   return false;
 }
 
@@ -110,7 +116,7 @@ Mapping::Handler read_nonempty_string(Problems& problems, const std::string& pat
     if (!is_scalar(problems, node, path, "a non-empty string")) return;
     const auto value = node.as<std::string>();
     if (value.empty()) {
-      problems.add(node.Mark(), path + ": expected a non-empty string");
+      problems.add(problems.at(node), path + ": expected a non-empty string");
       return;
     }
     out = value;
@@ -127,7 +133,7 @@ Mapping::Handler read_bool(Problems& problems, const std::string& path, bool& ou
     } else if (text == "false") {
       out = false;
     } else {
-      problems.add(node.Mark(), path + ": expected " + expected + ", got \"" + text + "\"");
+      problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
     }
   };
 }
@@ -143,7 +149,7 @@ Mapping::Handler read_non_negative(Problems& problems, const std::string& path, 
       if (used != text.size() || !(value >= 0)) throw std::invalid_argument(text);
       out = value;
     } catch (const std::exception&) {
-      problems.add(node.Mark(), path + ": expected " + expected + ", got \"" + text + "\"");
+      problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
     }
   };
 }
@@ -163,7 +169,7 @@ Mapping::Handler read_enum(Problems& problems, const std::string& path, Enum& ou
         return;
       }
     }
-    problems.add(node.Mark(), path + ": expected " + expected + ", got \"" + text + "\"");
+    problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
   };
 }
 
@@ -193,7 +199,7 @@ void read_topology_source(Problems& problems, const YAML::Node& node, TopologyCo
     out.kind = TopologyConfig::Kind::synthetic;
     out.argument = text.substr(10);
   } else {
-    problems.add(node.Mark(), path + ": expected " + expected + ", got \"" + text + "\"");
+    problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
   }
 }
 
@@ -201,9 +207,13 @@ void read_papi_events(Problems& problems, const YAML::Node& node, PapiCollectorC
   const std::string path = "collectors.papi.events";
   out.events_given = true;
   out.events.clear();
-  if (node.IsNull()) return;
   if (!node.IsSequence()) {
-    problems.add(node.Mark(), path + ": expected a list of event names or {event, metric, help}");
+    problems.add(problems.at(node), path + ": expected a list of event names or {event, metric, help}");
+    return;
+  }
+  if (node.size() == 0) {
+    problems.add(problems.at(node), path + ": the list is empty; name at least one event, or remove "
+                                     "the key for the default set (or set enabled: false)");
     return;
   }
   std::size_t index = 0;
@@ -244,7 +254,7 @@ void read_cpus(Problems& problems, const YAML::Node& node, PapiCollectorConfig& 
   try {
     parse_cpu_list(out.cpus);
   } catch (const std::invalid_argument& e) {
-    problems.add(node.Mark(), path + ": expected " + expected + ": " + e.what());
+    problems.add(problems.at(node), path + ": expected " + expected + ": " + e.what());
   }
 }
 
@@ -257,7 +267,7 @@ void read_rapl_domains(Problems& problems, const YAML::Node& node, RaplCollector
   const std::string path = "collectors.rapl.domains";
   const std::string expected = "a list of " + join(rapl_domain_names());
   if (!node.IsSequence()) {
-    problems.add(node.Mark(), path + ": expected " + expected);
+    problems.add(problems.at(node), path + ": expected " + expected);
     return;
   }
   out.domains.clear();
@@ -287,7 +297,7 @@ void read_document(Problems& problems, const YAML::Node& root, Config& config) {
       .on("telemetry_path", [&](const YAML::Node& node) {
         read_nonempty_string(problems, "web.telemetry_path", web.telemetry_path)(node);
         if (web.telemetry_path.front() != '/') {
-          problems.add(node.Mark(), "web.telemetry_path: expected a path starting with /");
+          problems.add(problems.at(node), "web.telemetry_path: expected a path starting with /");
         }
       });
 
@@ -341,9 +351,14 @@ void read_document(Problems& problems, const YAML::Node& root, Config& config) {
       .on("domains", [&](const YAML::Node& n) { read_rapl_domains(problems, n, rapl); })
       .on("max_power_watts",
           read_non_negative(problems, "collectors.rapl.max_power_watts", rapl.max_power_watts))
-      .on("wrap_guard_interval_seconds",
-          read_non_negative(problems, "collectors.rapl.wrap_guard_interval_seconds",
-                            rapl.wrap_guard_interval_seconds));
+      .on("wrap_guard_interval_seconds", [&](const YAML::Node& node) {
+        const std::string path = "collectors.rapl.wrap_guard_interval_seconds";
+        read_non_negative(problems, path, rapl.wrap_guard_interval_seconds)(node);
+        // Faster than the hardware updates (about 1 ms) would only burn CPU.
+        if (rapl.wrap_guard_interval_seconds > 0 && rapl.wrap_guard_interval_seconds < 0.001) {
+          problems.add(problems.at(node), path + ": expected 0 (derived) or at least 0.001 seconds");
+        }
+      });
 
   Mapping collectors_map(problems, "collectors");
   collectors_map.on("topology", [&](const YAML::Node& n) { topology_collector.visit(n); })

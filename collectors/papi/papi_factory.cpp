@@ -2,6 +2,7 @@
 // problem at once), open the counters, and say once, at startup, what could not be counted and
 // what to do about it. Also the --check-config report, built the same way.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -113,6 +114,26 @@ std::string drop_text(const std::string& event, const std::vector<unsigned>& cpu
          (remedy.empty() ? "" : "; " + remedy);
 }
 
+// "A (CPUs 0-3), B (CPUs 0-3): reason; remedy" per distinct reason, for the drops of the events
+// `wanted` accepts: a long remedy that holds for many events is said once.
+std::vector<std::string> drops_by_reason(const Prepared& prepared, const papi::SourceLayout& layout,
+                                         const std::function<bool(const EventSpec&)>& wanted) {
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_reason;
+  for (const auto& [key, cpus] : group_drops(layout)) {
+    const auto& [event, reason, remedy] = key;
+    if (!wanted(prepared.specs[event])) continue;
+    by_reason[{reason, remedy}].push_back(prepared.specs[event].event + " (CPUs " +
+                                          format_cpu_list(cpus) + ")");
+  }
+  std::vector<std::string> lines;
+  for (const auto& [why, events] : by_reason) {
+    std::string names;
+    for (const auto& name : events) names += (names.empty() ? "" : ", ") + name;
+    lines.push_back(names + ": " + why.first + "; " + why.second);
+  }
+  return lines;
+}
+
 }  // namespace
 
 std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config,
@@ -125,36 +146,28 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
     log::info("papi: skipping default event " + skipped + ": PAPI does not know it here");
   }
   for (const auto& note : layout.notes) log::info("papi: " + note);
+  // The user's events: one line each, as each is a promise the exporter could not keep.
   for (const auto& [key, cpus] : group_drops(layout)) {
     const auto& [event, reason, remedy] = key;
     const auto& spec = prepared.specs[event];
-    const std::string text = drop_text(spec.event, cpus, reason, remedy);
-    if (spec.is_default) {
-      log::info("papi: skipping default event " + text);
-    } else {
-      log::warn("papi: not counting " + text + " (see hwperf_papi_event_dropped)");
-    }
+    if (spec.is_default) continue;
+    log::warn("papi: not counting " + drop_text(spec.event, cpus, reason, remedy) +
+              " (see hwperf_papi_event_dropped)");
+  }
+  // Default events are best effort: one line per reason.
+  for (const auto& line :
+       drops_by_reason(prepared, layout, [](const EventSpec& spec) { return spec.is_default; })) {
+    log::info("papi: skipping default events " + line);
   }
 
   const auto counting = counting_cpus(layout);
   if (counting.empty()) {
     if (!defaults) {
-      // One entry per distinct reason, naming its events: the remedy is long and usually the
-      // same for every event (permissions), so it is said once.
-      std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_reason;
-      for (const auto& [key, cpus] : group_drops(layout)) {
-        const auto& [event, reason, remedy] = key;
-        auto& events = by_reason[{reason, remedy}];
-        const std::string name =
-            prepared.specs[event].event + " (CPUs " + format_cpu_list(cpus) + ")";
-        if (std::find(events.begin(), events.end(), name) == events.end()) events.push_back(name);
-      }
       std::string message = "papi: none of the configured events can be counted on CPUs " +
                             format_cpu_list(prepared.cpus) + ".";
-      for (const auto& [why, events] : by_reason) {
-        std::string names;
-        for (const auto& name : events) names += (names.empty() ? "" : ", ") + name;
-        message += " " + names + ": " + why.first + "; " + why.second + ".";
+      for (const auto& line :
+           drops_by_reason(prepared, layout, [](const EventSpec&) { return true; })) {
+        message += " " + line + ".";
       }
       throw std::runtime_error(message);
     }

@@ -485,9 +485,9 @@ class PapiSource final : public CounterSource {
             // papi_avail still lists such presets; PAPI just has no recipe for this CPU model.
             plan.unavailable = PAPI_ENOEVNT;
             plan.unavailable_reason = error_text(PAPI_ENOEVNT);
-            plan.unavailable_remedy = "PAPI defines no native events for " + plan.name +
-                                      " on this CPU model (papi_avail -a lists the presets "
-                                      "available here)";
+            plan.unavailable_remedy =
+                "PAPI defines no native events for this preset on this CPU model (papi_avail -a "
+                "lists the presets available here)";
           } else if (info.count == 1 && (derived.empty() || derived == "NOT_DERIVED")) {
             plan.native = info.name[0];
           } else {

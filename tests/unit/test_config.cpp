@@ -114,6 +114,10 @@ TEST_CASE("bad configuration files name file, line and column", "[config]") {
       {"web: [1, 2]\n", "bad.yml:1:6: web: expected a mapping"},
       {"web:\n  listen_address: \":1\"\n  listen_address: \":2\"\n", "bad.yml:3:3: duplicate key \"listen_address\" in web"},
       {"web: {listen_address: [\n", "bad.yml:2:1: invalid YAML"},
+      {"collectors:\n  rapl:\n    wrap_guard_interval_seconds: 0.0001\n", "bad.yml:3:34: collectors.rapl.wrap_guard_interval_seconds: expected 0 (derived) or at least 0.001 seconds"},
+      {"collectors:\n  papi:\n    events: []\n", "bad.yml:3:13: collectors.papi.events: the list is empty"},
+      {"collectors:\n  papi:\n    events:\n", "bad.yml:3:5: collectors.papi.events: expected a list"},
+      {"web:\n  listen_address:\n", "bad.yml:2:3: web.listen_address: expected a non-empty string"},
       {"log:\n  level: loud\n", "bad.yml:2:10: log.level: expected one of debug, info, warn, error, got \"loud\""},
   }));
   CAPTURE(yaml);
