@@ -1,5 +1,6 @@
 #include "collectors/collector_set.h"
 
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <string>
@@ -8,46 +9,77 @@
 #include "config/log.h"
 
 namespace hwperf {
+namespace {
+const std::string& success_name() {
+  static const std::string name = metric_name({"scrape", "collector", "success"});
+  return name;
+}
+const std::string& duration_name() {
+  static const std::string name = metric_name({"scrape", "collector", "duration", "seconds"});
+  return name;
+}
+}  // namespace
+
+struct CollectorSet::Entry {
+  std::unique_ptr<Collector> collector;
+  std::string name;
+  // A failing collector is logged when it starts failing and when it recovers, not on every
+  // scrape: Prometheus may scrape every second, and the metric already says it each time.
+  std::atomic<bool> failing{false};
+};
+
+CollectorSet::CollectorSet() = default;
+CollectorSet::~CollectorSet() = default;
+CollectorSet::CollectorSet(CollectorSet&&) noexcept = default;
+CollectorSet& CollectorSet::operator=(CollectorSet&&) noexcept = default;
 
 void CollectorSet::add(std::unique_ptr<Collector> collector) {
-  collectors_.push_back(std::move(collector));
+  auto entry = std::make_unique<Entry>();
+  entry->name = collector->name();
+  entry->collector = std::move(collector);
+  entries_.push_back(std::move(entry));
 }
 
 std::vector<std::string> CollectorSet::names() const {
   std::vector<std::string> out;
-  for (const auto& collector : collectors_) out.push_back(collector->name());
+  for (const auto& entry : entries_) out.push_back(entry->name);
   return out;
 }
 
 std::vector<prometheus::MetricFamily> CollectorSet::collect() const {
-  auto success = make_family(metric_name({"scrape", "collector", "success"}),
+  auto success = make_family(success_name(),
                              "Whether the collector succeeded on this scrape (1) or failed (0).",
                              prometheus::MetricType::Gauge);
-  auto duration = make_family(metric_name({"scrape", "collector", "duration", "seconds"}),
-                              "Time the collector took on this scrape.",
+  auto duration = make_family(duration_name(), "Time the collector took on this scrape.",
                               prometheus::MetricType::Gauge);
   std::vector<prometheus::MetricFamily> families;
-  for (const auto& collector : collectors_) {
-    const std::string name = collector->name();
+  for (const auto& entry : entries_) {
     std::vector<prometheus::MetricFamily> produced;
-    bool ok = true;
+    std::string failure;
     const auto start = std::chrono::steady_clock::now();
     try {
-      collector->collect(produced);
+      entry->collector->collect(produced);
     } catch (const std::exception& e) {
-      ok = false;
-      log::debug("collector " + name + " failed: " + e.what());
+      failure = e.what();
+      if (failure.empty()) failure = "unknown error";
     } catch (...) {
-      ok = false;
-      log::debug("collector " + name + " failed with a non-standard exception");
+      failure = "a non-standard exception";
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    const bool ok = failure.empty();
+    if (!ok && !entry->failing.exchange(true)) {
+      log::warn("collector " + entry->name + " failed: " + failure +
+                " (hwperf_scrape_collector_success{collector=\"" + entry->name +
+                "\"} is 0 until it recovers)");
+    } else if (ok && entry->failing.exchange(false)) {
+      log::info("collector " + entry->name + " recovered");
+    }
     // A failed collector contributes nothing partial: half a scrape is worse than none.
     if (ok) {
       for (auto& family : produced) families.push_back(std::move(family));
     }
-    add_gauge(success, {{"collector", name}}, ok ? 1.0 : 0.0);
-    add_gauge(duration, {{"collector", name}}, elapsed.count());
+    add_gauge(success, {{"collector", entry->name}}, ok ? 1.0 : 0.0);
+    add_gauge(duration, {{"collector", entry->name}}, elapsed.count());
   }
   families.push_back(std::move(duration));
   families.push_back(std::move(success));

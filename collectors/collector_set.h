@@ -15,19 +15,21 @@ namespace hwperf {
 
 class CollectorSet {
  public:
-  CollectorSet() = default;
-  CollectorSet(CollectorSet&&) noexcept = default;
-  CollectorSet& operator=(CollectorSet&&) noexcept = default;
+  CollectorSet();
+  ~CollectorSet();
+  CollectorSet(CollectorSet&&) noexcept;
+  CollectorSet& operator=(CollectorSet&&) noexcept;
 
   void add(std::unique_ptr<Collector> collector);
   std::vector<std::string> names() const;
-  bool empty() const { return collectors_.empty(); }
+  bool empty() const { return entries_.empty(); }
 
   // Never throws for a collector's failure; safe to call from several threads at once.
   std::vector<prometheus::MetricFamily> collect() const;
 
  private:
-  std::vector<std::unique_ptr<Collector>> collectors_;
+  struct Entry;
+  std::vector<std::unique_ptr<Entry>> entries_;
 };
 
 }  // namespace hwperf

@@ -7,6 +7,10 @@
 
 namespace hwperf {
 namespace {
+// Linux's NR_CPUS tops out at 8192 today; the bound keeps a typo such as "0-4294967295" from
+// allocating gigabytes (or looping forever at the top of unsigned).
+constexpr unsigned kMaxCpus = 65536;
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
@@ -20,6 +24,11 @@ unsigned parse_number(std::string_view part, std::string_view whole) {
   if (part.empty() || ec != std::errc() || end != part.data() + part.size()) {
     throw std::invalid_argument("\"" + std::string(part) + "\" in CPU list \"" +
                                 std::string(whole) + "\" is not a CPU number");
+  }
+  if (value >= kMaxCpus) {
+    throw std::invalid_argument("CPU " + std::to_string(value) + " in CPU list \"" +
+                                std::string(whole) + "\" is beyond any Linux kernel (at most " +
+                                std::to_string(kMaxCpus) + " CPUs)");
   }
   return value;
 }

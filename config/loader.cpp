@@ -1,6 +1,7 @@
 #include "config/loader.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -146,7 +147,10 @@ Mapping::Handler read_non_negative(Problems& problems, const std::string& path, 
     try {
       std::size_t used = 0;
       const double value = std::stod(text, &used);
-      if (used != text.size() || !(value >= 0)) throw std::invalid_argument(text);
+      // stod also accepts "inf" and "nan"; neither is a usable power or period.
+      if (used != text.size() || !std::isfinite(value) || value < 0) {
+        throw std::invalid_argument(text);
+      }
       out = value;
     } catch (const std::exception&) {
       problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
@@ -229,7 +233,7 @@ void read_papi_events(Problems& problems, const YAML::Node& node, PapiCollectorC
           .on("metric", read_string(problems, item_path + ".metric", event.metric))
           .on("help", read_string(problems, item_path + ".help", event.help))
           .visit(item);
-      if (event.event.empty() && item["event"].IsNull()) {
+      if (!item["event"].IsDefined()) {
         problems.add(item.Mark(), item_path + ": missing required key \"event\"");
       }
     } else {
@@ -349,8 +353,14 @@ void read_document(Problems& problems, const YAML::Node& root, Config& config) {
                                                  {"perf", RaplInterface::perf},
                                                  {"msr", RaplInterface::msr}}))
       .on("domains", [&](const YAML::Node& n) { read_rapl_domains(problems, n, rapl); })
-      .on("max_power_watts",
-          read_non_negative(problems, "collectors.rapl.max_power_watts", rapl.max_power_watts))
+      .on("max_power_watts", [&](const YAML::Node& node) {
+        const std::string path = "collectors.rapl.max_power_watts";
+        read_non_negative(problems, path, rapl.max_power_watts)(node);
+        // Below 1 W every real energy delta would be rejected as implausible.
+        if (rapl.max_power_watts > 0 && rapl.max_power_watts < 1) {
+          problems.add(problems.at(node), path + ": expected 0 (from the hardware) or at least 1 watt");
+        }
+      })
       .on("wrap_guard_interval_seconds", [&](const YAML::Node& node) {
         const std::string path = "collectors.rapl.wrap_guard_interval_seconds";
         read_non_negative(problems, path, rapl.wrap_guard_interval_seconds)(node);

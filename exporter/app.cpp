@@ -10,6 +10,7 @@
 #include "collectors/build_info.h"
 #include "collectors/papi/papi_collector.h"
 #include "collectors/rapl/rapl_collector.h"
+#include "collectors/rapl/rapl_factory.h"
 #include "collectors/topology_collector.h"
 #include "config/errors.h"
 #include "config/loader.h"
@@ -45,7 +46,7 @@ CollectorSet build_collectors(const Config& config, const Topology& topology) {
   CollectorSet set;
   const auto& c = config.collectors;
   if (c.topology.enabled) set.add(make_topology_collector(topology));
-  if (c.papi.enabled) set.add(make_papi_collector(c.papi, topology));
+  if (c.papi.enabled) set.add(make_papi_collector(c.papi, topology, config.paths));
   if (c.rapl.enabled) set.add(make_rapl_collector(c.rapl, config.paths, topology));
   return set;
 }
@@ -53,19 +54,17 @@ CollectorSet build_collectors(const Config& config, const Topology& topology) {
 Exporter::Exporter(Config config, Topology topology)
     : config_(std::move(config)),
       collectors_(build_collectors(config_, topology)),
-      papi_version_(papi_library_version()),
-      hwloc_version_(hwloc_library_version()) {}
+      build_info_(build_info_family(papi_library_version(), hwloc_library_version())) {}
 
 Exporter::Exporter(Config config, CollectorSet collectors, std::string papi_version,
                    std::string hwloc_version)
     : config_(std::move(config)),
       collectors_(std::move(collectors)),
-      papi_version_(std::move(papi_version)),
-      hwloc_version_(std::move(hwloc_version)) {}
+      build_info_(build_info_family(papi_version, hwloc_version)) {}
 
 std::vector<prometheus::MetricFamily> Exporter::gather() const {
   auto families = collectors_.collect();
-  families.push_back(build_info_family(papi_version_, hwloc_version_));
+  families.push_back(build_info_);
   return families;
 }
 
@@ -158,8 +157,10 @@ int run_exporter(const std::vector<std::string>& args) {
     try {
       std::cout << dump_config(config);
       std::cout << "# topology: " << topology->description() << "\n";
+      if (config.collectors.rapl.enabled) rapl::validate_rapl_config(config.collectors.rapl);
       if (config.collectors.papi.enabled) {
-        for (const auto& line : papi_check_report(config.collectors.papi, *topology)) {
+        for (const auto& line :
+             papi_check_report(config.collectors.papi, *topology, config.paths)) {
           std::cout << "# papi: " << line << "\n";
         }
       }

@@ -32,8 +32,7 @@ class Exporter {
  private:
   Config config_;
   CollectorSet collectors_;
-  std::string papi_version_;
-  std::string hwloc_version_;
+  prometheus::MetricFamily build_info_;  // constant: built once, copied into each scrape
 };
 
 CollectorSet build_collectors(const Config& config, const Topology& topology);

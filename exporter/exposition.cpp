@@ -209,23 +209,38 @@ bool accepts_gzip(std::string_view accept_encoding) {
   return false;
 }
 
-std::string gzip_compress(std::string_view data) {
-  z_stream stream{};
-  // windowBits 15 + 16 selects the gzip wrapper rather than raw zlib.
-  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-      Z_OK) {
-    throw std::runtime_error("gzip: deflateInit2 failed");
+// Owns a deflate stream so that deflateEnd runs on every path, exceptions included.
+class DeflateStream {
+ public:
+  DeflateStream() {
+    // windowBits 15 + 16 selects the gzip wrapper rather than raw zlib.
+    if (deflateInit2(&stream_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+                     Z_DEFAULT_STRATEGY) != Z_OK) {
+      throw std::runtime_error("gzip: deflateInit2 failed");
+    }
   }
+  ~DeflateStream() { deflateEnd(&stream_); }
+  DeflateStream(const DeflateStream&) = delete;
+  DeflateStream& operator=(const DeflateStream&) = delete;
+  z_stream* get() { return &stream_; }
+
+ private:
+  z_stream stream_{};
+};
+
+std::string gzip_compress(std::string_view data) {
+  DeflateStream deflater;
+  z_stream* stream = deflater.get();
   std::string out;
-  out.resize(deflateBound(&stream, static_cast<uLong>(data.size())));
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  stream.avail_in = static_cast<uInt>(data.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  const int result = deflate(&stream, Z_FINISH);
-  deflateEnd(&stream);
-  if (result != Z_STREAM_END) throw std::runtime_error("gzip: deflate did not finish");
-  out.resize(stream.total_out);
+  out.resize(deflateBound(stream, static_cast<uLong>(data.size())));
+  stream->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream->avail_in = static_cast<uInt>(data.size());
+  stream->next_out = reinterpret_cast<Bytef*>(out.data());
+  stream->avail_out = static_cast<uInt>(out.size());
+  if (deflate(stream, Z_FINISH) != Z_STREAM_END) {
+    throw std::runtime_error("gzip: deflate did not finish");
+  }
+  out.resize(stream->total_out);
   return out;
 }
 

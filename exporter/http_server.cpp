@@ -226,10 +226,17 @@ HttpServer::~HttpServer() {
   if (host == "[::]") host = "[::1]";
   if (host.front() == '[') host = host.substr(1, host.size() - 2);
   std::atomic<bool> stopped{false};
-  std::thread stopper([this, &stopped] {
+  std::thread stopper;
+  try {
+    stopper = std::thread([this, &stopped] {
+      mg_stop(impl_->context);
+      stopped = true;
+    });
+  } catch (...) {
+    // No thread to spare: stop the slow way rather than not at all.
     mg_stop(impl_->context);
-    stopped = true;
-  });
+    return;
+  }
   while (!stopped) {
     poke(host, bound_port);
     for (int i = 0; i < 10 && !stopped; ++i) {

@@ -48,11 +48,23 @@ const char* level_text(Granularity granularity) {
   return "per CPU (hardware thread)";
 }
 
+// What the event counts in: its own u/k qualifiers win over the configured domain (see
+// cpu_qualified_name), so perf::CYCLES:u is user mode only whatever collectors.papi.domain says.
+std::string event_domain_text(const EventSpec& event, CountingDomain configured) {
+  const auto own = papi::qualified_domain(event.event);
+  if (!own) return domain_text(configured);
+  const std::string levels = own->user && own->kernel ? domain_text(CountingDomain::all)
+                             : own->user              ? domain_text(CountingDomain::user)
+                             : own->kernel            ? domain_text(CountingDomain::kernel)
+                                                      : "neither user nor kernel mode";
+  return levels + " (set by the event's own u/k qualifiers)";
+}
+
 std::string help_text(const EventSpec& event, const PapiCollectorConfig& config) {
   std::string help = event.description;
   if (!help.empty() && help.back() != '.') help += '.';
   help += " PAPI event " + event.event + ", counted system-wide (every process) in " +
-          domain_text(config.domain) + ", " + level_text(config.granularity) + ".";
+          event_domain_text(event, config.domain) + ", " + level_text(config.granularity) + ".";
   if (event.unit == Unit::nanoseconds) help += " Seconds, converted from the event's nanoseconds.";
   return help;
 }

@@ -85,9 +85,11 @@ class CounterSource {
 // events, bad CPU lists, CPUs not in the topology, invalid or clashing metric names), initialises
 // PAPI for threads, opens and starts every counter, and logs once each (event, CPUs) it had to
 // drop and why. Throws std::runtime_error with the remedy when PAPI cannot initialise or when
-// none of the events the user named can be counted anywhere.
+// none of the events the user named can be counted anywhere. Remedies name files under `paths`
+// (--path.procfs for kernel.perf_event_paranoid, --path.sysfs).
 std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config,
-                                               const Topology& topology);
+                                               const Topology& topology,
+                                               const PathsConfig& paths = PathsConfig{});
 
 // The collector around any source (tests use a fake one). Uses config.granularity and
 // config.domain only; `events` are those the source was opened with, in the same order.
@@ -100,9 +102,11 @@ std::unique_ptr<Collector> make_papi_collector_from_source(
 // under which metric name, and why not. Opens the counters for real (then closes them), so the
 // answer is the one the exporter would get. Throws ConfigError like make_papi_collector().
 std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
-                                           const Topology& topology);
+                                           const Topology& topology,
+                                           const PathsConfig& paths = PathsConfig{});
 
-// "7.0.0.0": the PAPI version this binary was built against (for hwperf_build_info).
+// "7.0.0.0": the version of the libpapi this process runs with (PAPI_LIB_VERSION, for
+// hwperf_build_info and --version); the one it was built against if PAPI cannot initialise.
 std::string papi_library_version();
 
 }  // namespace hwperf

@@ -181,6 +181,19 @@ bool has_domain_qualifier(std::string_view event) {
   return std::any_of(qualifiers.begin(), qualifiers.end(), is_domain_qualifier);
 }
 
+std::optional<QualifiedDomain> qualified_domain(std::string_view event) {
+  std::optional<QualifiedDomain> domain;
+  for (const auto& qualifier : parse_event_name(event).qualifiers) {
+    if (!is_domain_qualifier(qualifier)) continue;
+    if (!domain) domain.emplace();
+    const std::string q = lower(qualifier);
+    // libpfm4 booleans: no value means true, else one of 1/y/t (true) or 0/n/f (false).
+    const bool on = q.size() == 1 || q[2] == '1' || q[2] == 'y' || q[2] == 't';
+    (q[0] == 'u' ? domain->user : domain->kernel) = on;
+  }
+  return domain;
+}
+
 bool has_cpu_qualifier(std::string_view event) {
   const auto qualifiers = parse_event_name(event).qualifiers;
   return std::any_of(qualifiers.begin(), qualifiers.end(),

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,15 @@ std::string builtin_description(std::string_view event);
 
 bool has_domain_qualifier(std::string_view event);  // u, k, u=..., k=...
 bool has_cpu_qualifier(std::string_view event);     // cpu=...
+// The privilege levels an event's own u/k qualifiers select; they win over
+// collectors.papi.domain. libpfm4 counts exactly the levels whose qualifier is true (bare, or
+// =1/y/t), so perf::CYCLES:u counts user mode only and :u=0 alone counts neither. nullopt when
+// the event has no u/k qualifier.
+struct QualifiedDomain {
+  bool user = false;
+  bool kernel = false;
+};
+std::optional<QualifiedDomain> qualified_domain(std::string_view event);
 // The qualifier-binding name of a native event: "perf::PAGE-FAULTS" on CPU 3 counting user and
 // kernel -> "perf::PAGE-FAULTS:cpu=3:u=1:k=1". A domain the user already gave is kept.
 std::string cpu_qualified_name(std::string_view native_event, unsigned cpu, CountingDomain domain);

@@ -31,7 +31,8 @@ void append(std::vector<std::string>& to, const std::vector<std::string>& from) 
   to.insert(to.end(), from.begin(), from.end());
 }
 
-Prepared prepare(const PapiCollectorConfig& config, const Topology& topology) {
+Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
+                 const PathsConfig& paths) {
   Prepared prepared;
   std::vector<std::string> problems;
   if (config.events_given && config.events.empty()) {
@@ -49,7 +50,7 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology) {
   // they come from the default set, which is written for many machines at once.
   const bool defaults = !config.events_given;
   const auto events = defaults ? papi::default_events() : config.events;
-  papi::init_library();
+  papi::init_library(paths.procfs);
   std::map<std::string, std::string> descriptions;
   std::vector<PapiEventConfig> known;
   for (const auto& event : events) {
@@ -83,6 +84,7 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology) {
   request.domain = config.domain;
   request.attach = config.attach;
   request.multiplex = config.multiplex;
+  request.paths = paths;
   prepared.source = papi::open_papi_source(request);
   return prepared;
 }
@@ -137,8 +139,8 @@ std::vector<std::string> drops_by_reason(const Prepared& prepared, const papi::S
 }  // namespace
 
 std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config,
-                                               const Topology& topology) {
-  Prepared prepared = prepare(config, topology);
+                                               const Topology& topology, const PathsConfig& paths) {
+  Prepared prepared = prepare(config, topology, paths);
   const auto& layout = prepared.source->layout();
   const bool defaults = !config.events_given;
 
@@ -189,8 +191,8 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
 }
 
 std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
-                                           const Topology& topology) {
-  Prepared prepared = prepare(config, topology);
+                                           const Topology& topology, const PathsConfig& paths) {
+  Prepared prepared = prepare(config, topology, paths);
   const auto& layout = prepared.source->layout();
   std::vector<std::string> lines;
   lines.push_back("CPUs " + format_cpu_list(prepared.cpus) + ", attach " +

@@ -25,7 +25,9 @@
 //
 // Event sets are owned by OwnerThreads: one for all the attached sets, one per qualifier set. An
 // owner registers with PAPI, builds and starts its sets, then sleeps until the source is destroyed;
-// then it stops, cleans up and destroys them and unregisters. Owners exist only because PAPI ties
+// then it stops, cleans up and destroys them and unregisters. The source tells every owner to stop
+// before joining any, so hundreds of owners tear down in parallel and a SIGTERM exit stays fast
+// on a large machine. Owners exist only because PAPI ties
 // sets to threads. A scrape never talks to them: PAPI_read finds a set by handle and uses its
 // owner's (or CPU's) context, from any thread, so a scrape is one lock (the collector's) and one
 // PAPI_read per event set.
@@ -34,7 +36,8 @@
 // is switched to (kernel) multiplexing with PAPI_set_multiplex and the add retried; PAPI then
 // scales the counts. Where that fails too (PAPI_set_multiplex probes hardware like CPU_ATTACH) the
 // event moves to a further event set on the same CPU. Further sets are always qualifier sets,
-// since PAPI runs only one attached set per CPU.
+// since PAPI runs only one attached set per CPU, so a preset derived from several native events
+// that does not fit is dropped rather than moved.
 //
 // Library-wide state (PAPI_library_init, PAPI_thread_init, PAPI_multiplex_init) is one Library,
 // created once per process and shared by every source, so it outlives every event set. It is
@@ -71,18 +74,21 @@ std::string error_text(int code) {
 
 unsigned long current_thread_id() { return static_cast<unsigned long>(pthread_self()); }
 
-std::string read_paranoid() {
-  std::ifstream file("/proc/sys/kernel/perf_event_paranoid");
+// kernel.perf_event_paranoid under the configured procfs root (--path.procfs), which in a
+// container is where the host's /proc is mounted.
+std::string read_paranoid(const std::string& procfs) {
+  const std::string path = procfs + "/sys/kernel/perf_event_paranoid";
+  std::ifstream file(path);
   std::string value;
-  if (!(file >> value)) return "unknown (cannot read /proc/sys/kernel/perf_event_paranoid)";
+  if (!(file >> value)) return "unknown (cannot read " + path + ")";
   return value;
 }
 
 // What the user can do about an error from adding or starting an event on a CPU.
-std::string remedy_for(int code) {
+std::string remedy_for(int code, const PathsConfig& paths) {
   switch (code) {
     case PAPI_EPERM:
-      return permission_remedy();
+      return permission_remedy(paths.procfs);
     case PAPI_ENOEVNT:
       return "PAPI knows this event but the kernel cannot count it on this CPU (no hardware PMU, "
              "as in a VM without PMU passthrough, or not on this CPU model); papi_avail -a and "
@@ -94,8 +100,9 @@ std::string remedy_for(int code) {
              "kernel.nmi_watchdog=0; stop other perf users)";
     case PAPI_ESYS:
     case PAPI_EINVAL:
-      return "check that the CPU is online (/sys/devices/system/cpu/cpuN/online) and that the "
-             "event's qualifiers are valid (papi_native_avail -e EVENT)";
+      return "check that the CPU is online (" + paths.sysfs +
+             "/devices/system/cpu/cpuN/online) and that the event's qualifiers are valid "
+             "(papi_native_avail -e EVENT)";
     case PAPI_ECMP:
     case PAPI_ENOSUPP:
       return "the PAPI component of this event cannot count it system-wide per CPU";
@@ -104,24 +111,26 @@ std::string remedy_for(int code) {
   }
 }
 
-// Library-wide PAPI state; see the top of this file for why it is created only once.
+// Library-wide PAPI state; see the top of this file for why it is created only once. The first
+// use initialises it (or records why it could not be); later uses get the same answer.
 class Library {
  public:
-  static std::shared_ptr<Library> instance() {
-    static std::mutex mutex;
-    static std::shared_ptr<Library> library;
-    static std::string failure;
-    std::lock_guard<std::mutex> lock(mutex);
-    if (library) return library;
-    if (!failure.empty()) throw std::runtime_error(failure);
-    try {
-      library.reset(new Library());
-    } catch (const std::runtime_error& e) {
-      failure = e.what();
-      throw;
-    }
-    return library;
+  // Throws std::runtime_error with PAPI's reason and, where permissions are the likely cause,
+  // the remedy with kernel.perf_event_paranoid as read under `procfs`.
+  static std::shared_ptr<Library> instance(const std::string& procfs) {
+    const State& state = shared_state();
+    if (state.library) return state.library;
+    throw std::runtime_error(state.failure + (state.permission_remedy_applies
+                                                  ? "; " + permission_remedy(procfs)
+                                                  : std::string()));
   }
+
+  // The library once instance() has succeeded; nullptr before or when it failed.
+  static std::shared_ptr<Library> existing() { return shared_state().library; }
+
+  // PAPI_get_opt(PAPI_LIB_VERSION) of the libpapi this process runs with; 0 if
+  // PAPI_library_init failed.
+  static int runtime_version() { return shared_state().version; }
 
   ~Library() { PAPI_shutdown(); }
   Library(const Library&) = delete;
@@ -130,36 +139,62 @@ class Library {
   const std::string& multiplex_problem() const { return multiplex_problem_; }
 
  private:
-  Library() {
+  struct State {
+    std::shared_ptr<Library> library;
+    std::string failure;  // why there is no library
+    bool permission_remedy_applies = false;
+    int version = 0;
+  };
+
+  explicit Library(std::string multiplex_problem)
+      : multiplex_problem_(std::move(multiplex_problem)) {}
+
+  // A function-local static: initialised exactly once, thread-safely, on first use.
+  static const State& shared_state() {
+    static const State state = initialise();
+    return state;
+  }
+
+  static State initialise() {
+    State state;
     const int version = PAPI_library_init(PAPI_VER_CURRENT);
     if (version != PAPI_VER_CURRENT) {
-      throw std::runtime_error(
+      state.failure =
           "papi: PAPI_library_init failed: " +
           (version < 0 ? error_text(version)
                        : "the PAPI library is version " + std::to_string(version) +
                              ", this exporter was built for " + std::to_string(PAPI_VER_CURRENT)) +
-          "; check the libpapi installation (papi_component_avail)");
+          "; check the libpapi installation (papi_component_avail)";
+      return state;
     }
+    state.version = PAPI_get_opt(PAPI_LIB_VERSION, nullptr);
     // Before any owner thread or HTTP worker exists: PAPI must know how to tell threads apart.
     if (const int rc = PAPI_thread_init(current_thread_id); rc != PAPI_OK) {
-      throw std::runtime_error("papi: PAPI_thread_init failed: " + error_text(rc));
+      state.failure = "papi: PAPI_thread_init failed: " + error_text(rc);
+      return state;
     }
+    std::string multiplex_problem;
     if (const int rc = PAPI_multiplex_init(); rc != PAPI_OK) {
-      multiplex_problem_ = "PAPI_multiplex_init failed: " + error_text(rc);
+      multiplex_problem = "PAPI_multiplex_init failed: " + error_text(rc);
     }
     // Without its perf_event component PAPI knows no CPU events at all, and every event would
     // look "unknown"; say what is really wrong instead.
     const int cidx = PAPI_get_component_index("perf_event");
     const PAPI_component_info_t* info = cidx < 0 ? nullptr : PAPI_get_component_info(cidx);
     if (info == nullptr) {
-      throw std::runtime_error(
+      state.failure =
           "papi: this PAPI has no perf_event component, so it cannot count CPU events; "
-          "install a PAPI built with it (Debian's libpapi7.0 is)");
+          "install a PAPI built with it (Debian's libpapi7.0 is)";
+      return state;
     }
     if (info->disabled != 0) {
-      throw std::runtime_error(std::string("papi: PAPI's perf_event component is disabled: ") +
-                               info->disabled_reason + "; " + permission_remedy());
+      state.failure =
+          std::string("papi: PAPI's perf_event component is disabled: ") + info->disabled_reason;
+      state.permission_remedy_applies = true;
+      return state;
     }
+    state.library.reset(new Library(std::move(multiplex_problem)));
+    return state;
   }
 
   std::string multiplex_problem_;
@@ -254,20 +289,26 @@ class EventSet {
 };
 
 // A thread that owns event sets for PAPI's sake (see the top of this file). Work reaches it only
-// through run(), at startup; at destruction it tears its sets down itself, newest first.
+// through run(), at startup; once told to stop it tears its sets down itself, newest first.
 class OwnerThread {
  public:
   OwnerThread() : thread_([this] { loop(); }) {}
   ~OwnerThread() {
+    request_stop();
+    thread_.join();
+  }
+  OwnerThread(const OwnerThread&) = delete;
+  OwnerThread& operator=(const OwnerThread&) = delete;
+
+  // Tells the thread to tear its sets down and end, without waiting for it (the destructor
+  // waits). Lets many owners tear down at once: see Owners.
+  void request_stop() noexcept {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
     }
     wake_.notify_all();
-    thread_.join();
   }
-  OwnerThread(const OwnerThread&) = delete;
-  OwnerThread& operator=(const OwnerThread&) = delete;
 
   // Runs fn on the owner thread and returns its result (or rethrows its exception).
   template <typename F>
@@ -311,6 +352,38 @@ class OwnerThread {
   std::vector<EventSet> sets_;               // touched only on the owner thread
   int registration_ = PAPI_OK;               // written by the owner before any task runs
   std::thread thread_;                       // last: starts once the members above exist
+};
+
+// All the owner threads of a source. A large machine has hundreds of qualifier sets, each with its
+// own owner; stopping and joining them one at a time would add up every teardown (PAPI_stop,
+// closing the perf_event descriptors, PAPI_unregister_thread) and delay a SIGTERM exit by
+// seconds. So every owner is told to stop first, then all are joined: they tear down in parallel,
+// each on its own thread as PAPI requires.
+class Owners {
+ public:
+  Owners() = default;
+  Owners(const Owners&) = delete;
+  Owners& operator=(const Owners&) = delete;
+  ~Owners() { clear(); }
+
+  OwnerThread& add(std::unique_ptr<OwnerThread> owner) {
+    list_.push_back(std::move(owner));
+    return *list_.back();
+  }
+
+  // Stops and joins one owner (one whose sets all failed).
+  void remove(const OwnerThread* owner) {
+    list_.erase(std::find_if(list_.begin(), list_.end(),
+                             [owner](const auto& entry) { return entry.get() == owner; }));
+  }
+
+  void clear() noexcept {
+    for (const auto& owner : list_) owner->request_stop();
+    list_.clear();  // each destructor joins an owner that is already tearing down
+  }
+
+ private:
+  std::vector<std::unique_ptr<OwnerThread>> list_;
 };
 
 // What PAPI says about one configured event, looked up once for all CPUs.
@@ -417,17 +490,15 @@ class PapiSource final : public CounterSource {
       : library_(std::move(library)) {
     if (!library_->multiplex_problem().empty() && request.multiplex) {
       layout_.notes.push_back(library_->multiplex_problem() +
-                              "; events that do not fit the counters are split into further "
-                              "event sets instead");
+                              "; events that do not fit the counters move to further (qualifier) "
+                              "event sets instead, and derived presets among them are dropped");
     }
     const auto plans = plan_events(request);
     for (unsigned cpu : request.cpus) open_cpu(cpu, plans, request);
     summarise_notes(request);
     // An attach owner whose every attach failed (no PMU) holds nothing; let it go.
     if (attach_owner_ != nullptr && attached_sets_ == 0) {
-      owners_.erase(std::find_if(owners_.begin(), owners_.end(), [this](const auto& owner) {
-        return owner.get() == attach_owner_;
-      }));
+      owners_.remove(attach_owner_);
       attach_owner_ = nullptr;
     }
     std::size_t widest = 0;
@@ -509,10 +580,7 @@ class PapiSource final : public CounterSource {
   }
 
   OwnerThread& attach_owner() {
-    if (attach_owner_ == nullptr) {
-      owners_.push_back(std::make_unique<OwnerThread>());
-      attach_owner_ = owners_.back().get();
-    }
+    if (attach_owner_ == nullptr) attach_owner_ = &owners_.add(std::make_unique<OwnerThread>());
     return *attach_owner_;
   }
 
@@ -544,12 +612,13 @@ class PapiSource final : public CounterSource {
             owner->run([&] { return fill_set(*owner, binding, cpu, component, todo, request); });
         if (!result.placed.empty()) {
           record_set(cpu, next_index++, binding, result);
-          if (fresh) owners_.push_back(std::move(fresh));
+          if (fresh) owners_.add(std::move(fresh));
         }
         return outcome_of(cpu, binding, result, plans, request);
       };
-      const Placement placement = place_events(cpu, events, request.attach, build,
-                                               error_text(PAPI_ECNFLCT), remedy_for(PAPI_ECNFLCT));
+      const Placement placement =
+          place_events(cpu, events, request.attach, build, error_text(PAPI_ECNFLCT),
+                       remedy_for(PAPI_ECNFLCT, request.paths));
       for (const auto& drop : placement.dropped) layout_.dropped.push_back(drop);
       if (placement.attach_fell_back) {
         attach_fallback_cpus_.push_back(cpu);
@@ -567,7 +636,7 @@ class PapiSource final : public CounterSource {
           binding == Binding::cpu_attach && result.setup_error == PAPI_ENOEVNT;
       outcome.setup_reason = error_text(result.setup_error);
       outcome.setup_remedy = result.setup_step + " on CPU " + std::to_string(cpu) +
-                             " failed: " + remedy_for(result.setup_error);
+                             " failed: " + remedy_for(result.setup_error, request.paths);
       if (outcome.attach_unsupported && request.attach == PapiAttachMode::cpu_attach) {
         outcome.setup_remedy +=
             "; this machine cannot attach counters to CPUs (attach: auto or "
@@ -579,7 +648,7 @@ class PapiSource final : public CounterSource {
     outcome.overflow = result.overflow;
     for (const auto& failure : result.failed) {
       outcome.dropped.push_back(
-          {failure.event, cpu, error_text(failure.code), remedy_for(failure.code)});
+          {failure.event, cpu, error_text(failure.code), remedy_for(failure.code, request.paths)});
     }
     for (std::size_t index : result.not_qualifiable) {
       outcome.dropped.push_back({index, cpu, "Derived preset cannot be bound by qualifier",
@@ -630,12 +699,13 @@ class PapiSource final : public CounterSource {
     if (!multiplex_failed_cpus_.empty() && request.multiplex) {
       layout_.notes.push_back("PAPI could not multiplex event sets on CPUs " +
                               cpu_list(multiplex_failed_cpus_) + " (" + multiplex_error_ +
-                              "); events beyond the counters were split into further event sets");
+                              "); events beyond the counters moved to further (qualifier) event "
+                              "sets, and derived presets among them were dropped");
     }
   }
 
-  std::shared_ptr<Library> library_;                  // first member: destroyed last
-  std::vector<std::unique_ptr<OwnerThread>> owners_;  // tear their sets down before library_
+  std::shared_ptr<Library> library_;  // first member: destroyed last
+  Owners owners_;                     // tear their sets down (in parallel) before library_
   OwnerThread* attach_owner_ = nullptr;
   unsigned attached_sets_ = 0;
   SourceLayout layout_;
@@ -649,10 +719,10 @@ class PapiSource final : public CounterSource {
 
 }  // namespace
 
-void init_library() { Library::instance(); }
+void init_library(const std::string& procfs) { Library::instance(procfs); }
 
 EventLookup lookup_event(const std::string& event) {
-  Library::instance();
+  if (!Library::existing()) throw std::logic_error("papi: lookup_event before init_library");
   EventLookup lookup;
   int code = 0;
   if (const int rc = PAPI_event_name_to_code(event.c_str(), &code); rc != PAPI_OK) {
@@ -660,6 +730,7 @@ EventLookup lookup_event(const std::string& event) {
     return lookup;
   }
   lookup.known = true;
+  lookup.available = PAPI_query_named_event(event.c_str()) == PAPI_OK;
   PAPI_event_info_t info{};
   if (PAPI_get_event_info(code, &info) == PAPI_OK) {
     lookup.description = info.long_descr[0] != '\0' ? info.long_descr : info.short_descr;
@@ -668,12 +739,12 @@ EventLookup lookup_event(const std::string& event) {
 }
 
 std::unique_ptr<CounterSource> open_papi_source(const OpenRequest& request) {
-  return std::make_unique<PapiSource>(Library::instance(), request);
+  return std::make_unique<PapiSource>(Library::instance(request.paths.procfs), request);
 }
 
-std::string permission_remedy() {
+std::string permission_remedy(const std::string& procfs) {
   return "counting every process on a CPU needs kernel.perf_event_paranoid <= 0 (it is " +
-         read_paranoid() +
+         read_paranoid(procfs) +
          " here) or CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8): run `sysctl "
          "kernel.perf_event_paranoid=0`, or give the exporter CAP_PERFMON (setcap cap_perfmon+ep, "
          "or --cap-add PERFMON); in a container also run it --privileged or with a seccomp "
@@ -685,10 +756,14 @@ std::string permission_remedy() {
 namespace hwperf {
 
 std::string papi_library_version() {
-  return std::to_string(PAPI_VERSION_MAJOR(PAPI_VERSION)) + "." +
-         std::to_string(PAPI_VERSION_MINOR(PAPI_VERSION)) + "." +
-         std::to_string(PAPI_VERSION_REVISION(PAPI_VERSION)) + "." +
-         std::to_string(PAPI_VERSION_INCREMENT(PAPI_VERSION));
+  // The libpapi actually loaded, which may be a newer patch release than the papi.h this was
+  // built with; the build's version only if PAPI cannot even initialise.
+  const int runtime = papi::Library::runtime_version();
+  const int version = runtime > 0 ? runtime : PAPI_VERSION;
+  return std::to_string(PAPI_VERSION_MAJOR(version)) + "." +
+         std::to_string(PAPI_VERSION_MINOR(version)) + "." +
+         std::to_string(PAPI_VERSION_REVISION(version)) + "." +
+         std::to_string(PAPI_VERSION_INCREMENT(version));
 }
 
 }  // namespace hwperf

@@ -30,7 +30,8 @@ class DomainSet {
   unsigned bits_;
 };
 
-// How a counter wraps. Each interface has its own rule (see the README fragment).
+// How a counter wraps. Each interface has its own rule (README.md, "RAPL collector",
+// "Wrap-around, exactly").
 enum class WrapRule {
   modulo_2_32,     // MSR: the low 32 bits of the status register, in hardware energy units
   modulo_2_64,     // perf: the kernel's 64-bit count, already wrap-corrected by the kernel

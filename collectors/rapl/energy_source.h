@@ -38,7 +38,9 @@ class EnergySource {
   virtual std::string_view interface_name() const = 0;  // "powercap", "perf", "msr"
   virtual const std::vector<CounterInfo>& counters() const = 0;
   // The raw counter now, or the errno that prevented the read. Called with the engine's lock
-  // held, so never concurrently.
+  // held, so never concurrently. Reads only through what the source's factory opened at startup
+  // (files, devices, perf events): a read never opens anything, so it keeps working after the
+  // process has given up the privileges that opening needed.
   virtual OrErrno<std::uint64_t> read(std::size_t index) = 0;
   // The largest power (watts) the hardware says each package may draw, from power-limit
   // registers or powercap constraints; packages it says nothing about are absent.

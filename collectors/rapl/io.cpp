@@ -27,9 +27,6 @@ int UniqueFd::release() noexcept {
 }
 
 OrErrno<std::string> read_small_file(const std::string& path) {
-  // Opened per read rather than kept open: sysfs files may be replaced (driver reload, and the
-  // test fixtures rename new values into place), and an old descriptor would keep reading the
-  // old file.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return {{}, errno};
   std::string text;
@@ -53,6 +50,32 @@ OrErrno<std::uint64_t> read_u64_file(const std::string& path) {
   const auto value = parse_u64(trim(text.value));
   if (!value) return {0, EINVAL};
   return {*value, 0};
+}
+
+OrErrno<std::uint64_t> pread_counter(const UniqueFd& fd) {
+  // 20 digits hold any uint64_t; a sysfs attribute generates all of its text on the read at
+  // offset 0, so one pread sees the whole value. A read that fills the buffer is not a counter.
+  char buffer[64];
+  ssize_t n = 0;
+  do {
+    n = ::pread(fd.get(), buffer, sizeof buffer, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return {0, errno};
+  if (n == static_cast<ssize_t>(sizeof buffer)) return {0, EINVAL};
+  const auto value = parse_counter_text(std::string_view(buffer, static_cast<std::size_t>(n)));
+  if (!value) return {0, EINVAL};
+  return {*value, 0};
+}
+
+std::optional<std::uint64_t> parse_counter_text(std::string_view text) {
+  const auto end = text.find_first_not_of("0123456789");
+  const std::string_view digits = text.substr(0, end);
+  if (digits.empty()) return std::nullopt;
+  if (end != std::string_view::npos &&
+      text.find_first_not_of(" \t\r\n", end) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return parse_u64(digits);  // nullopt on overflow
 }
 
 std::string_view trim(std::string_view text) {

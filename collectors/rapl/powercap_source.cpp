@@ -1,5 +1,7 @@
 #include "collectors/rapl/powercap_source.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
@@ -61,19 +63,23 @@ std::optional<ZoneDir> parse_zone_dir(const std::string& dir_name) {
 
 using Key = std::tuple<Domain, std::optional<unsigned>, std::optional<unsigned>>;
 
+// Each zone's energy_uj is opened once, here at startup, and then only read (pread at offset 0):
+// never reopened on a scrape or a guard tick.
 class PowercapSource final : public EnergySource {
  public:
-  PowercapSource(std::vector<CounterInfo> counters, std::map<unsigned, double> hints)
-      : counters_(std::move(counters)), hints_(std::move(hints)) {}
+  PowercapSource(std::vector<CounterInfo> counters, std::vector<UniqueFd> fds,
+                 std::map<unsigned, double> hints)
+      : counters_(std::move(counters)), fds_(std::move(fds)), hints_(std::move(hints)) {}
   std::string_view interface_name() const override { return "powercap"; }
   const std::vector<CounterInfo>& counters() const override { return counters_; }
   OrErrno<std::uint64_t> read(std::size_t index) override {
-    return read_u64_file(counters_.at(index).source);
+    return pread_counter(fds_.at(index));
   }
   std::map<unsigned, double> package_power_hints() const override { return hints_; }
 
  private:
   std::vector<CounterInfo> counters_;
+  std::vector<UniqueFd> fds_;  // energy_uj of counters_[i]
   std::map<unsigned, double> hints_;
 };
 
@@ -171,6 +177,7 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
   std::set<Key> seen;
   std::set<unsigned> warned_packages;
   std::vector<CounterInfo> counters;
+  std::vector<UniqueFd> fds;  // one per counter, kept open for the source's lifetime
   std::map<unsigned, double> hints;
   std::vector<std::string> denied;
   std::vector<std::string> broken;
@@ -236,7 +243,9 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
       continue;
     }
     const std::string energy = path + "/energy_uj";
-    const auto first = read_u64_file(energy);
+    UniqueFd fd(::open(energy.c_str(), O_RDONLY | O_CLOEXEC));
+    // The first read checks that the zone answers; the engine takes its own baseline later.
+    const auto first = fd.valid() ? pread_counter(fd) : OrErrno<std::uint64_t>{0, errno};
     if (!first.ok()) {
       if (first.error == EACCES || first.error == EPERM) {
         denied.push_back(energy);
@@ -252,6 +261,7 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
     info.scale = {WrapRule::powercap_range, range.value, kMicrojoulesPerJoule};
     info.source = energy;
     counters.push_back(std::move(info));
+    fds.push_back(std::move(fd));
   }
 
   // A partial tree is still worth serving; say once what is missing from it.
@@ -270,7 +280,8 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
   }
   ProbeResult result;
   result.interface = "powercap";
-  result.source = std::make_unique<PowercapSource>(std::move(counters), std::move(hints));
+  result.source = std::make_unique<PowercapSource>(std::move(counters), std::move(fds),
+                                                   std::move(hints));
   return result;
 }
 

@@ -1,5 +1,6 @@
 // RAPL through the powercap class: <sysfs>/class/powercap/intel-rapl:* (and intel-rapl-mmio:*),
-// energy_uj in microjoules, each zone wrapping at its own max_energy_range_uj.
+// energy_uj in microjoules, each zone wrapping at its own max_energy_range_uj. Every energy_uj is
+// opened once, by open_powercap_source(), and read with pread at offset 0 from then on.
 #pragma once
 
 #include <optional>

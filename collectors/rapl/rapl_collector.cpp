@@ -227,7 +227,8 @@ std::vector<std::string> interface_order(RaplInterface choice) {
     case RaplInterface::automatic: break;
   }
   // perf: 64-bit kernel counts (no guard), kernel-maintained units; powercap: kernel units but
-  // 32-bit-range values; msr: raw device access and our own model quirks. README.fragment.md.
+  // 32-bit-range values; msr: raw device access and our own model quirks. See the "RAPL
+  // collector" section of README.md.
   return {"perf", "powercap", "msr"};
 }
 

@@ -1,6 +1,6 @@
 // The RAPL energy collector (collector name "rapl"): joules per package and domain, exact across
-// counter wrap-around, through perf_event, powercap or the msr driver. See
-// collectors/rapl/README.fragment.md.
+// counter wrap-around, through perf_event, powercap or the msr driver. See the "RAPL collector"
+// section of README.md.
 #pragma once
 
 #include <memory>

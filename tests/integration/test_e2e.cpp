@@ -254,3 +254,44 @@ TEST_CASE("a real Prometheus server scrapes the exporter", "[e2e][prometheus]") 
   CHECK_THAT(targets, Catch::Contains("\"health\":\"up\""));
   CHECK_THAT(targets, Catch::Contains("\"lastError\":\"\""));
 }
+
+TEST_CASE("SIGTERM stops within a second with PAPI counting and an idle keep-alive connection",
+          "[e2e]") {
+  // The default configuration: PAPI counting on every CPU (owner threads on this VM).
+  test::RunningExporter exporter({});
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(exporter.port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
+  std::string received;
+  char buffer[65536];
+  while (received.find("hwperf_build_info{") == std::string::npos) {
+    const auto n = ::recv(fd, buffer, sizeof buffer, 0);
+    REQUIRE(n > 0);
+    received.append(buffer, static_cast<std::size_t>(n));
+  }
+  CHECK_THAT(received, Catch::StartsWith("HTTP/1.1 200"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // now idle, kept alive
+
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(exporter.stop() == 0);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  CAPTURE(took.count());
+  CHECK(took.count() < 1.0);
+}
+
+TEST_CASE("the shipped Prometheus scrape configuration is valid", "[e2e]") {
+  if (!have("promtool")) FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
+  int exit_code = -1;
+  const std::string output = run_shell(
+      "promtool check config " + std::string(HWPERF_SOURCE_DIR) + "/docker/prometheus.yml", &exit_code);
+  INFO(output);
+  CHECK(exit_code == 0);
+  CHECK_THAT(output, Catch::Contains("SUCCESS"));
+}

@@ -89,3 +89,34 @@ TEST_CASE("scrapes a second apart: CPU-CLOCK follows wall time, a taskset -c 1 p
   CHECK(on_cpu1 > 4 * on_cpu0);
   CHECK(exporter.stop() == 0);
 }
+
+TEST_CASE("SIGTERM stops the exporter within a second while it counts on every CPU",
+          "[papi][live][e2e]") {
+  test::TempDir dir;
+  // attach: qualifier gives every CPU its own event set and owner thread (as on a machine without
+  // a hardware PMU), the case where shutdown work grows with the number of CPUs.
+  const auto config = dir.write("papi.yml",
+                                "collectors:\n"
+                                "  rapl: {enabled: false}\n"
+                                "  papi:\n"
+                                "    cpus: all\n"
+                                "    attach: qualifier\n"
+                                "    events:\n"
+                                "      - perf::CPU-CLOCK\n"
+                                "      - perf::PAGE-FAULTS\n"
+                                "      - perf::CONTEXT-SWITCHES\n"
+                                "      - perf::CPU-MIGRATIONS\n");
+  test::RunningExporter exporter({"--config.file=" + config.string()});
+  const auto samples = test::parse_exposition(exporter.get("/metrics").body);
+  const auto sets = test::find_samples(samples, "hwperf_papi_event_set_events");
+  CAPTURE(exporter.stderr_text());
+  REQUIRE_FALSE(sets.empty());
+  CHECK(test::find_samples(samples, "hwperf_papi_event_dropped").empty());
+
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(exporter.stop() == 0);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CAPTURE(sets.size(), seconds);
+  CHECK(seconds < 1.0);
+}

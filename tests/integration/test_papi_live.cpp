@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "collectors/papi/papi_collector.h"
+#include "collectors/papi/papi_events.h"
+#include "collectors/papi/papi_source.h"
 #include "config/errors.h"
 #include "exporter/exposition.h"
 #include "tests/support.h"
@@ -135,6 +137,31 @@ std::size_t fault_pages_on_cpu(unsigned cpu, std::size_t bytes) {
   toucher.join();
   if (!problem.empty()) FAIL(problem);
   return bytes / page;
+}
+
+// Runs `iterations` of a loop of a few instructions each on a worker thread pinned to `cpu` and
+// returns how long it took. Only the worker is pinned: the test process keeps its own affinity,
+// so the tests that run after this one are not confined to one CPU.
+double busy_on_cpu(unsigned cpu, std::uint64_t iterations) {
+  std::string problem;
+  double seconds = 0;
+  std::thread worker([&] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+      problem = "cannot pin a thread to CPU " + std::to_string(cpu);
+      return;
+    }
+    sched_yield();  // let the scheduler move it before the loop starts
+    const auto start = Clock::now();
+    volatile std::uint64_t sink = 0;
+    for (std::uint64_t i = 0; i < iterations; ++i) sink = sink + i;
+    seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  });
+  worker.join();
+  if (!problem.empty()) FAIL(problem);
+  return seconds;
 }
 
 }  // namespace
@@ -360,6 +387,55 @@ TEST_CASE("the check-config report says per event whether it can be counted", "[
   }
 }
 
+TEST_CASE("a source with hundreds of qualifier sets is torn down within a second",
+          "[papi][live]") {
+  require_system_wide_perf();
+  const Topology topology = live_topology();
+  // Each CPU entry gets its own qualifier set and owner thread, so listing this machine's CPUs
+  // over and over stands in for a large machine (256 CPUs, one qualifier set each).
+  constexpr std::size_t kSets = 256;
+  papi::OpenRequest request;
+  request.events = {"perf::CPU-CLOCK", "perf::CONTEXT-SWITCHES"};
+  request.attach = PapiAttachMode::qualifier;
+  while (request.cpus.size() < kSets) {
+    for (unsigned cpu : topology.cpus()) request.cpus.push_back(cpu);
+  }
+  papi::init_library(PathsConfig{}.procfs);
+  auto source = papi::open_papi_source(request);
+  REQUIRE(source->layout().dropped.empty());
+  REQUIRE(source->layout().event_sets.size() == request.cpus.size());
+  std::vector<std::uint64_t> values(source->layout().counters.size());
+  source->read(values);
+
+  // What SIGTERM does to the collector: every owner stops, cleans up and destroys its set.
+  const auto start = Clock::now();
+  source.reset();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  CAPTURE(request.cpus.size(), seconds);
+  CHECK(seconds < 1.0);
+}
+
+TEST_CASE("the PAPI version reported is that of the libpapi loaded at runtime", "[papi]") {
+  const std::string version = papi_library_version();
+  CHECK_THAT(version, Catch::Matches("[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+"));
+  // papi_avail (papi-tools, see scripts/deps.sh) prints the version of the same shared libpapi.
+  FILE* pipe = popen("papi_avail 2>/dev/null", "r");
+  REQUIRE(pipe != nullptr);
+  std::string reported;
+  char buffer[512];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) {
+    const std::string line = buffer;
+    if (line.rfind("PAPI version", 0) == 0 && line.find(':') != std::string::npos) {
+      reported = line.substr(line.find(':') + 1);
+      reported.erase(0, reported.find_first_not_of(" \t"));
+      reported.erase(reported.find_last_not_of(" \t\r\n") + 1);
+    }
+  }
+  pclose(pipe);
+  if (reported.empty()) FAIL("papi_avail printed no \"PAPI version\" line: install papi-tools");
+  CHECK(version == reported);
+}
+
 // ---- The exporter binary ---------------------------------------------------------------------
 
 namespace {
@@ -429,8 +505,13 @@ TEST_CASE("without permission to count, the error names perf_event_paranoid and 
   const auto path = dir.write("hwperf.yml", live_config_yaml("      - perf::CPU-CLOCK\n"));
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                             fs::perms::others_read);
+  // The remedy must quote perf_event_paranoid from --path.procfs (where a container mounts the
+  // host's /proc), so the fixture holds a value this host's /proc does not.
+  const std::string fixture_level = std::to_string(perf_event_paranoid() + 1);
+  dir.write("procfs/sys/kernel/perf_event_paranoid", fixture_level + "\n");
   const std::string command = "setpriv --reuid=65534 --regid=65534 --clear-groups " +
                               test::exporter_binary() + " --config.file=" + path.string() +
+                              " --path.procfs=" + (dir.path() / "procfs").string() +
                               " --once 2>&1 >/dev/null";
   std::string output;
   FILE* pipe = popen(command.c_str(), "r");
@@ -444,6 +525,7 @@ TEST_CASE("without permission to count, the error names perf_event_paranoid and 
     CHECK(WEXITSTATUS(status) == 1);
     CHECK_THAT(output, Catch::Contains("perf::CPU-CLOCK") &&
                            Catch::Contains("kernel.perf_event_paranoid") &&
+                           Catch::Contains("(it is " + fixture_level + " here)") &&
                            Catch::Contains("CAP_PERFMON") && Catch::Contains("--privileged") &&
                            Catch::Contains("seccomp"));
   } else {
@@ -459,17 +541,10 @@ TEST_CASE("PAPI_TOT_INS and PAPI_TOT_CYC count on a real PMU", "[.hardware]") {
   const Topology topology = live_topology();
   auto collector = make_papi_collector(config_for({"PAPI_TOT_INS", "PAPI_TOT_CYC"}, "0"), topology);
 
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(0, &set);
-  REQUIRE(sched_setaffinity(0, sizeof set, &set) == 0);
   const auto before = scrape(*collector);
-  const auto start = Clock::now();
   // At least one instruction per iteration (an add and a compare-and-branch, kept by volatile).
   constexpr std::uint64_t kIterations = 200000000;
-  volatile std::uint64_t sink = 0;
-  for (std::uint64_t i = 0; i < kIterations; ++i) sink = sink + i;
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = busy_on_cpu(0, kIterations);
   const auto after = scrape(*collector);
 
   const double instructions = value_on(after, "hwperf_cpu_instructions_total", 0) -
@@ -483,4 +558,70 @@ TEST_CASE("PAPI_TOT_INS and PAPI_TOT_CYC count on a real PMU", "[.hardware]") {
   for (const auto& sample : find_samples(after, "hwperf_papi_event_set_events")) {
     CHECK(sample.labels.at("binding") == "cpu_attach");
   }
+}
+
+TEST_CASE("more hardware events than counters are multiplexed and every one is counted",
+          "[.hardware]") {
+  if (!has_hardware_pmu()) {
+    FAIL("no hardware PMU here (/sys/bus/event_source/devices/cpu): this test overflows the PMU's "
+         "counters to make PAPI multiplex; run it on a physical machine or a VM with PMU "
+         "passthrough");
+  }
+  require_system_wide_perf();
+  const Topology topology = live_topology();
+  // Presets most x86 PMUs (Intel and AMD) can count. A core has 2-8 general-purpose counters
+  // (one may be taken by the NMI watchdog) plus a few fixed ones, and several of these presets are
+  // derived from two native events, so a dozen of them never fit at once.
+  const char* candidates[] = {
+      "PAPI_TOT_INS", "PAPI_TOT_CYC", "PAPI_REF_CYC", "PAPI_BR_INS", "PAPI_BR_MSP",
+      "PAPI_BR_CN",   "PAPI_BR_TKN",  "PAPI_BR_NTK",  "PAPI_L1_DCM", "PAPI_L1_ICM",
+      "PAPI_L2_DCM",  "PAPI_L2_ICM",  "PAPI_L2_TCM",  "PAPI_L2_DCA", "PAPI_L3_TCM",
+      "PAPI_LD_INS",  "PAPI_SR_INS",  "PAPI_TLB_DM",  "PAPI_TLB_IM", "PAPI_RES_STL"};
+  constexpr std::size_t kNeeded = 12;
+  papi::init_library(PathsConfig{}.procfs);
+  std::vector<std::string> events;
+  std::string unavailable;
+  for (const char* name : candidates) {
+    if (papi::lookup_event(name).available) {
+      events.push_back(name);
+    } else {
+      unavailable += std::string(unavailable.empty() ? "" : ", ") + name;
+    }
+  }
+  if (events.size() < kNeeded) {
+    FAIL("only " << events.size() << " of the candidate presets are available on this PMU "
+                 << "(PAPI_query_named_event; not available: " << unavailable << "); this test "
+                 << "needs " << kNeeded << " to overflow the hardware counters");
+  }
+  auto collector = make_papi_collector(config_for(events, "0"), topology);
+
+  const auto first = scrape(*collector);
+  constexpr std::uint64_t kIterations = 100000000;
+  busy_on_cpu(0, kIterations);
+  const auto second = scrape(*collector);
+
+  for (const auto& drop : find_samples(second, "hwperf_papi_event_dropped")) {
+    CAPTURE(drop.labels.at("event"), drop.labels.at("reason"));
+    FAIL_CHECK("an event was dropped instead of multiplexed");
+  }
+  bool multiplexed = false;
+  for (const auto& set : find_samples(second, "hwperf_papi_event_set_multiplexed")) {
+    multiplexed = multiplexed || set.value == 1.0;
+  }
+  CHECK(multiplexed);
+  for (const auto& event : events) {
+    const std::string family = "hwperf_cpu_" + papi::default_metric_base(event) + "_total";
+    CAPTURE(event, family);
+    const auto before = find_samples(first, family, {{"cpu", "0"}});
+    const auto after = find_samples(second, family, {{"cpu", "0"}});
+    REQUIRE(before.size() == 1);  // counted: a series on CPU 0
+    REQUIRE(after.size() == 1);
+    CHECK(after[0].value >= before[0].value);  // scaled estimates, but never going back
+  }
+  // Scaled, but an estimate of the loop's instructions (at least one per iteration) on CPU 0.
+  if (std::find(events.begin(), events.end(), "PAPI_TOT_INS") == events.end()) return;
+  const double instructions = value_on(second, "hwperf_cpu_instructions_total", 0) -
+                              value_on(first, "hwperf_cpu_instructions_total", 0);
+  CAPTURE(instructions);
+  CHECK(instructions >= 0.5 * static_cast<double>(kIterations));
 }

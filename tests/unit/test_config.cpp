@@ -118,11 +118,23 @@ TEST_CASE("bad configuration files name file, line and column", "[config]") {
       {"collectors:\n  papi:\n    events: []\n", "bad.yml:3:13: collectors.papi.events: the list is empty"},
       {"collectors:\n  papi:\n    events:\n", "bad.yml:3:5: collectors.papi.events: expected a list"},
       {"web:\n  listen_address:\n", "bad.yml:2:3: web.listen_address: expected a non-empty string"},
+      {"collectors:\n  rapl:\n    max_power_watts: inf\n", "bad.yml:3:22: collectors.rapl.max_power_watts: expected a number >= 0, got \"inf\""},
+      {"collectors:\n  rapl:\n    max_power_watts: 0.5\n", "bad.yml:3:22: collectors.rapl.max_power_watts: expected 0 (from the hardware) or at least 1 watt"},
+      {"collectors:\n  rapl:\n    wrap_guard_interval_seconds: nan\n", "bad.yml:3:34: collectors.rapl.wrap_guard_interval_seconds: expected a number >= 0, got \"nan\""},
       {"log:\n  level: loud\n", "bad.yml:2:10: log.level: expected one of debug, info, warn, error, got \"loud\""},
   }));
   CAPTURE(yaml);
   const std::string text = error_text(yaml);
   CHECK_THAT(text, Catch::Contains(expected));
+}
+
+TEST_CASE("an event mapping without its event key is reported, and so is what follows", "[config]") {
+  const std::string text = error_text(
+      "collectors:\n  papi:\n    events:\n      - {metric: x}\n      - event:\n  rapl:\n    enabled: 3\n");
+  CHECK_THAT(text, Catch::Contains("bad.yml:4:9: collectors.papi.events[0]: missing required key \"event\""));
+  CHECK_THAT(text, Catch::Contains("bad.yml:5:9: collectors.papi.events[1].event: expected a non-empty string"));
+  CHECK_THAT(text, Catch::Contains("bad.yml:7:14: collectors.rapl.enabled: expected true or false"));
+  CHECK_THAT(text, !Catch::Contains("invalid configuration"));
 }
 
 TEST_CASE("all problems in a file are reported at once", "[config]") {
@@ -184,6 +196,7 @@ TEST_CASE("CPU lists", "[config]") {
 TEST_CASE("bad CPU lists are rejected with the offending part", "[config]") {
   auto [text, part] = GENERATE(table<std::string, std::string>({
       {"", "empty"}, {"a", "\"a\""}, {"3-1", "backwards"}, {"1,,2", "\"\""}, {"-1", "\"\""},
+      {"0-4294967295", "beyond any Linux kernel"}, {"65536", "beyond any Linux kernel"},
   }));
   CAPTURE(text);
   REQUIRE_THROWS_AS(parse_cpu_list(text), std::invalid_argument);

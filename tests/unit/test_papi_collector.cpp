@@ -1,6 +1,7 @@
 // The PAPI collector driven by a fake counter source: families, labels, aggregation at every
 // granularity, units, the monotonic guard, status metrics and a failing source. Expected values
 // are computed here from what the fake source was given.
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <map>
@@ -297,6 +298,39 @@ TEST_CASE("HELP names the PAPI event, the domain and the level", "[papi]") {
   CHECK_THAT(it->help, Catch::Contains("Test event PAPI_L1_DCM") &&
                            Catch::Contains("PAPI event PAPI_L1_DCM") &&
                            Catch::Contains("user mode only") && Catch::Contains("package"));
+}
+
+TEST_CASE("HELP states the event's own u/k domain, not the configured one", "[papi]") {
+  const Topology topology = two_socket_topology();
+  const auto [configured, event, domain] =
+      GENERATE(table<CountingDomain, std::string, std::string>({
+          {CountingDomain::all, "perf::CYCLES:u", "user mode only"},
+          {CountingDomain::user, "perf::CYCLES:k=1", "kernel mode only"},
+          {CountingDomain::kernel, "perf::CYCLES:u=1:k=1", "user and kernel mode"},
+      }));
+  auto config = config_with(Granularity::cpu);
+  config.domain = configured;
+  auto collector = make_papi_collector_from_source(
+      config, {spec(event, "cycles"), spec("perf::CPU-CYCLES", "cpu_cycles")}, topology,
+      std::make_unique<FakeSource>(full_layout(2, {0})));
+  std::vector<prometheus::MetricFamily> families;
+  collector->collect(families);
+  auto help_of = [&](const std::string& name) {
+    const auto it = std::find_if(families.begin(), families.end(),
+                                 [&](const auto& family) { return family.name == name; });
+    return it == families.end() ? std::string() : it->help;
+  };
+  CAPTURE(event);
+  CHECK_THAT(help_of("hwperf_cpu_cycles_total"),
+             Catch::Contains("PAPI event " + event + ", counted system-wide (every process) in " +
+                             domain + " (set by the event's own u/k qualifiers), per CPU"));
+  // An event without u/k qualifiers is counted in the configured domain.
+  const std::string configured_text = configured == CountingDomain::all    ? "user and kernel mode"
+                                      : configured == CountingDomain::user ? "user mode only"
+                                                                           : "kernel mode only";
+  CHECK_THAT(help_of("hwperf_cpu_cpu_cycles_total"),
+             Catch::Contains("in " + configured_text + ", per CPU") &&
+                 !Catch::Contains("qualifiers"));
 }
 
 TEST_CASE("a failing source fails the scrape, not the exporter", "[papi]") {

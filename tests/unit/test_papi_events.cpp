@@ -111,6 +111,27 @@ TEST_CASE("the qualifier binding adds cpu= and the configured domain", "[papi]")
   CHECK_FALSE(has_domain_qualifier("icl::MEM_LOAD_RETIRED:L1_MISS"));
 }
 
+TEST_CASE("an event's own u/k qualifiers select its domain as libpfm4 reads them", "[papi]") {
+  const auto [event, user, kernel] = GENERATE(table<std::string, bool, bool>({
+      {"perf::CYCLES:u", true, false},
+      {"perf::CYCLES:k", false, true},
+      {"perf::CYCLES:u=1:k=1", true, true},
+      {"perf::CYCLES:U=Y:K=n", true, false},
+      {"perf::CYCLES:k=t", false, true},
+      {"perf::CYCLES:u=0:k=1", false, true},
+      {"perf::CYCLES:u=0", false, false},  // only the levels set are counted: none
+      {"icl::MEM_LOAD_RETIRED:L1_MISS:u", true, false},
+  }));
+  CAPTURE(event);
+  const auto domain = qualified_domain(event);
+  REQUIRE(domain.has_value());
+  CHECK(domain->user == user);
+  CHECK(domain->kernel == kernel);
+  CHECK_FALSE(qualified_domain("perf::CYCLES").has_value());
+  CHECK_FALSE(qualified_domain("icl::MEM_LOAD_RETIRED:L1_MISS").has_value());
+  CHECK_FALSE(qualified_domain("PAPI_TOT_CYC").has_value());
+}
+
 TEST_CASE("each granularity has its own family name", "[papi]") {
   EventSpec spec;
   spec.event = "PAPI_TOT_INS";

@@ -2,10 +2,12 @@
 // writes, and can compute its expectations from, the very values the exporter reads.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdint>
 #include <filesystem>
@@ -25,16 +27,44 @@ namespace hwperf::test::rapl_fixture {
 // way has a counter unit of exactly `unit_uj`.
 constexpr std::uint64_t range_for_unit(std::uint64_t unit_uj) { return unit_uj * 0xFFFFFFFFull; }
 
-// Writes `content` beside `path` and renames it into place: a reader that opens the file per
-// read (as the powercap source does) sees the old value or the new one, never half of one.
-inline void replace_file(const std::filesystem::path& path, const std::string& content) {
-  const std::filesystem::path temporary = path.string() + ".new";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << content;
-    if (!out) throw std::runtime_error("cannot write " + temporary.string());
+// energy_uj holds zero-padded digits and "\n", at a width fixed when the zone is written (the
+// digits of its range), so that every later value has the same length. Real sysfs never pads;
+// the powercap source accepts leading zeros (and trailing whitespace) and nothing else.
+inline std::size_t energy_width(std::uint64_t range_uj, std::uint64_t energy_uj) {
+  return std::to_string(std::max(range_uj, energy_uj)).size();
+}
+
+inline std::string padded_uj(std::uint64_t value, std::size_t width) {
+  std::string digits = std::to_string(value);
+  if (digits.size() < width) digits.insert(0, width - digits.size(), '0');
+  return digits + "\n";
+}
+
+// Writes a new value over `path` in place: one pwrite at offset 0 of exactly the file's length,
+// no truncation, no rename. The powercap source opens energy_uj once and preads it at offset 0
+// (as sysfs needs, and as it must once it may no longer open the file), so a value has to land
+// in the very file it opened; and a same-length write never shows a reader an empty or short
+// file. Linux does not make a pwrite all-or-nothing against a concurrent pread of a regular file:
+// a value of 12 digits can be read half old, half new. Up to 7 digits the file is 8 bytes, which
+// the kernel copies as one aligned word on x86-64 (no torn read in 8 million tries against a
+// busy writer, where 13 bytes tore ~200 times), so tests that write while another process reads
+// keep ranges below 10^7 uJ; tests in this process order their writes with the reads instead.
+inline void overwrite_in_place(const std::filesystem::path& path, std::uint64_t value) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open " + path.string());
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || info.st_size < 2) {
+    ::close(fd);
+    throw std::runtime_error(path.string() + " is not a fixed-width fixture value");
   }
-  std::filesystem::rename(temporary, path);
+  const auto width = static_cast<std::size_t>(info.st_size) - 1;
+  const std::string text = padded_uj(value, width);
+  const auto written = text.size() == width + 1 ? ::pwrite(fd, text.data(), text.size(), 0) : -1;
+  ::close(fd);
+  if (written != static_cast<ssize_t>(width + 1)) {
+    throw std::runtime_error("cannot write " + std::to_string(value) + " in " +
+                             std::to_string(width) + " digits over " + path.string());
+  }
 }
 
 struct Zone {
@@ -52,7 +82,8 @@ inline std::string powercap_path(const std::string& zone_dir) {
 inline void write_zone(const TempDir& root, const Zone& zone) {
   const std::string base = powercap_path(zone.dir) + "/";
   root.write(base + "name", zone.name + "\n");
-  root.write(base + "energy_uj", std::to_string(zone.energy_uj) + "\n");
+  root.write(base + "energy_uj",
+             padded_uj(zone.energy_uj, energy_width(zone.range_uj, zone.energy_uj)));
   root.write(base + "max_energy_range_uj", std::to_string(zone.range_uj) + "\n");
   root.write(base + "enabled", "1\n");
   if (zone.long_term_limit_uw != 0) {
@@ -66,8 +97,7 @@ inline void write_zone(const TempDir& root, const Zone& zone) {
 }
 
 inline void set_energy(const TempDir& root, const std::string& zone_dir, std::uint64_t energy_uj) {
-  replace_file(root.path() / (powercap_path(zone_dir) + "/energy_uj"),
-               std::to_string(energy_uj) + "\n");
+  overwrite_in_place(root.path() / (powercap_path(zone_dir) + "/energy_uj"), energy_uj);
 }
 
 // A two-package server as recent kernels lay it out: the directory index is not the package id

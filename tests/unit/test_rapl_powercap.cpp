@@ -5,10 +5,16 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "collectors/rapl/powercap_source.h"
 #include "collectors/rapl/rapl_engine.h"
@@ -70,6 +76,91 @@ TEST_CASE("powercap zone names give the domain, package and die", "[rapl]") {
     CHECK(parsed->package == row.expected->package);
     CHECK(parsed->die == row.expected->die);
   }
+}
+
+TEST_CASE("powercap counter text: digits, optionally zero-padded, then only whitespace",
+          "[rapl]") {
+  struct Row {
+    const char* what;
+    std::string text;
+    std::optional<std::uint64_t> expected;
+  };
+  const Row row = GENERATE(
+      Row{"as sysfs prints it", "123456789\n", 123456789u},
+      Row{"zero", "0\n", 0u},
+      Row{"no newline", "42", 42u},
+      Row{"leading zeros (fixtures)", "0000004999\n", 4999u},
+      Row{"trailing spaces (fixtures)", "4999      \n", 4999u},
+      Row{"largest", "18446744073709551615\n", UINT64_MAX},
+      Row{"empty", "", std::nullopt},
+      Row{"only a newline", "\n", std::nullopt},
+      Row{"only spaces", "     \n", std::nullopt},
+      Row{"leading space", " 123\n", std::nullopt},
+      Row{"inner space", "12 3\n", std::nullopt},
+      Row{"sign", "+123\n", std::nullopt},
+      Row{"negative", "-1\n", std::nullopt},
+      Row{"hex", "0x10\n", std::nullopt},
+      Row{"letters after digits", "123abc\n", std::nullopt},
+      Row{"junk after whitespace", "123 x\n", std::nullopt},
+      Row{"a second line", "123\n456\n", std::nullopt},
+      Row{"exponent", "1e6\n", std::nullopt},
+      Row{"NUL after digits", std::string("123\0", 4), std::nullopt},
+      Row{"overflow", "18446744073709551616\n", std::nullopt});
+  CAPTURE(row.what, row.text);
+  CHECK(parse_counter_text(row.text) == row.expected);
+}
+
+TEST_CASE("powercap reads each energy_uj through the descriptor it opened at startup", "[rapl]") {
+  TempDir dir;
+  const std::uint64_t range = 5000000;
+  write_powercap_tree(dir, {{"intel-rapl:0", "package-0", 1000, range, 0}});
+  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
+                                    DomainSet::all());
+  REQUIRE(probe.source != nullptr);
+  REQUIRE(probe.source->counters().size() == 1);
+  EnergySource& source = *probe.source;
+  const auto energy = dir.path() / powercap_path("intel-rapl:0") / "energy_uj";
+  CHECK(source.read(0).value == 1000);
+
+  // Moved away, the path no longer opens: only a descriptor kept from startup still reads the
+  // file, and each read (pread at offset 0) sees the value written since.
+  const auto moved = energy.string() + ".moved";
+  std::filesystem::rename(energy, moved);
+  for (std::uint64_t value : {2000u, 4999999u, 7u}) {
+    overwrite_in_place(moved, value);
+    const auto reading = source.read(0);
+    CAPTURE(value);
+    CHECK(reading.ok());
+    CHECK(reading.value == value);
+  }
+  // And a new file at the old path is not what the source reads.
+  dir.write(powercap_path("intel-rapl:0") + "/energy_uj", "0000123\n");
+  CHECK(source.read(0).value == 7);
+
+  // Text that is not a counter is EINVAL, not a value.
+  {
+    std::ofstream junk(moved, std::ios::binary | std::ios::in | std::ios::out);
+    junk << "00x0007\n";
+  }
+  const auto bad = source.read(0);
+  CHECK(bad.error == EINVAL);
+}
+
+TEST_CASE("powercap fixtures rewrite energy_uj in place at a fixed width", "[rapl]") {
+  TempDir dir;
+  const std::uint64_t range = range_for_unit(61);
+  write_powercap_tree(dir, {{"intel-rapl:0", "package-0", 5, range, 0}});
+  const auto energy = dir.path() / powercap_path("intel-rapl:0") / "energy_uj";
+  const std::size_t width = std::to_string(range).size();
+  CHECK(hwperf::test::read_file(energy) == std::string(width - 1, '0') + "5\n");
+  struct stat before {};
+  REQUIRE(::stat(energy.c_str(), &before) == 0);
+  set_energy(dir, "intel-rapl:0", range);
+  struct stat after {};
+  REQUIRE(::stat(energy.c_str(), &after) == 0);
+  CHECK(after.st_ino == before.st_ino);  // the same file, not a replacement
+  CHECK(hwperf::test::read_file(energy) == std::to_string(range) + "\n");
+  CHECK_THROWS(set_energy(dir, "intel-rapl:0", range * 10));  // wider than the file
 }
 
 TEST_CASE("powercap finds every zone of a two-package tree once, by name", "[rapl]") {
