@@ -40,6 +40,22 @@ void log_problems(const ConfigError& error) {
   for (const auto& problem : error.problems()) log::error(problem);
 }
 
+// Runs one startup step and maps its failure to the exit code: 2 for what the user asked for
+// (ConfigError), 1 for what the machine could not do; 0 when it succeeded.
+template <typename Step>
+int startup_step(Step&& step) {
+  try {
+    step();
+  } catch (const ConfigError& e) {
+    log_problems(e);
+    return 2;
+  } catch (const std::exception& e) {
+    log::error(e.what());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 CollectorSet build_collectors(const Config& config, const Topology& topology) {
@@ -154,7 +170,7 @@ int run_exporter(const std::vector<std::string>& args) {
   log::info("topology: " + topology->description());
 
   if (cli.check_config) {
-    try {
+    return startup_step([&] {
       std::cout << dump_config(config);
       std::cout << "# topology: " << topology->description() << "\n";
       if (config.collectors.rapl.enabled) rapl::validate_rapl_config(config.collectors.rapl);
@@ -164,25 +180,14 @@ int run_exporter(const std::vector<std::string>& args) {
           std::cout << "# papi: " << line << "\n";
         }
       }
-    } catch (const ConfigError& e) {
-      log_problems(e);
-      return 2;
-    } catch (const std::exception& e) {
-      log::error(e.what());
-      return 1;
-    }
-    return 0;
+    });
   }
 
   std::unique_ptr<Exporter> exporter;
-  try {
-    exporter = std::make_unique<Exporter>(config, std::move(*topology));
-  } catch (const ConfigError& e) {
-    log_problems(e);
-    return 2;
-  } catch (const std::exception& e) {
-    log::error(e.what());
-    return 1;
+  if (const int failed = startup_step([&] {
+        exporter = std::make_unique<Exporter>(config, std::move(*topology));
+      })) {
+    return failed;
   }
 
   if (cli.once) {
@@ -191,15 +196,14 @@ int run_exporter(const std::vector<std::string>& args) {
   }
 
   std::unique_ptr<HttpServer> server;
-  try {
-    HttpServerOptions options;
-    options.listen_address = config.web.listen_address;
-    const Exporter* routes = exporter.get();
-    server = std::make_unique<HttpServer>(
-        options, [routes](const HttpRequest& request) { return routes->handle(request); });
-  } catch (const std::exception& e) {
-    log::error(e.what());
-    return 1;
+  if (const int failed = startup_step([&] {
+        HttpServerOptions options;
+        options.listen_address = config.web.listen_address;
+        const Exporter* routes = exporter.get();
+        server = std::make_unique<HttpServer>(
+            options, [routes](const HttpRequest& request) { return routes->handle(request); });
+      })) {
+    return failed;
   }
   log::info("Listening on " + server->bound_address() + " (metrics at " +
             config.web.telemetry_path + ")");

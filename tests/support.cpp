@@ -19,6 +19,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "exporter/exposition.h"
+
 namespace hwperf::test {
 namespace fs = std::filesystem;
 
@@ -287,6 +289,34 @@ std::vector<Sample> find_samples(const std::vector<Sample>& samples, const std::
     if (match) found.push_back(sample);
   }
   return found;
+}
+
+std::vector<Sample> scrape(Collector& collector) {
+  std::vector<prometheus::MetricFamily> families;
+  collector.collect(families);
+  return parse_exposition(serialize(families, ExpositionFormat::text_0_0_4));
+}
+
+double value_of(const std::vector<Sample>& samples, const std::string& name,
+                const std::map<std::string, std::string>& labels) {
+  const auto found = find_samples(samples, name, labels);
+  if (found.size() != 1) {
+    throw std::runtime_error("expected one sample of " + name + ", found " +
+                             std::to_string(found.size()));
+  }
+  return found.front().value;
+}
+
+Topology two_socket_topology() {
+  std::vector<HardwareThread> threads;
+  for (unsigned package = 0; package < 2; ++package) {
+    for (unsigned core = 0; core < 2; ++core) {
+      for (unsigned smt = 0; smt < 2; ++smt) {
+        threads.push_back({package * 4 + core * 2 + smt, core, package, static_cast<int>(package)});
+      }
+    }
+  }
+  return Topology(threads, {}, "test: 2 packages x 2 cores x 2 threads");
 }
 
 }  // namespace hwperf::test

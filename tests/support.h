@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "collectors/collector.h"
+#include "topology/topology.h"
+
 namespace hwperf::test {
 
 // A fresh directory under the system temp dir, removed (recursively) on destruction.
@@ -84,5 +87,15 @@ std::vector<Sample> parse_exposition(const std::string& text);
 // The samples with this name whose labels include every pair in `labels`.
 std::vector<Sample> find_samples(const std::vector<Sample>& samples, const std::string& name,
                                  const std::map<std::string, std::string>& labels = {});
+
+// One scrape of a collector, serialized to the text format and parsed back, so tests check what
+// Prometheus would read.
+std::vector<Sample> scrape(Collector& collector);
+// The value of the single sample matching name and labels; throws (failing the test) otherwise.
+double value_of(const std::vector<Sample>& samples, const std::string& name,
+                const std::map<std::string, std::string>& labels = {});
+// 2 packages x 2 cores x 2 hardware threads (CPUs 0-7), core ids repeating per package as on
+// Linux, NUMA node = package.
+Topology two_socket_topology();
 
 }  // namespace hwperf::test

@@ -27,20 +27,12 @@ using papi::SourceLayout;
 using test::find_samples;
 using test::parse_exposition;
 using test::Sample;
+using test::scrape;
+using test::two_socket_topology;
+using test::value_of;
 
 namespace {
 
-Topology two_socket_topology() {
-  std::vector<HardwareThread> threads;
-  for (unsigned package = 0; package < 2; ++package) {
-    for (unsigned core = 0; core < 2; ++core) {
-      for (unsigned smt = 0; smt < 2; ++smt) {
-        threads.push_back({package * 4 + core * 2 + smt, core, package, static_cast<int>(package)});
-      }
-    }
-  }
-  return Topology(threads, {}, "test: 2 packages x 2 cores x 2 threads");
-}
 
 EventSpec spec(const std::string& event, const std::string& metric,
                papi::Unit unit = papi::Unit::count) {
@@ -97,20 +89,6 @@ PapiCollectorConfig config_with(Granularity granularity) {
   return config;
 }
 
-std::vector<Sample> scrape(Collector& collector) {
-  std::vector<prometheus::MetricFamily> families;
-  collector.collect(families);
-  return parse_exposition(serialize(families, ExpositionFormat::text_0_0_4));
-}
-
-double value_of(const std::vector<Sample>& samples, const std::string& name,
-                const std::map<std::string, std::string>& labels = {}) {
-  const auto found = find_samples(samples, name, labels);
-  if (found.size() != 1) {
-    FAIL("expected one sample of " << name << ", found " << found.size());
-  }
-  return found.front().value;
-}
 
 }  // namespace
 

@@ -9,23 +9,14 @@
 #include "config/errors.h"
 #include "topology/topology.h"
 
+#include "tests/support.h"
+
 using namespace hwperf;
 using namespace hwperf::papi;
+using hwperf::test::two_socket_topology;
 
 namespace {
 
-// 2 packages x 2 cores x 2 hardware threads; core ids repeat per package, as on Linux.
-Topology two_socket_topology() {
-  std::vector<HardwareThread> threads;
-  for (unsigned package = 0; package < 2; ++package) {
-    for (unsigned core = 0; core < 2; ++core) {
-      for (unsigned smt = 0; smt < 2; ++smt) {
-        threads.push_back({package * 4 + core * 2 + smt, core, package, static_cast<int>(package)});
-      }
-    }
-  }
-  return Topology(threads, {}, "test: 2 packages x 2 cores x 2 threads");
-}
 
 PapiEventConfig event_at(const std::string& name, int line, const std::string& metric = "",
                          const std::string& help = "") {

@@ -28,6 +28,8 @@ using hwperf::test::find_samples;
 using hwperf::test::parse_exposition;
 using hwperf::test::Sample;
 using hwperf::test::TempDir;
+using hwperf::test::scrape;
+using hwperf::test::value_of;
 
 namespace {
 
@@ -104,21 +106,6 @@ ProbeResult failed_probe(const std::string& interface, const std::string& reason
   return probe;
 }
 
-std::vector<Sample> scrape(Collector& collector) {
-  std::vector<prometheus::MetricFamily> families;
-  collector.collect(families);
-  return parse_exposition(serialize(families, ExpositionFormat::text_0_0_4));
-}
-
-double value_of(const std::vector<Sample>& samples, const std::string& name,
-                const std::map<std::string, std::string>& labels = {}) {
-  const auto found = find_samples(samples, name, labels);
-  if (found.size() != 1) {
-    FAIL_CHECK(name << " matched " << found.size() << " samples");
-    return std::nan("");
-  }
-  return found.front().value;
-}
 
 // A clock the test moves by hand, for the plausibility check.
 struct ManualClock {
