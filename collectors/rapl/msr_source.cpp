@@ -255,7 +255,7 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
   std::vector<std::string> problems;
   // A register the CPU lacks fails with EIO. One it has but does not drive (PP1 on servers,
   // DRAM on most clients) reads 0: a live counter has counted since reset, so 0 at startup
-  // means "not implemented" with a chance of 2^-32.
+  // means "the hardware does not drive it", wrong only with a chance of 2^-32.
   auto try_add = [&](const Target& target, std::size_t fd_index, Domain domain,
                      std::uint64_t address, std::uint64_t unit, bool package_label) {
     const auto status = source->at(fd_index).read(address);

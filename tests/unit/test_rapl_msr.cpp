@@ -102,7 +102,7 @@ TEST_CASE("msr on an Intel server: package, core and fixed-unit DRAM per package
   const unsigned esu = 14;
   const unsigned power_unit = 3;  // 1/8 W
   const std::uint64_t tdp_watts = 125;
-  // cpu 0 is package 0, cpu 1 package 1; PP1 and psys read 0 (not implemented on servers).
+  // cpu 0 is package 0, cpu 1 package 1; PP1 and psys read 0 (absent on servers).
   for (unsigned cpu : {0u, 1u}) {
     tree.set(cpu, msr::kIntelPowerUnit, unit_register(power_unit, esu, 10));
     tree.set(cpu, msr::kIntelPackageEnergy, 0x1000 + cpu);
