@@ -20,6 +20,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -108,43 +109,11 @@ double value_on(const std::vector<Sample>& samples, const std::string& name, uns
   return found.front().value;
 }
 
-// Page faults taken on `cpu`: a thread pinned there maps `bytes` of fresh anonymous memory and
-// writes one byte per page, in small pages so that each page is one fault. A thread rather than
-// a forked `taskset -c 1` child: fork would make this (large, multi-threaded) test process take
-// copy-on-write faults on its own CPU, which is noise in what CPU 0 sees.
-std::size_t fault_pages_on_cpu(unsigned cpu, std::size_t bytes) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+// Runs `work` on a thread pinned to `cpu` and returns what went wrong ("" when nothing did).
+// Only that thread is pinned: the test process keeps its own affinity, so the tests that run after
+// this one are not confined to one CPU.
+std::string run_pinned(unsigned cpu, const std::function<std::string()>& work) {
   std::string problem;
-  std::thread toucher([&] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
-      problem = "cannot pin a thread to CPU " + std::to_string(cpu);
-      return;
-    }
-    sched_yield();  // let the scheduler move it before the first touch
-    void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) {
-      problem = "mmap of " + std::to_string(bytes) + " bytes failed";
-      return;
-    }
-    madvise(memory, bytes, MADV_NOHUGEPAGE);
-    auto* data = static_cast<volatile unsigned char*>(memory);
-    for (std::size_t offset = 0; offset < bytes; offset += page) data[offset] = 1;
-    munmap(memory, bytes);
-  });
-  toucher.join();
-  if (!problem.empty()) FAIL(problem);
-  return bytes / page;
-}
-
-// Runs `iterations` of a loop of a few instructions each on a worker thread pinned to `cpu` and
-// returns how long it took. Only the worker is pinned: the test process keeps its own affinity,
-// so the tests that run after this one are not confined to one CPU.
-double busy_on_cpu(unsigned cpu, std::uint64_t iterations) {
-  std::string problem;
-  double seconds = 0;
   std::thread worker([&] {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -153,15 +122,69 @@ double busy_on_cpu(unsigned cpu, std::uint64_t iterations) {
       problem = "cannot pin a thread to CPU " + std::to_string(cpu);
       return;
     }
-    sched_yield();  // let the scheduler move it before the loop starts
+    sched_yield();  // let the scheduler move it before the work starts
+    problem = work();
+  });
+  worker.join();
+  return problem;
+}
+
+// Page faults taken on `cpu`: a thread pinned there maps `bytes` of fresh anonymous memory and
+// writes one byte per page, in small pages so that each page is one fault. A thread rather than
+// a forked `taskset -c 1` child: fork would make this (large, multi-threaded) test process take
+// copy-on-write faults on its own CPU, which is noise in what CPU 0 sees.
+std::size_t fault_pages_on_cpu(unsigned cpu, std::size_t bytes) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::string problem = run_pinned(cpu, [&]() -> std::string {
+    void* memory = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) return "mmap of " + std::to_string(bytes) + " bytes failed";
+    madvise(memory, bytes, MADV_NOHUGEPAGE);
+    auto* data = static_cast<volatile unsigned char*>(memory);
+    for (std::size_t offset = 0; offset < bytes; offset += page) data[offset] = 1;
+    munmap(memory, bytes);
+    return "";
+  });
+  if (!problem.empty()) FAIL(problem);
+  return bytes / page;
+}
+
+// Runs `iterations` of a loop of a few instructions each on a worker thread pinned to `cpu` and
+// returns how long it took.
+double busy_on_cpu(unsigned cpu, std::uint64_t iterations) {
+  double seconds = 0;
+  const std::string problem = run_pinned(cpu, [&]() -> std::string {
     const auto start = Clock::now();
     volatile std::uint64_t sink = 0;
     for (std::uint64_t i = 0; i < iterations; ++i) sink = sink + i;
     seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return "";
   });
-  worker.join();
   if (!problem.empty()) FAIL(problem);
   return seconds;
+}
+
+// Two scrapes with a pause between them. The reads happened within [t0, t1] and [t2, t3], so a
+// clock counted between them advanced by at least t2 - t1 (shortest) and at most t3 - t0
+// (longest) seconds.
+struct ScrapesApart {
+  std::vector<Sample> first;
+  std::vector<Sample> second;
+  double shortest = 0;
+  double longest = 0;
+};
+
+ScrapesApart scrape_twice(Collector& collector, std::chrono::milliseconds pause) {
+  ScrapesApart result;
+  const auto t0 = Clock::now();
+  result.first = scrape(collector);
+  const auto t1 = Clock::now();
+  std::this_thread::sleep_for(pause);
+  const auto t2 = Clock::now();
+  result.second = scrape(collector);
+  const auto t3 = Clock::now();
+  result.shortest = std::chrono::duration<double>(t2 - t1).count();
+  result.longest = std::chrono::duration<double>(t3 - t0).count();
+  return result;
 }
 
 }  // namespace
@@ -174,17 +197,9 @@ TEST_CASE("CPU-CLOCK advances by wall time on every CPU, and page faults land on
   auto collector =
       make_papi_collector(config_for({"perf::CPU-CLOCK", "perf::PAGE-FAULTS"}, "all"), topology);
 
-  const auto t0 = Clock::now();
-  const auto first = scrape(*collector);
-  const auto t1 = Clock::now();
-  std::this_thread::sleep_for(std::chrono::seconds(1));
-  const auto t2 = Clock::now();
-  const auto second = scrape(*collector);
-  const auto t3 = Clock::now();
-  // The reads happened within [t0, t1] and [t2, t3], so each CPU's clock advanced by at least
-  // t2 - t1 and at most t3 - t0 seconds (2% for timer granularity).
-  const double shortest = std::chrono::duration<double>(t2 - t1).count();
-  const double longest = std::chrono::duration<double>(t3 - t0).count();
+  // Each CPU's clock advances with wall time (2% for timer granularity).
+  const auto [first, second, shortest, longest] =
+      scrape_twice(*collector, std::chrono::milliseconds(1000));
   for (unsigned cpu : topology.cpus()) {
     CAPTURE(cpu, shortest, longest);
     const double advanced = value_on(second, "hwperf_cpu_cpu_clock_seconds_total", cpu) -
@@ -214,15 +229,8 @@ TEST_CASE("package granularity sums CPU-CLOCK over each package's CPUs", "[papi]
   config.granularity = Granularity::package;
   auto collector = make_papi_collector(config, topology);
 
-  const auto t0 = Clock::now();
-  const auto first = scrape(*collector);
-  const auto t1 = Clock::now();
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  const auto t2 = Clock::now();
-  const auto second = scrape(*collector);
-  const auto t3 = Clock::now();
-  const double shortest = std::chrono::duration<double>(t2 - t1).count();
-  const double longest = std::chrono::duration<double>(t3 - t0).count();
+  const auto [first, second, shortest, longest] =
+      scrape_twice(*collector, std::chrono::milliseconds(500));
   const auto packages = topology.packages();
   CHECK(find_samples(second, "hwperf_package_cpu_clock_seconds_total").size() == packages.size());
   for (unsigned package : packages) {
