@@ -12,15 +12,60 @@ packages=(
   python3      # the PAPI per-CPU test's memory toucher
 )
 
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 
-sudo=""
-[ "$(id -u)" -ne 0 ] && sudo="sudo"
-echo "installing: ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian 12's libpfm4 (4.13.0) does not know Emerald Rapids, Granite Rapids or Zen 5; on those
+# CPUs PAPI disables its whole perf_event component, software events included. Debian 13's libpfm4
+# (same soname libpfm.so.4, depends only on libc6) knows them, so on Debian 12 that one package is
+# taken from Debian 13. The Debian 13 index is read into a temporary directory through the mirror
+# the system already uses: the system's package sources and lists are left as they were.
+# Debian 12's own library is kept under $debian12_libpfm_dir for the end-to-end test that shows
+# the exporter still serves when PAPI cannot start.
+debian12_libpfm_dir=/var/cache/hwperf_exporter/libpfm4-debian12
+. /etc/os-release
+if [ "${VERSION_CODENAME:-}" = bookworm ]; then
+  if ! dpkg --compare-versions "$(dpkg-query -W -f='${Version}' libpfm4)" gt 4.13.0-1 ||
+     [ ! -e "$debian12_libpfm_dir/libpfm.so.4" ]; then
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    mirror=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
+             grep -v security | head -n1)
+    [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 == "bookworm" {print $2; exit}' \
+                                   /etc/apt/sources.list 2>/dev/null)
+    [ -n "$mirror" ] || { echo "deps.sh: no Debian mirror found in the apt sources" >&2; exit 1; }
+    mkdir -p "$work/lists/partial" "$work/archives/partial" "$work/debs"
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main" \
+      > "$work/trixie.list"
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm main" \
+      > "$work/bookworm.list"
+    fetch_deb() {  # fetch_deb SUITE_LIST: downloads libpfm4 from that suite into $work/debs
+      local opts=(-o Dir::Etc::SourceList="$1" -o Dir::Etc::SourceParts=/dev/null
+                  -o Dir::State::Lists="$work/lists" -o Dir::Cache::Archives="$work/archives"
+                  -o APT::Sandbox::User=root -qq)
+      rm -rf "$work/lists"/* && mkdir -p "$work/lists/partial"
+      $sudo apt-get "${opts[@]}" update
+      (cd "$work/debs" && $sudo apt-get "${opts[@]}" download libpfm4 >/dev/null)
+    }
+    fetch_deb "$work/bookworm.list"
+    mkdir -p "$work/debian12" && dpkg-deb -x "$work"/debs/libpfm4_*.deb "$work/debian12"
+    $sudo mkdir -p "$debian12_libpfm_dir"
+    $sudo cp -L "$work"/debian12/usr/lib/*/libpfm.so.4 "$debian12_libpfm_dir/"
+    rm -f "$work"/debs/*.deb
+    fetch_deb "$work/trixie.list"
+    $sudo dpkg -i "$work"/debs/libpfm4_*.deb >/dev/null
+    echo "deps.sh: installed Debian 13's libpfm4 $(dpkg-query -W -f='${Version}' libpfm4)" \
+         "(Debian 12's does not know Emerald Rapids, Granite Rapids or Zen 5)" >&2
+  fi
+fi

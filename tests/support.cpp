@@ -31,7 +31,8 @@ fs::path unique_temp_path(const std::string& prefix) {
          (prefix + std::to_string(getpid()) + "-" + std::to_string(rng()));
 }
 
-int spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {
+int spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err,
+          const Environment& environment = {}) {
   std::vector<char*> argv;
   static std::string binary;
   binary = exporter_binary();
@@ -52,6 +53,7 @@ int spawn(const std::vector<std::string>& args, const fs::path& out, const fs::p
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
     execv(argv[0], argv.data());
     _exit(127);
   }
@@ -121,11 +123,12 @@ std::string read_file(const fs::path& path) {
 std::string fixtures_dir() { return HWPERF_FIXTURES_DIR; }
 std::string exporter_binary() { return HWPERF_EXPORTER_BINARY; }
 
-ProcessResult run_exporter(const std::vector<std::string>& args, int timeout_seconds) {
+ProcessResult run_exporter(const std::vector<std::string>& args, int timeout_seconds,
+                           const Environment& environment) {
   TempDir dir;
   const fs::path out = dir.path() / "stdout";
   const fs::path err = dir.path() / "stderr";
-  const int pid = spawn(args, out, err);
+  const int pid = spawn(args, out, err, environment);
   ProcessResult result;
   result.exit_code = wait_for(pid, timeout_seconds);
   result.out = read_file(out);
@@ -181,11 +184,11 @@ HttpResponse http_get(unsigned port, const std::string& path, const Headers& hea
   return response;
 }
 
-RunningExporter::RunningExporter(std::vector<std::string> args)
+RunningExporter::RunningExporter(std::vector<std::string> args, const Environment& environment)
     : stderr_path_(unique_temp_path("hwperf-exporter-stderr-")) {
   args.push_back("--web.listen-address=127.0.0.1:0");
   const fs::path out = stderr_path_.string() + ".out";
-  pid_ = spawn(args, out, stderr_path_);
+  pid_ = spawn(args, out, stderr_path_, environment);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   const std::string marker = "Listening on 127.0.0.1:";
   while (std::chrono::steady_clock::now() < deadline) {

@@ -38,13 +38,17 @@ std::string read_file(const std::filesystem::path& path);
 std::string fixtures_dir();
 std::string exporter_binary();
 
+// Variables set (over the test's own environment) in the exporter's process.
+using Environment = std::vector<std::pair<std::string, std::string>>;
+
 struct ProcessResult {
   int exit_code = -1;
   std::string out;
   std::string err;
 };
 // Runs the exporter binary with `args` to completion (stdin closed), capturing stdout/stderr.
-ProcessResult run_exporter(const std::vector<std::string>& args, int timeout_seconds = 30);
+ProcessResult run_exporter(const std::vector<std::string>& args, int timeout_seconds = 30,
+                           const Environment& environment = {});
 
 struct HttpResponse {
   int status = 0;
@@ -60,7 +64,7 @@ HttpResponse http_get(unsigned port, const std::string& path, const Headers& hea
 // Sends SIGTERM and reaps the child on destruction.
 class RunningExporter {
  public:
-  explicit RunningExporter(std::vector<std::string> args);
+  explicit RunningExporter(std::vector<std::string> args, const Environment& environment = {});
   ~RunningExporter();
   RunningExporter(const RunningExporter&) = delete;
   RunningExporter& operator=(const RunningExporter&) = delete;

@@ -29,6 +29,18 @@ std::runtime_error load_error(const TopologyConfig& source, const std::string& r
 // Read errno right after the failing call: building the message may itself set it.
 std::string errno_text(int error) { return std::strerror(error); }
 
+// hwloc has two XML backends and they reject a bad file at different steps: the minimal one in
+// hwloc_topology_set_xml, the libxml2 one only in hwloc_topology_load, both with EINVAL. Which one
+// is installed must not change what the user reads.
+std::runtime_error xml_load_error(const TopologyConfig& source, int error) {
+  if (error == EINVAL) {
+    return load_error(source,
+                      "cannot load: not a valid hwloc XML topology (HWLOC_XML_VERBOSE=1 shows "
+                      "the parser's reason; produce one with `lstopo --of xml FILE`)");
+  }
+  return load_error(source, "cannot load: " + errno_text(error));
+}
+
 TopologyHandle open_topology(const TopologyConfig& source) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) {
@@ -55,13 +67,7 @@ TopologyHandle open_topology(const TopologyConfig& source) {
       break;
     case TopologyConfig::Kind::xml:
       if (hwloc_topology_set_xml(topology.get(), source.argument.c_str()) != 0) {
-        const int error = errno;
-        if (error == EINVAL) {
-          throw load_error(source,
-                           "cannot load: not a valid hwloc XML topology (HWLOC_XML_VERBOSE=1 shows "
-                           "the parser's reason; produce one with `lstopo --of xml FILE`)");
-        }
-        throw load_error(source, "cannot load: " + errno_text(error));
+        throw xml_load_error(source, errno);
       }
       break;
     case TopologyConfig::Kind::synthetic:
@@ -75,7 +81,9 @@ TopologyHandle open_topology(const TopologyConfig& source) {
   }
 
   if (hwloc_topology_load(topology.get()) != 0) {
-    throw load_error(source, "cannot load: " + errno_text(errno));
+    const int error = errno;
+    if (source.kind == TopologyConfig::Kind::xml) throw xml_load_error(source, error);
+    throw load_error(source, "cannot load: " + errno_text(error));
   }
   return topology;
 }

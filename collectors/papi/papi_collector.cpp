@@ -63,7 +63,11 @@ std::string event_domain_text(const EventSpec& event, CountingDomain configured)
 std::string help_text(const EventSpec& event, const PapiCollectorConfig& config) {
   std::string help = event.description;
   if (!help.empty() && help.back() != '.') help += '.';
-  help += " PAPI event " + event.event + ", counted system-wide (every process) in " +
+  help += " PAPI event " + event.event;
+  if (!event.counted_as.empty() && event.counted_as != event.event) {
+    help += " (counted as " + event.counted_as + ")";
+  }
+  help += ", counted system-wide (every process) in " +
           event_domain_text(event, config.domain) + ", " + level_text(config.granularity) + ".";
   if (event.unit == Unit::nanoseconds) help += " Seconds, converted from the event's nanoseconds.";
   return help;
@@ -83,6 +87,30 @@ Labels cpu_labels(const HardwareThread& thread) {
 double nanoseconds_to_seconds(std::uint64_t ns) {
   return static_cast<double>(ns / 1000000000u) + static_cast<double>(ns % 1000000000u) * 1e-9;
 }
+
+// Built for every PAPI collector, counting or not, so an alert can tell "PAPI cannot count on
+// this machine" from "the exporter has no PAPI collector".
+prometheus::MetricFamily availability_family(const std::string& reason) {
+  auto family = make_family(
+      metric_name({"papi", "available"}),
+      "1 when PAPI can count CPU events on this machine, else 0; reason is ok, or why not "
+      "(unknown_cpu: libpfm4 does not know this CPU; permission_denied; no_perf_event; "
+      "forced_pmu_unknown; component_disabled; init_failed). The startup log says what to do.",
+      prometheus::MetricType::Gauge);
+  add_gauge(family, {{"reason", reason}}, reason == "ok" ? 1.0 : 0.0);
+  return family;
+}
+
+class UnavailablePapiCollector final : public Collector {
+ public:
+  explicit UnavailablePapiCollector(const std::string& reason)
+      : status_(availability_family(reason)) {}
+  std::string name() const override { return "papi"; }
+  void collect(std::vector<prometheus::MetricFamily>& out) override { out.push_back(status_); }
+
+ private:
+  const prometheus::MetricFamily status_;
+};
 
 struct Series {
   Labels labels;
@@ -106,7 +134,7 @@ class PapiCollector final : public Collector {
     raw_.assign(layout.counters.size(), 0);
     last_.assign(layout.counters.size(), 0);
     build_event_families(config, events, topology);
-    build_status_families(events);
+    build_status_families(config, events);
   }
 
   std::string name() const override { return "papi"; }
@@ -216,8 +244,24 @@ class PapiCollector final : public Collector {
   }
 
   // These only change at startup, so they are built once and copied into every scrape.
-  void build_status_families(const std::vector<EventSpec>& events) {
+  void build_status_families(const PapiCollectorConfig& config,
+                             const std::vector<EventSpec>& events) {
     const auto& layout = source_->layout();
+    status_.push_back(availability_family("ok"));
+    auto info = make_family(
+        metric_name({"papi", "event", "info"}),
+        "1 per configured PAPI event: the family it is exported as (metric), the event as "
+        "configured, and the event PAPI counts (counted_as: the kernel's generic event for a "
+        "preset this PAPI does not define on this CPU).",
+        prometheus::MetricType::Gauge);
+    for (const auto& event : events) {
+      add_gauge(info,
+                {{"metric", papi::counter_family_name(config.granularity, event)},
+                 {"event", event.event},
+                 {"counted_as", event.counted_as.empty() ? event.event : event.counted_as}},
+                1.0);
+    }
+    status_.push_back(std::move(info));
     if (!layout.dropped.empty()) {
       auto dropped = make_family(
           metric_name({"papi", "event", "dropped"}),
@@ -265,6 +309,10 @@ class PapiCollector final : public Collector {
 };
 
 }  // namespace
+
+std::unique_ptr<Collector> make_papi_unavailable_collector(const std::string& reason) {
+  return std::make_unique<UnavailablePapiCollector>(reason);
+}
 
 std::unique_ptr<Collector> make_papi_collector_from_source(
     const PapiCollectorConfig& config, std::vector<papi::EventSpec> events,

@@ -28,6 +28,7 @@ enum class Unit { count, nanoseconds };
 // One configured event as the collector exports it, resolved and validated at startup.
 struct EventSpec {
   std::string event;        // as configured: "PAPI_TOT_INS", "perf::PAGE-FAULTS:u"
+  std::string counted_as;   // what PAPI opens: `event`, or its generic equivalent (perf::...)
   std::string metric;       // base name without level prefix or "_total": "instructions"
   std::string description;  // first part of HELP: the user's `help`, or PAPI's description
   Unit unit = Unit::count;
@@ -98,8 +99,14 @@ std::unique_ptr<Collector> make_papi_collector_from_source(
     const PapiCollectorConfig& config, std::vector<papi::EventSpec> events,
     const Topology& topology, std::unique_ptr<papi::CounterSource> source);
 
+// The collector when PAPI cannot count on this machine at all and only the default events were
+// asked for: hwperf_papi_available{reason} 0, nothing else. `reason` is
+// papi::UnavailableError::reason().
+std::unique_ptr<Collector> make_papi_unavailable_collector(const std::string& reason);
+
 // For --check-config: one line per event saying whether PAPI can count it here, on which CPUs,
-// under which metric name, and why not. Opens the counters for real (then closes them), so the
+// under which metric name (and, for a preset counted through the kernel's generic event, through
+// which), and why not. With the default events and PAPI unavailable, one line saying why. Opens the counters for real (then closes them), so the
 // answer is the one the exporter would get. Throws ConfigError like make_papi_collector().
 std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
                                            const Topology& topology,

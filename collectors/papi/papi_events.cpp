@@ -110,6 +110,55 @@ constexpr SoftwareEvent kSoftwareEvents[] = {
     {"EMULATION-FAULTS", "Emulation faults", Unit::count},
 };
 
+// The kernel's generic hardware events (perf_event_open's PERF_TYPE_HARDWARE), as libpfm4's perf
+// PMU spells them. The kernel maps each onto whatever the CPU calls it, so they count on every CPU
+// the kernel supports, including ones newer than PAPI's preset table. `preset` is the PAPI preset
+// with the same meaning, or nullptr where the meanings differ: the generic cache events count what
+// each vendor's driver chose (last-level references and misses on Intel, L1 instruction cache
+// events on some AMD kernels), which is no PAPI_L*_TCM, so no preset is ever counted through them.
+struct GenericEvent {
+  const char* names[2];  // perf:: base names, upper case; the second one is an alias or nullptr
+  const char* metric;
+  const char* description;
+  const char* preset;
+};
+constexpr GenericEvent kGenericEvents[] = {
+    {{"INSTRUCTIONS", nullptr}, "instructions", "Instructions retired", "PAPI_TOT_INS"},
+    {{"CYCLES", "CPU-CYCLES"}, "cycles", "Core cycles (stop while the CPU is halted)",
+     "PAPI_TOT_CYC"},
+    {{"REF-CYCLES", nullptr},
+     "reference_cycles",
+     "Reference cycles at the nominal frequency, unaffected by frequency scaling",
+     "PAPI_REF_CYC"},
+    {{"BRANCH-INSTRUCTIONS", "BRANCHES"},
+     "branch_instructions",
+     "Branch instructions retired",
+     "PAPI_BR_INS"},
+    {{"BRANCH-MISSES", nullptr}, "branch_mispredictions", "Mispredicted branches", "PAPI_BR_MSP"},
+    {{"CACHE-REFERENCES", nullptr},
+     "cache_references",
+     "Cache references as the kernel's generic event defines them for this CPU (usually the "
+     "last-level cache)",
+     nullptr},
+    {{"CACHE-MISSES", nullptr},
+     "cache_misses",
+     "Cache misses as the kernel's generic event defines them for this CPU (usually the "
+     "last-level cache)",
+     nullptr},
+};
+
+const GenericEvent* find_generic_event(std::string_view event) {
+  const EventName name = parse_event_name(event);
+  if (lower(name.pmu) != "perf") return nullptr;
+  const std::string base = upper(name.base);
+  for (const auto& generic : kGenericEvents) {
+    for (const char* alias : generic.names) {
+      if (alias != nullptr && base == alias) return &generic;
+    }
+  }
+  return nullptr;
+}
+
 const SoftwareEvent* find_software_event(std::string_view event) {
   const EventName name = parse_event_name(event);
   // Only perf's own PMU (or no PMU prefix, which PAPI resolves to it) has these events.
@@ -159,7 +208,10 @@ std::string default_metric_base(std::string_view event) {
     return to_snake_case(event.substr(5));
   }
   const EventName name = parse_event_name(event);
-  std::string joined = name.base;
+  // A generic event gets the name of the preset with its meaning, so a dashboard works whether a
+  // machine counts PAPI_TOT_INS or perf::INSTRUCTIONS.
+  const GenericEvent* generic = find_generic_event(event);
+  std::string joined = generic != nullptr ? generic->metric : name.base;
   for (const auto& qualifier : name.qualifiers) joined += "_" + qualifier;
   std::string base = to_snake_case(joined);
   if (event_unit(event) == Unit::nanoseconds) base += "_seconds";
@@ -172,8 +224,30 @@ Unit event_unit(std::string_view event) {
 }
 
 std::string builtin_description(std::string_view event) {
+  if (const GenericEvent* generic = find_generic_event(event)) {
+    return std::string(generic->description) + " (the kernel's generic hardware event)";
+  }
   const SoftwareEvent* sw = find_software_event(event);
   return sw == nullptr ? std::string() : std::string(sw->description);
+}
+
+std::optional<std::string> generic_equivalent(std::string_view preset) {
+  for (const auto& generic : kGenericEvents) {
+    if (generic.preset != nullptr && preset == generic.preset) {
+      return "perf::" + std::string(generic.names[0]);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string choose_counted_as(const std::string& event,
+                              const std::function<EventStatus(const std::string&)>& status_of) {
+  if (!is_preset(event)) return event;
+  const EventStatus status = status_of(event);
+  if (!status.known || status.defined) return event;
+  const auto generic = generic_equivalent(event);
+  if (!generic || !status_of(*generic).known) return event;
+  return *generic;
 }
 
 bool has_domain_qualifier(std::string_view event) {
@@ -223,12 +297,15 @@ std::string cpu_qualified_name(std::string_view native_event, unsigned cpu, Coun
 }
 
 std::vector<PapiEventConfig> default_events() {
-  // Core throughput, branch and cache behaviour, plus the scheduler's view; the software events
-  // keep the default useful on machines (VMs) without a hardware PMU.
-  const char* names[] = {"PAPI_TOT_INS",         "PAPI_TOT_CYC",     "PAPI_REF_CYC",
-                         "PAPI_BR_INS",          "PAPI_BR_MSP",      "PAPI_L1_DCM",
-                         "PAPI_L2_TCM",          "PAPI_L3_TCM",      "perf::CONTEXT-SWITCHES",
-                         "perf::CPU-MIGRATIONS", "perf::PAGE-FAULTS"};
+  // Core throughput, branch and cache behaviour, plus the scheduler's view. Only the kernel's
+  // generic events: one image runs on a fleet of CPU generations, and PAPI's presets stop at the
+  // CPUs its release knew (PAPI 7.0.0: Ice Lake-SP and Zen 3), while the kernel maps these on
+  // every CPU it supports. The software events keep the default useful on machines (VMs) without
+  // a hardware PMU.
+  const char* names[] = {"perf::INSTRUCTIONS",     "perf::CYCLES",         "perf::REF-CYCLES",
+                         "perf::BRANCH-INSTRUCTIONS", "perf::BRANCH-MISSES", "perf::CACHE-REFERENCES",
+                         "perf::CACHE-MISSES",     "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS",
+                         "perf::PAGE-FAULTS"};
   std::vector<PapiEventConfig> events;
   for (const char* name : names) {
     PapiEventConfig event;
@@ -259,6 +336,7 @@ std::vector<EventSpec> resolve_event_specs(
     }
     EventSpec spec;
     spec.event = config.event;
+    spec.counted_as = config.event;
     spec.unit = event_unit(config.event);
     spec.is_default = are_defaults;
     if (config.metric.empty()) {

@@ -37,6 +37,22 @@ Unit event_unit(std::string_view event);
 // (perf::PAGE-FAULTS -> "Page faults"); "" when there is none.
 std::string builtin_description(std::string_view event);
 
+// The kernel generic event (perf::INSTRUCTIONS) with exactly the meaning of a PAPI preset
+// (PAPI_TOT_INS), for presets PAPI has no definition of on this CPU; nullopt where no generic
+// event means the same (every cache preset).
+std::optional<std::string> generic_equivalent(std::string_view preset);
+
+// What PAPI says of an event name on this machine (PAPI_event_name_to_code and
+// PAPI_query_named_event): a preset can be known, yet have no definition for this CPU.
+struct EventStatus {
+  bool known = false;
+  bool defined = false;
+};
+// The event PAPI should open for `event`: a preset that PAPI knows but does not define for this
+// CPU is counted through generic_equivalent() when PAPI knows that one; anything else as itself.
+std::string choose_counted_as(const std::string& event,
+                              const std::function<EventStatus(const std::string&)>& status_of);
+
 bool has_domain_qualifier(std::string_view event);  // u, k, u=..., k=...
 bool has_cpu_qualifier(std::string_view event);     // cpu=...
 // The privilege levels an event's own u/k qualifiers select; they win over

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -52,9 +53,17 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
   const auto events = defaults ? papi::default_events() : config.events;
   papi::init_library(paths.procfs);
   std::map<std::string, std::string> descriptions;
+  std::map<std::string, std::string> counted_as;
   std::vector<PapiEventConfig> known;
   for (const auto& event : events) {
     const auto lookup = papi::lookup_event(event.event);
+    // A preset PAPI knows but has no definition of for this CPU (PAPI 7.0.0 stops at Ice Lake-SP
+    // and Zen 3) is counted through the kernel's generic event where it means the same.
+    counted_as[event.event] =
+        papi::choose_counted_as(event.event, [](const std::string& name) {
+          const auto found = papi::lookup_event(name);
+          return papi::EventStatus{found.known, found.available};
+        });
     if (!lookup.known) {
       if (defaults) {
         prepared.skipped_defaults.push_back(event.event + " (" + lookup.error + ")");
@@ -79,7 +88,12 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
   if (!problems.empty()) throw ConfigError(std::move(problems));
 
   papi::OpenRequest request;
-  for (const auto& spec : prepared.specs) request.events.push_back(spec.event);
+  for (auto& spec : prepared.specs) {
+    if (const auto it = counted_as.find(spec.event); it != counted_as.end()) {
+      spec.counted_as = it->second;
+    }
+    request.events.push_back(spec.counted_as);
+  }
   request.cpus = prepared.cpus;
   request.domain = config.domain;
   request.attach = config.attach;
@@ -136,13 +150,37 @@ std::vector<std::string> drops_by_reason(const Prepared& prepared, const papi::S
   return lines;
 }
 
+// " (counted as perf::INSTRUCTIONS: ...)" for a substituted preset, else "".
+std::string counted_as_text(const EventSpec& spec) {
+  if (spec.counted_as == spec.event) return "";
+  return " (counted as " + spec.counted_as + ": this PAPI defines no " + spec.event +
+         " for this CPU, and the kernel's generic event means the same)";
+}
+
 }  // namespace
 
 std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config,
                                                const Topology& topology, const PathsConfig& paths) {
-  Prepared prepared = prepare(config, topology, paths);
-  const auto& layout = prepared.source->layout();
   const bool defaults = !config.events_given;
+  std::optional<Prepared> maybe_prepared;
+  try {
+    maybe_prepared.emplace(prepare(config, topology, paths));
+  } catch (const papi::UnavailableError& e) {
+    // The default set is best effort, and a fleet mixes CPU generations: topology and energy
+    // keep being served. Events the user listed are a promise, so their absence stops startup.
+    if (!defaults) throw;
+    log::warn(std::string(e.what()) +
+              ". Serving everything else; hwperf_papi_available{reason=\"" + e.reason() +
+              "\"} is 0");
+    return make_papi_unavailable_collector(e.reason());
+  }
+  Prepared& prepared = *maybe_prepared;
+  const auto& layout = prepared.source->layout();
+  for (const auto& spec : prepared.specs) {
+    if (spec.counted_as != spec.event) {
+      log::info("papi: " + spec.event + counted_as_text(spec));
+    }
+  }
 
   for (const auto& skipped : prepared.skipped_defaults) {
     log::info("papi: skipping default event " + skipped + ": PAPI does not know it here");
@@ -192,7 +230,15 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
 
 std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
                                            const Topology& topology, const PathsConfig& paths) {
-  Prepared prepared = prepare(config, topology, paths);
+  std::optional<Prepared> maybe_prepared;
+  try {
+    maybe_prepared.emplace(prepare(config, topology, paths));
+  } catch (const papi::UnavailableError& e) {
+    if (config.events_given) throw;
+    return {"unavailable (" + e.reason() + "), default events: the exporter starts without PAPI. " +
+            e.what()};
+  }
+  Prepared& prepared = *maybe_prepared;
   const auto& layout = prepared.source->layout();
   std::vector<std::string> lines;
   lines.push_back("CPUs " + format_cpu_list(prepared.cpus) + ", attach " +
@@ -228,7 +274,8 @@ std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
       parts.push_back("NOT countable on CPUs " + format_cpu_list(cpus) + ": " + reason + " (" +
                       remedy + ")");
     }
-    std::string line = spec.event + " -> " + papi::counter_family_name(config.granularity, spec);
+    std::string line = spec.event + " -> " + papi::counter_family_name(config.granularity, spec) +
+                       counted_as_text(spec);
     for (std::size_t i = 0; i < parts.size(); ++i) line += (i == 0 ? ": " : "; ") + parts[i];
     if (spec.is_default && counting.count(e) == 0) line += "; default event, skipped";
     lines.push_back(std::move(line));

@@ -44,12 +44,15 @@
 // never re-created: PAPI 7.0.0 crashes in PAPI_library_init after a PAPI_shutdown.
 #include "collectors/papi/papi_source.h"
 
+#include <link.h>
 #include <papi.h>
 #include <pthread.h>
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -60,6 +63,7 @@
 #include <thread>
 #include <utility>
 
+#include "collectors/papi/papi_diagnosis.h"
 #include "collectors/papi/papi_events.h"
 #include "collectors/papi/papi_placement.h"
 #include "config/cpu_list.h"
@@ -82,6 +86,30 @@ std::string read_paranoid(const std::string& procfs) {
   std::string value;
   if (!(file >> value)) return "unknown (cannot read " + path + ")";
   return value;
+}
+
+// The libpfm4 this process loaded (through libpapi), which LD_LIBRARY_PATH or a second install
+// may make another than the one the package manager shows.
+std::string loaded_libpfm_path() {
+  std::string path;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* out) {
+        const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        if (name.find("libpfm.so") == std::string::npos) return 0;
+        *static_cast<std::string*>(out) = name;
+        return 1;
+      },
+      &path);
+  std::error_code error;
+  const auto resolved = std::filesystem::canonical(path, error);
+  return error ? path : resolved.string();
+}
+
+std::string version_text(int version) {
+  return std::to_string(PAPI_VERSION_MAJOR(version)) + "." +
+         std::to_string(PAPI_VERSION_MINOR(version)) + "." +
+         std::to_string(PAPI_VERSION_REVISION(version)) + "." +
+         std::to_string(PAPI_VERSION_INCREMENT(version));
 }
 
 // What the user can do about an error from adding or starting an event on a CPU.
@@ -115,14 +143,18 @@ std::string remedy_for(int code, const PathsConfig& paths) {
 // use initialises it (or records why it could not be); later uses get the same answer.
 class Library {
  public:
-  // Throws std::runtime_error with PAPI's reason and, where permissions are the likely cause,
-  // the remedy with kernel.perf_event_paranoid as read under `procfs`.
+  // Throws UnavailableError with the cause and the remedy; kernel.perf_event_paranoid is read
+  // under `procfs` for the remedy when permissions are the cause.
   static std::shared_ptr<Library> instance(const std::string& procfs) {
     const State& state = shared_state();
     if (state.library) return state.library;
-    throw std::runtime_error(state.failure + (state.permission_remedy_applies
-                                                  ? "; " + permission_remedy(procfs)
-                                                  : std::string()));
+    if (state.component) {
+      ComponentReport report = *state.component;
+      report.paranoid = read_paranoid(procfs);
+      Unavailable unavailable = diagnose_component(report);
+      throw UnavailableError(std::move(unavailable.reason), unavailable.message);
+    }
+    throw UnavailableError(state.failure_reason, state.failure);
   }
 
   // The library once instance() has succeeded; nullptr before or when it failed.
@@ -141,8 +173,9 @@ class Library {
  private:
   struct State {
     std::shared_ptr<Library> library;
-    std::string failure;  // why there is no library
-    bool permission_remedy_applies = false;
+    std::optional<ComponentReport> component;  // why there is no library, when perf_event is off
+    std::string failure_reason;                // else why there is no library
+    std::string failure;
     int version = 0;
   };
 
@@ -159,6 +192,7 @@ class Library {
     State state;
     const int version = PAPI_library_init(PAPI_VER_CURRENT);
     if (version != PAPI_VER_CURRENT) {
+      state.failure_reason = "init_failed";
       state.failure =
           "papi: PAPI_library_init failed: " +
           (version < 0 ? error_text(version)
@@ -170,6 +204,7 @@ class Library {
     state.version = PAPI_get_opt(PAPI_LIB_VERSION, nullptr);
     // Before any owner thread or HTTP worker exists: PAPI must know how to tell threads apart.
     if (const int rc = PAPI_thread_init(current_thread_id); rc != PAPI_OK) {
+      state.failure_reason = "init_failed";
       state.failure = "papi: PAPI_thread_init failed: " + error_text(rc);
       return state;
     }
@@ -182,15 +217,28 @@ class Library {
     const int cidx = PAPI_get_component_index("perf_event");
     const PAPI_component_info_t* info = cidx < 0 ? nullptr : PAPI_get_component_info(cidx);
     if (info == nullptr) {
+      state.failure_reason = "no_perf_event_component";
       state.failure =
           "papi: this PAPI has no perf_event component, so it cannot count CPU events; "
           "install a PAPI built with it (Debian's libpapi7.0 is)";
       return state;
     }
     if (info->disabled != 0) {
-      state.failure =
-          std::string("papi: PAPI's perf_event component is disabled: ") + info->disabled_reason;
-      state.permission_remedy_applies = true;
+      ComponentReport report;
+      report.disabled_reason = info->disabled_reason;
+      report.libpfm_path = loaded_libpfm_path();
+      report.papi_version = version_text(state.version);
+      // The hardware description comes from PAPI's OS layer, which works without perf_event.
+      if (const PAPI_hw_info_t* hw = PAPI_get_hardware_info(); hw != nullptr) {
+        report.cpu_vendor = hw->vendor_string;
+        report.cpu_model_name = hw->model_string;
+        report.cpu_family = hw->cpuid_family;
+        report.cpu_model = hw->cpuid_model;
+      }
+      if (const char* forced = std::getenv("LIBPFM_FORCE_PMU"); forced != nullptr) {
+        report.forced_pmu = forced;
+      }
+      state.component = std::move(report);
       return state;
     }
     state.library.reset(new Library(std::move(multiplex_problem)));
@@ -743,13 +791,11 @@ std::unique_ptr<CounterSource> open_papi_source(const OpenRequest& request) {
 }
 
 std::string permission_remedy(const std::string& procfs) {
-  return "counting every process on a CPU needs kernel.perf_event_paranoid <= 0 (it is " +
-         read_paranoid(procfs) +
-         " here) or CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8): run `sysctl "
-         "kernel.perf_event_paranoid=0`, or give the exporter CAP_PERFMON (setcap cap_perfmon+ep, "
-         "or --cap-add PERFMON); in a container also run it --privileged or with a seccomp "
-         "profile that allows perf_event_open";
+  return permission_remedy_text(read_paranoid(procfs));
 }
+
+UnavailableError::UnavailableError(std::string reason, const std::string& message)
+    : std::runtime_error(message), reason_(std::move(reason)) {}
 
 }  // namespace hwperf::papi
 
@@ -759,11 +805,7 @@ std::string papi_library_version() {
   // The libpapi actually loaded, which may be a newer patch release than the papi.h this was
   // built with; the build's version only if PAPI cannot even initialise.
   const int runtime = papi::Library::runtime_version();
-  const int version = runtime > 0 ? runtime : PAPI_VERSION;
-  return std::to_string(PAPI_VERSION_MAJOR(version)) + "." +
-         std::to_string(PAPI_VERSION_MINOR(version)) + "." +
-         std::to_string(PAPI_VERSION_REVISION(version)) + "." +
-         std::to_string(PAPI_VERSION_INCREMENT(version));
+  return papi::version_text(runtime > 0 ? runtime : PAPI_VERSION);
 }
 
 }  // namespace hwperf

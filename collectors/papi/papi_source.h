@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -10,9 +11,21 @@
 
 namespace hwperf::papi {
 
+// PAPI cannot count CPU events on this machine at all (its perf_event component is disabled, or
+// the library does not start). reason() is the stable hwperf_papi_available label value; what()
+// says the cause and the remedy.
+class UnavailableError : public std::runtime_error {
+ public:
+  UnavailableError(std::string reason, const std::string& message);
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::string reason_;
+};
+
 // Initialises PAPI once per process (library, threads, multiplexing) and checks that its
-// perf_event component is usable. Throws std::runtime_error naming PAPI's reason and the remedy,
-// with kernel.perf_event_paranoid as read under `procfs` (--path.procfs).
+// perf_event component is usable. Throws UnavailableError naming the real cause and the remedy,
+// with kernel.perf_event_paranoid as read under `procfs` (--path.procfs) where that is the cause.
 void init_library(const std::string& procfs);
 
 struct EventLookup {

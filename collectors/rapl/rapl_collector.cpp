@@ -62,6 +62,7 @@ class RaplCollector final : public Collector {
         wraps_name_(counter_name({"rapl", "wraps"})),
         rejected_name_(counter_name({"rapl", "rejected", "deltas"})),
         read_errors_name_(counter_name({"rapl", "read", "errors"})),
+        frozen_name_(metric_name({"rapl", "energy", "frozen"})),
         available_name_(metric_name({"rapl", "energy", "available"})),
         interface_name_(metric_name({"rapl", "interface", "info"})),
         probe_name_(metric_name({"rapl", "interface", "probe", "success"})),
@@ -136,30 +137,39 @@ class RaplCollector final : public Collector {
     auto read_errors = make_family(read_errors_name_,
                                    "Failed reads of a RAPL energy counter, per RAPL domain.",
                                    MetricType::Counter);
+    auto frozen = make_family(frozen_name_,
+                              "1 while the domain's energy counter has not changed once since "
+                              "startup, 5 s and more (exposed but not measured, as some "
+                              "hypervisors do): its joules are then not exported. 0 otherwise.",
+                              MetricType::Gauge);
     for (const auto& s : series) {
       Labels place;
       if (s.key.package) place.emplace_back("package", std::to_string(*s.key.package));
       if (s.key.die) place.emplace_back("die", std::to_string(*s.key.die));
-      auto family = energy.find(s.key.domain);
-      if (family == energy.end()) {
-        family = energy
-                     .emplace(s.key.domain, make_family(energy_names_.at(s.key.domain),
-                                                        energy_help(s.key.domain),
-                                                        MetricType::Counter))
-                     .first;
+      if (!s.frozen) {
+        auto family = energy.find(s.key.domain);
+        if (family == energy.end()) {
+          family = energy
+                       .emplace(s.key.domain, make_family(energy_names_.at(s.key.domain),
+                                                          energy_help(s.key.domain),
+                                                          MetricType::Counter))
+                       .first;
+        }
+        add_counter(family->second, place, s.tally.energy.joules());
       }
-      add_counter(family->second, place, s.tally.energy.joules());
       Labels with_domain{{"domain", std::string(to_string(s.key.domain))}};
       with_domain.insert(with_domain.end(), place.begin(), place.end());
       add_counter(wraps, with_domain, s.tally.wraps);
       add_counter(rejected, with_domain, s.tally.rejected);
       add_counter(read_errors, with_domain, s.tally.read_errors);
+      add_gauge(frozen, with_domain, s.frozen ? 1.0 : 0.0);
     }
     for (auto& entry : energy) out.push_back(std::move(entry.second));
     if (!series.empty()) {
       out.push_back(std::move(wraps));
       out.push_back(std::move(rejected));
       out.push_back(std::move(read_errors));
+      out.push_back(std::move(frozen));
     }
   }
 
@@ -171,6 +181,7 @@ class RaplCollector final : public Collector {
   std::string wraps_name_;
   std::string rejected_name_;
   std::string read_errors_name_;
+  std::string frozen_name_;
   std::string available_name_;
   std::string interface_name_;
   std::string probe_name_;

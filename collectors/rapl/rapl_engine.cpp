@@ -132,7 +132,44 @@ void RaplEngine::sample() {
 std::vector<SeriesSnapshot> RaplEngine::snapshot() {
   const std::lock_guard<std::mutex> lock(mutex_);
   sample_locked();
-  return series_;
+  const auto now = now_();
+  std::vector<bool> all_frozen(series_.size(), true);
+  for (const auto& counter : counters_) {
+    if (!counter_frozen(counter, now)) all_frozen[counter.series] = false;
+  }
+  std::vector<SeriesSnapshot> copy = series_;
+  for (std::size_t s = 0; s < copy.size(); ++s) copy[s].frozen = all_frozen[s];
+  return copy;
+}
+
+bool RaplEngine::counter_frozen(const Counter& counter, Clock::time_point now) const {
+  if (counter.moved || !counter.first_value) return false;
+  return std::chrono::duration<double>(now - counter.first_read).count() >= kFrozenAfterSeconds;
+}
+
+void RaplEngine::track_movement(std::size_t index, std::uint64_t value, Clock::time_point now) {
+  Counter& counter = counters_[index];
+  if (!counter.first_value) {
+    counter.first_value = value;
+    counter.first_read = now;
+    return;
+  }
+  if (counter.moved) return;
+  const std::string& source = source_->counters()[index].source;
+  if (value != *counter.first_value) {
+    counter.moved = true;
+    if (counter.frozen_logged) {
+      log::info("rapl: " + source + " started to move; its energy is exported from now on");
+    }
+    return;
+  }
+  if (!counter.frozen_logged && counter_frozen(counter, now)) {
+    counter.frozen_logged = true;
+    log::warn("rapl: " + source + " has read " + std::to_string(value) + " since startup, " +
+              std::to_string(static_cast<int>(kFrozenAfterSeconds)) +
+              " s and more: the hardware or hypervisor exposes this counter but does not "
+              "measure it; its energy is not exported (hwperf_rapl_energy_frozen 1)");
+  }
 }
 
 void RaplEngine::sample_locked() {
@@ -150,9 +187,11 @@ void RaplEngine::sample_locked() {
       }
       continue;
     }
+    const auto now = now_();
+    track_movement(i, reading.value, now);
     // Rejections and wraps are counted in the tally; nothing else to do with the outcome here.
     fold_reading(source_->counters()[i].scale, counter.max_watts, counter.state, tally,
-                 reading.value, now_());
+                 reading.value, now);
   }
 }
 

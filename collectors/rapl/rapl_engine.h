@@ -65,9 +65,17 @@ struct SeriesKey {
   bool operator==(const SeriesKey& other) const;
 };
 
+// A counter that has not changed at all this long after startup is not measuring: real RAPL
+// counters tick every ~1 ms (an idle package still draws watts, and one unit is at most 61 uJ),
+// while some hypervisors expose a RAPL event (perf energy-psys) that always reads 0.
+inline constexpr double kFrozenAfterSeconds = 5;
+
 struct SeriesSnapshot {
   SeriesKey key;
   Tally tally;
+  // Every counter of the series has read the same value since startup, for at least
+  // kFrozenAfterSeconds: its energy is no measurement. Cleared for good once one moves.
+  bool frozen = false;
 };
 
 class RaplEngine {
@@ -92,8 +100,14 @@ class RaplEngine {
     double max_watts = 0;
     CounterState state;
     bool error_logged = false;
+    std::optional<std::uint64_t> first_value;  // the first good reading
+    Clock::time_point first_read{};
+    bool moved = false;          // a reading has differed from first_value
+    bool frozen_logged = false;  // the "not moving" line was logged
   };
   void sample_locked();
+  void track_movement(std::size_t index, std::uint64_t value, Clock::time_point now);
+  bool counter_frozen(const Counter& counter, Clock::time_point now) const;
 
   std::mutex mutex_;
   std::unique_ptr<EnergySource> source_;

@@ -225,6 +225,61 @@ TEST_CASE("an implausible jump is rejected and counted; read errors are counted 
   CHECK(value_of(samples, "hwperf_rapl_read_errors_total", pkg0_domain) == 1);
 }
 
+TEST_CASE("a counter that never moves is reported frozen, not as energy, until it moves",
+          "[rapl]") {
+  // A hypervisor that exposes perf's energy-psys but returns 0 for ever, beside a package counter
+  // that measures.
+  auto state = std::make_shared<FakeState>();
+  const unsigned esu = 14;
+  const std::vector<CounterInfo> counters = {msr_counter(Domain::package, 0u, esu),
+                                             msr_counter(Domain::psys, std::nullopt, esu)};
+  const std::uint64_t package_start = 777;
+  state->values = {package_start, 0};
+  state->errors = {0, 0};
+  ManualClock clock;
+  std::vector<ProbeResult> probes;
+  probes.push_back(fake_probe(counters, state));
+  RaplCollectorConfig config;
+  config.wrap_guard_interval_seconds = 3600;
+  auto collector = build_rapl_collector(std::move(probes), config, two_packages(), clock.fn());
+  const std::map<std::string, std::string> psys = {{"domain", "psys"}};
+  const std::map<std::string, std::string> package = {{"domain", "package"}, {"package", "0"}};
+  const double per_joule = static_cast<double>(std::uint64_t{1} << esu);
+  std::uint64_t package_counts = 0;
+  auto step_package = [&](std::uint64_t counts) {
+    package_counts += counts;
+    state->set(0, package_start + package_counts);
+  };
+
+  // Before the threshold a still counter is just a quiet one.
+  const auto just_before = std::chrono::milliseconds(
+      static_cast<std::int64_t>(kFrozenAfterSeconds * 1000) - 1);
+  clock.advance(just_before);
+  step_package(100);
+  auto samples = scrape(*collector);
+  CHECK(value_of(samples, "hwperf_rapl_energy_frozen", psys) == 0);
+  CHECK(find_samples(samples, "hwperf_rapl_psys_joules_total").size() == 1);
+
+  // From the threshold on it is frozen: no joules for it, the package is unaffected.
+  clock.advance(std::chrono::milliseconds(1));
+  step_package(200);
+  samples = scrape(*collector);
+  CHECK(value_of(samples, "hwperf_rapl_energy_frozen", psys) == 1);
+  CHECK(find_samples(samples, "hwperf_rapl_psys_joules_total").empty());
+  CHECK(value_of(samples, "hwperf_rapl_energy_frozen", package) == 0);
+  CHECK(value_of(samples, "hwperf_rapl_package_joules_total", {{"package", "0"}}) ==
+        static_cast<double>(package_counts) / per_joule);
+
+  // Once it moves it is a measurement again, counted from startup as every counter is.
+  const std::uint64_t psys_counts = 4096;
+  clock.advance(std::chrono::seconds(1));
+  state->set(1, psys_counts);
+  samples = scrape(*collector);
+  CHECK(value_of(samples, "hwperf_rapl_energy_frozen", psys) == 0);
+  CHECK(value_of(samples, "hwperf_rapl_psys_joules_total") ==
+        static_cast<double>(psys_counts) / per_joule);
+}
+
 TEST_CASE("without any interface the collector says energy is unavailable, and nothing else",
           "[rapl]") {
   std::vector<ProbeResult> probes;
