@@ -6,7 +6,7 @@
 #include <string>
 
 #include "collectors/metrics.h"
-#include "config/log.h"
+#include "common/log.h"
 
 namespace hwperf {
 namespace {

@@ -31,16 +31,6 @@ std::string TopologyConfig::to_string() const {
   return "system";
 }
 
-const char* to_string(LogLevel level) {
-  switch (level) {
-    case LogLevel::debug: return "debug";
-    case LogLevel::info: return "info";
-    case LogLevel::warn: return "warn";
-    case LogLevel::error: return "error";
-  }
-  return "info";
-}
-
 const char* to_string(Granularity granularity) {
   switch (granularity) {
     case Granularity::cpu: return "cpu";

@@ -2,6 +2,8 @@
 // validated once at startup (config/loader.h) and then handed, read-only, to the parts that need it.
 #pragma once
 
+#include "common/log.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -9,7 +11,6 @@
 
 namespace hwperf {
 
-enum class LogLevel { debug, info, warn, error };
 
 // Where a value came from in the YAML file, so that later validation (event names, CPU lists)
 // can point the user at the line. line/column are 1-based; 0 means "not from a file" (a default).
@@ -100,7 +101,6 @@ struct Config {
   std::string source_file;  // "" when running on defaults
 };
 
-const char* to_string(LogLevel level);
 const char* to_string(Granularity granularity);
 const char* to_string(CountingDomain domain);
 const char* to_string(PapiAttachMode mode);

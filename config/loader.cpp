@@ -12,7 +12,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "config/cpu_list.h"
+#include "common/cpu_list.h"
 #include "config/errors.h"
 
 namespace hwperf {
@@ -431,7 +431,7 @@ std::string dump_config(const Config& config) {
   out << YAML::Key << "source" << YAML::Value << config.topology.to_string();
   out << YAML::EndMap;
   out << YAML::Key << "log" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "level" << YAML::Value << to_string(config.log_level);
+  out << YAML::Key << "level" << YAML::Value << std::string(to_string(config.log_level));
   out << YAML::EndMap;
 
   const auto& c = config.collectors;

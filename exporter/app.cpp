@@ -14,7 +14,7 @@
 #include "collectors/topology_collector.h"
 #include "config/errors.h"
 #include "config/loader.h"
-#include "config/log.h"
+#include "common/log.h"
 #include "exporter/cli.h"
 #include "exporter/exposition.h"
 #include "exporter/http_server.h"

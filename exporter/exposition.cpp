@@ -11,20 +11,10 @@
 #include <prometheus/text_serializer.h>
 #include <zlib.h>
 
+#include "common/text.h"
+
 namespace hwperf {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // One element of an Accept / Accept-Encoding list: "type/sub;version=1.0.0;q=0.5".
 struct MediaRange {
@@ -41,14 +31,14 @@ std::vector<MediaRange> parse_list(std::string_view header) {
     header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
     MediaRange range;
     auto semicolon = item.find(';');
-    range.value = lower(trim(item.substr(0, semicolon)));
+    range.value = to_lower(trim(item.substr(0, semicolon)));
     while (semicolon != std::string_view::npos) {
       item = item.substr(semicolon + 1);
       semicolon = item.find(';');
       const std::string_view param = item.substr(0, semicolon);
       const auto eq = param.find('=');
       if (eq == std::string_view::npos) continue;
-      const std::string key = lower(trim(param.substr(0, eq)));
+      const std::string key = to_lower(trim(param.substr(0, eq)));
       std::string_view value = trim(param.substr(eq + 1));
       if (value.size() >= 2 && value.front() == '"' && value.back() == '"') {
         value = value.substr(1, value.size() - 2);

@@ -1,6 +1,7 @@
 // CivetWeb's C API rather than CivetServer: mg_start2 reports *why* it could not start (port in
 // use, permission denied), which CivetServer's constructor reduces to a generic exception. This is
 // the only file that includes CivetWeb's header.
+#include "common/unique_fd.h"
 #include "exporter/http_server.h"
 
 #include <arpa/inet.h>
@@ -20,7 +21,7 @@
 
 #include <civetweb.h>
 
-#include "config/log.h"
+#include "common/log.h"
 
 namespace hwperf {
 namespace {
@@ -84,11 +85,8 @@ void poke(const std::string& numeric_host, unsigned port) {
   hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   if (getaddrinfo(numeric_host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;
-  const int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0) {
-    ::connect(fd, found->ai_addr, found->ai_addrlen);
-    ::close(fd);
-  }
+  const UniqueFd socket(::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (socket.valid()) ::connect(socket.get(), found->ai_addr, found->ai_addrlen);
   freeaddrinfo(found);
 }
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/text.h"
 #include "topology/topology.h"
 
 namespace hwperf {
@@ -26,8 +27,6 @@ std::runtime_error load_error(const TopologyConfig& source, const std::string& r
   return std::runtime_error("topology " + source.to_string() + ": " + reason);
 }
 
-// Read errno right after the failing call: building the message may itself set it.
-std::string errno_text(int error) { return std::strerror(error); }
 
 // hwloc has two XML backends and they reject a bad file at different steps: the minimal one in
 // hwloc_topology_set_xml, the libxml2 one only in hwloc_topology_load, both with EINVAL. Which one

@@ -6,28 +6,13 @@
 #include <stdexcept>
 
 #include "collectors/metrics.h"
-#include "config/cpu_list.h"
+#include "common/cpu_list.h"
+#include "common/text.h"
 #include "config/errors.h"
 #include "topology/topology.h"
 
 namespace hwperf::papi {
 namespace {
-
-std::string upper(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool ends_with(std::string_view text, std::string_view suffix) {
-  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
-}
 
 struct PresetName {
   const char* preset;
@@ -149,8 +134,8 @@ constexpr GenericEvent kGenericEvents[] = {
 
 const GenericEvent* find_generic_event(std::string_view event) {
   const EventName name = parse_event_name(event);
-  if (lower(name.pmu) != "perf") return nullptr;
-  const std::string base = upper(name.base);
+  if (to_lower(name.pmu) != "perf") return nullptr;
+  const std::string base = to_upper(name.base);
   for (const auto& generic : kGenericEvents) {
     for (const char* alias : generic.names) {
       if (alias != nullptr && base == alias) return &generic;
@@ -162,8 +147,8 @@ const GenericEvent* find_generic_event(std::string_view event) {
 const SoftwareEvent* find_software_event(std::string_view event) {
   const EventName name = parse_event_name(event);
   // Only perf's own PMU (or no PMU prefix, which PAPI resolves to it) has these events.
-  if (!name.pmu.empty() && lower(name.pmu) != "perf") return nullptr;
-  const std::string base = upper(name.base);
+  if (!name.pmu.empty() && to_lower(name.pmu) != "perf") return nullptr;
+  const std::string base = to_upper(name.base);
   for (const auto& sw : kSoftwareEvents) {
     if (base == sw.base) return &sw;
   }
@@ -171,7 +156,7 @@ const SoftwareEvent* find_software_event(std::string_view event) {
 }
 
 bool is_domain_qualifier(std::string_view qualifier) {
-  const std::string q = lower(qualifier);
+  const std::string q = to_lower(qualifier);
   return q == "u" || q == "k" || q.rfind("u=", 0) == 0 || q.rfind("k=", 0) == 0;
 }
 
@@ -260,7 +245,7 @@ std::optional<QualifiedDomain> qualified_domain(std::string_view event) {
   for (const auto& qualifier : parse_event_name(event).qualifiers) {
     if (!is_domain_qualifier(qualifier)) continue;
     if (!domain) domain.emplace();
-    const std::string q = lower(qualifier);
+    const std::string q = to_lower(qualifier);
     // libpfm4 booleans: no value means true, else one of 1/y/t (true) or 0/n/f (false).
     const bool on = q.size() == 1 || q[2] == '1' || q[2] == 'y' || q[2] == 't';
     (q[0] == 'u' ? domain->user : domain->kernel) = on;
@@ -271,7 +256,7 @@ std::optional<QualifiedDomain> qualified_domain(std::string_view event) {
 bool has_cpu_qualifier(std::string_view event) {
   const auto qualifiers = parse_event_name(event).qualifiers;
   return std::any_of(qualifiers.begin(), qualifiers.end(),
-                     [](const std::string& q) { return lower(q).rfind("cpu=", 0) == 0; });
+                     [](const std::string& q) { return to_lower(q).rfind("cpu=", 0) == 0; });
 }
 
 std::string cpu_qualified_name(std::string_view native_event, unsigned cpu, CountingDomain domain) {

@@ -11,9 +11,9 @@
 #include "collectors/papi/papi_collector.h"
 #include "collectors/papi/papi_events.h"
 #include "collectors/papi/papi_source.h"
-#include "config/cpu_list.h"
+#include "common/cpu_list.h"
 #include "config/errors.h"
-#include "config/log.h"
+#include "common/log.h"
 #include "topology/topology.h"
 
 namespace hwperf {

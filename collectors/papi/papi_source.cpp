@@ -66,7 +66,7 @@
 #include "collectors/papi/papi_diagnosis.h"
 #include "collectors/papi/papi_events.h"
 #include "collectors/papi/papi_placement.h"
-#include "config/cpu_list.h"
+#include "common/cpu_list.h"
 
 namespace hwperf::papi {
 namespace {

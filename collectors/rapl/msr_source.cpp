@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/log.h"
+#include "common/log.h"
 
 namespace hwperf::rapl {
 namespace {

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "config/cpu_list.h"
-#include "config/log.h"
+#include "common/cpu_list.h"
+#include "common/log.h"
 
 namespace hwperf::rapl {
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/log.h"
+#include "common/log.h"
 
 namespace hwperf::rapl {
 namespace {

@@ -11,7 +11,7 @@
 #include "collectors/rapl/powercap_source.h"
 #include "collectors/rapl/rapl_factory.h"
 #include "config/errors.h"
-#include "config/log.h"
+#include "common/log.h"
 
 namespace hwperf {
 namespace rapl {

@@ -8,7 +8,7 @@
 #include <tuple>
 #include <utility>
 
-#include "config/log.h"
+#include "common/log.h"
 
 namespace hwperf::rapl {
 

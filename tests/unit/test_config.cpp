@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "config/cpu_list.h"
+#include "common/cpu_list.h"
 #include "config/errors.h"
 #include "config/loader.h"
 #include "tests/support.h"

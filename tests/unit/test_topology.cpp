@@ -15,7 +15,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "collectors/topology_collector.h"
-#include "config/cpu_list.h"
+#include "common/cpu_list.h"
 #include "tests/support.h"
 #include "topology/topology.h"
 

@@ -1,4 +1,4 @@
-#include "config/log.h"
+#include "common/log.h"
 
 #include <atomic>
 #include <chrono>
@@ -6,6 +6,17 @@
 #include <ctime>
 #include <mutex>
 #include <string>
+
+namespace hwperf {
+
+std::string_view to_string(LogLevel level) {
+  for (const auto& entry : kLogLevelNames) {
+    if (entry.level == level) return entry.name;
+  }
+  return "info";
+}
+
+}  // namespace hwperf
 
 namespace hwperf::log {
 namespace {
@@ -28,7 +39,6 @@ std::string quoted(std::string_view text) {
 }  // namespace
 
 void set_level(LogLevel lvl) { g_level.store(lvl); }
-LogLevel level() { return g_level.load(); }
 
 void write(LogLevel lvl, std::string_view message) {
   if (static_cast<int>(lvl) < static_cast<int>(g_level.load())) return;
@@ -41,8 +51,9 @@ void write(LogLevel lvl, std::string_view message) {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
   const std::lock_guard<std::mutex> lock(g_write_mutex);
-  std::fprintf(stderr, "ts=%s.%03dZ level=%s msg=%s\n", stamp, static_cast<int>(millis),
-               to_string(lvl), quoted(message).c_str());
+  const std::string_view name = to_string(lvl);
+  std::fprintf(stderr, "ts=%s.%03dZ level=%.*s msg=%s\n", stamp, static_cast<int>(millis),
+               static_cast<int>(name.size()), name.data(), quoted(message).c_str());
 }
 
 }  // namespace hwperf::log

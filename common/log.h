@@ -4,12 +4,25 @@
 
 #include <string_view>
 
-#include "config/config.h"
+namespace hwperf {
+
+enum class LogLevel { debug, info, warn, error };
+
+// The one spelling of each level: the configuration, --log.level and the log lines use it.
+inline constexpr struct {
+  LogLevel level;
+  std::string_view name;
+} kLogLevelNames[] = {{LogLevel::debug, "debug"},
+                      {LogLevel::info, "info"},
+                      {LogLevel::warn, "warn"},
+                      {LogLevel::error, "error"}};
+std::string_view to_string(LogLevel level);
+
+}  // namespace hwperf
 
 namespace hwperf::log {
 
 void set_level(LogLevel level);
-LogLevel level();
 void write(LogLevel level, std::string_view message);
 
 inline void debug(std::string_view m) { write(LogLevel::debug, m); }

@@ -1,21 +1,17 @@
-#include "config/cpu_list.h"
+#include "common/cpu_list.h"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <stdexcept>
 
+#include "common/text.h"
+
 namespace hwperf {
 namespace {
 // Linux's NR_CPUS tops out at 8192 today; the bound keeps a typo such as "0-4294967295" from
 // allocating gigabytes (or looping forever at the top of unsigned).
 constexpr unsigned kMaxCpus = 65536;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 unsigned parse_number(std::string_view part, std::string_view whole) {
   part = trim(part);

@@ -1,0 +1,64 @@
+#include "common/files.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "common/text.h"
+
+namespace hwperf {
+
+OrErrno<std::string> read_small_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return {{}, errno};
+  std::string text;
+  char buffer[256];
+  while (true) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return {{}, errno};
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > 65536) break;  // sysfs attributes are one page at most
+  }
+  return {std::move(text), 0};
+}
+
+OrErrno<std::uint64_t> read_u64_file(const std::string& path) {
+  const auto text = read_small_file(path);
+  if (!text.ok()) return {0, text.error};
+  const auto value = parse_u64(trim(text.value));
+  if (!value) return {0, EINVAL};
+  return {*value, 0};
+}
+
+OrErrno<std::uint64_t> pread_counter(const UniqueFd& fd) {
+  // 20 digits hold any uint64_t; a sysfs attribute generates all of its text on the read at
+  // offset 0, so one pread sees the whole value. A read that fills the buffer is not a counter.
+  char buffer[64];
+  ssize_t n = 0;
+  do {
+    n = ::pread(fd.get(), buffer, sizeof buffer, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return {0, errno};
+  if (n == static_cast<ssize_t>(sizeof buffer)) return {0, EINVAL};
+  const auto value = parse_counter_text(std::string_view(buffer, static_cast<std::size_t>(n)));
+  if (!value) return {0, EINVAL};
+  return {*value, 0};
+}
+
+std::optional<std::uint64_t> parse_counter_text(std::string_view text) {
+  const auto end = text.find_first_not_of("0123456789");
+  const std::string_view digits = text.substr(0, end);
+  if (digits.empty()) return std::nullopt;
+  if (end != std::string_view::npos &&
+      text.find_first_not_of(" \t\r\n", end) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return parse_u64(digits);  // nullopt on overflow
+}
+
+}  // namespace hwperf

@@ -1,0 +1,66 @@
+#include "common/text.h"
+
+#include <cctype>
+#include <cstring>
+
+namespace hwperf {
+
+std::string_view trim(std::string_view text) {
+  const char* space = " \t\r\n";
+  const auto first = text.find_first_not_of(space);
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(space);
+  return text.substr(first, last - first + 1);
+}
+
+std::optional<std::uint64_t> parse_u64(std::string_view text, int base) {
+  if (base == 16 && text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    text.remove_prefix(2);
+  }
+  if (text.empty()) return std::nullopt;
+  std::uint64_t value = 0;
+  const auto b = static_cast<std::uint64_t>(base);
+  for (char c : text) {
+    std::uint64_t digit = 0;
+    if (c >= '0' && c <= '9') {
+      digit = static_cast<std::uint64_t>(c - '0');
+    } else if (c >= 'a' && c <= 'f') {
+      digit = static_cast<std::uint64_t>(c - 'a' + 10);
+    } else if (c >= 'A' && c <= 'F') {
+      digit = static_cast<std::uint64_t>(c - 'A' + 10);
+    } else {
+      return std::nullopt;
+    }
+    if (digit >= b) return std::nullopt;
+    if (value > (UINT64_MAX - digit) / b) return std::nullopt;  // overflow
+    value = value * b + digit;
+  }
+  return value;
+}
+
+std::string to_lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string to_upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool ends_with(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+std::string errno_text(int error) {
+  const char* name = ::strerrorname_np(error);
+  std::string text = name != nullptr ? name : "errno " + std::to_string(error);
+  text += " (";
+  text += std::strerror(error);
+  text += ")";
+  return text;
+}
+
+}  // namespace hwperf

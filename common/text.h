@@ -1,0 +1,22 @@
+// Small text helpers every folder uses: one definition each.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace hwperf {
+
+// Without leading and trailing spaces, tabs and line ends.
+std::string_view trim(std::string_view text);
+// An unsigned number in `base` (16 accepts a 0x prefix); nullopt for anything else or overflow.
+std::optional<std::uint64_t> parse_u64(std::string_view text, int base = 10);
+std::string to_lower(std::string_view text);
+std::string to_upper(std::string_view text);
+bool ends_with(std::string_view text, std::string_view suffix);
+
+// "ENOENT (No such file or directory)": the name a user can search for, and the words.
+std::string errno_text(int error);
+
+}  // namespace hwperf
