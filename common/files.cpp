@@ -1,6 +1,7 @@
 #include "common/files.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,9 +10,22 @@
 
 namespace hwperf {
 
+OrErrno<UniqueFd> open_attribute(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, and a FIFO planted
+  // in a mounted tree must not hang startup. Then only a regular file is accepted: sysfs and
+  // procfs attributes are regular files, so anything else is not the attribute it claims to be.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) return {UniqueFd(), errno};
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) return {UniqueFd(), errno};
+  if (!S_ISREG(info.st_mode)) return {UniqueFd(), ENOTSUP};
+  return {std::move(fd), 0};
+}
+
 OrErrno<std::string> read_small_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return {{}, errno};
+  auto opened = open_attribute(path);
+  if (!opened.ok()) return {{}, opened.error};
+  const UniqueFd fd = std::move(opened.value);
   std::string text;
   char buffer[256];
   while (true) {

@@ -19,9 +19,13 @@ struct OrErrno {
   bool ok() const { return error == 0; }
 };
 
-// Reads a whole small file (sysfs attributes): open, read, close. For what is read at startup
-// only; a counter read on every scrape is opened once and read with pread_counter().
-// EINVAL is never produced here.
+// Opens a kernel attribute file for reading without blocking, and only if it is a regular file
+// (ENOTSUP otherwise: a FIFO, socket or device in a mounted tree is no attribute).
+OrErrno<UniqueFd> open_attribute(const std::string& path);
+
+// Reads a whole small file (sysfs attributes) opened with open_attribute(): open, read, close.
+// For what is read at startup only; a counter read on every scrape is opened once and read with
+// pread_counter(). EINVAL is never produced here.
 OrErrno<std::string> read_small_file(const std::string& path);
 // Reads a file holding one unsigned decimal number; a file that does not hold one gives EINVAL.
 OrErrno<std::uint64_t> read_u64_file(const std::string& path);
