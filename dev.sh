@@ -3,6 +3,8 @@
 #   ./dev.sh run [flags]  install what is missing, build, run the exporter (config/hwperf.yml, :9477)
 #   ./dev.sh test         install what is missing, build, run every test (what .ci/run calls)
 #   ./dev.sh sanitize     the same tests in an ASan/UBSan build (build-asan/)
+#   ./dev.sh tsan         the concurrency tests in a ThreadSanitizer build (build-tsan/)
+#   ./dev.sh fuzz [SECS]  the parsers under libFuzzer, SECS (60) per target (build-fuzz/)
 #   ./dev.sh build        install what is missing and build (build/)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -32,12 +34,22 @@ case "$command" in
     build build-asan -DHWPERF_SANITIZE=ON
     ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$(nproc)"
     ;;
+  tsan)
+    scripts/deps.sh
+    build build-tsan -DHWPERF_SANITIZE_THREAD=ON
+    # Only the tests that race on purpose: TSan cannot see into the uninstrumented libpapi and
+    # CivetWeb, so elsewhere it would report their internal locking.
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ./build-tsan/tests/hwperf_tests "[concurrency]"
+    ;;
+  fuzz)
+    exec scripts/fuzz.sh "$@"
+    ;;
   build)
     scripts/deps.sh
     build build
     ;;
   *)
-    sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

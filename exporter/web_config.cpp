@@ -47,6 +47,10 @@ struct Reader {
     std::string known;
     for (const auto& [key, handler] : handlers) known += (known.empty() ? "" : ", ") + key;
     for (const auto& entry : map) {
+      if (!entry.first.IsScalar()) {
+        add(entry.first, path + ": keys must be plain names");
+        continue;
+      }
       const auto key = entry.first.as<std::string>();
       bool handled = false;
       for (const auto& [name, handler] : handlers) {
@@ -274,6 +278,10 @@ WebConfigFile load_web_config(const std::string& path) {
             return;
           }
           for (const auto& entry : node) {
+            if (!entry.first.IsScalar()) {
+              reader.add(entry.first, "basic_auth_users: a user name must be a plain name");
+              continue;
+            }
             const auto user = entry.first.as<std::string>();
             const std::string hash = reader.scalar(entry.second, "basic_auth_users." + user);
             if (user.empty() || user.find(':') != std::string::npos) {

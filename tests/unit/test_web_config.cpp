@@ -148,6 +148,12 @@ TEST_CASE("a web config path that is not a small regular file is refused", "[web
   CHECK_THAT(problems_loading(directory.string()).at(0), Catch::Contains("regular file"));
   CHECK_THAT(problems_loading((dir.path() / "absent.yml").string()).at(0),
              Catch::Contains("regular file"));
+  // Found by fuzzing: a complex key ("? ...") used to escape as a YAML exception.
+  const auto complex_key = dir.write("complex.yml", "? [a, b]\n: 1\nbasic_auth_users:\n  ? [c]\n  : x\n");
+  const auto complex_problems = problems_loading(complex_key.string());
+  REQUIRE(complex_problems.size() == 2);
+  CHECK_THAT(complex_problems[0], Catch::StartsWith(complex_key.string() + ":1:3: "));
+  CHECK_THAT(complex_problems[1], Catch::Contains("user name must be a plain name"));
   const auto broken = dir.write("broken.yml", "basic_auth_users: [\n");
   CHECK_THAT(problems_loading(broken.string()).at(0), Catch::StartsWith(broken.string() + ":"));
 }

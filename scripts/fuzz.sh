@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Fuzzes the parsers that take outside input (the YAML config, the web config with its
+# Authorization header, and Accept/Accept-Encoding) with libFuzzer for a bounded time each.
+# Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60; CI uses the default)
+# A crash leaves its input in build-fuzz/findings/ and fails the script.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+scripts/deps.sh
+if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get install -y -qq --no-install-recommends clang libclang-rt-dev >/dev/null 2>&1 ||
+    $sudo apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >/dev/null
+fi
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DHWPERF_FUZZ=ON -DHWPERF_BUILD_TESTS=OFF >/dev/null
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_config fuzz_accept fuzz_web_config
+mkdir -p build-fuzz/findings
+status=0
+for target in config accept web_config; do
+  corpus=build-fuzz/corpus/$target
+  mkdir -p "$corpus"
+  cp -n fuzz/corpus/$target/* "$corpus/" 2>/dev/null || true
+  echo "fuzzing $target for ${seconds}s"
+  if ! ASAN_OPTIONS=detect_leaks=1 "build-fuzz/fuzz/fuzz_$target" -max_total_time="$seconds" \
+       -max_len=4096 -timeout=10 -rss_limit_mb=2048 -artifact_prefix=build-fuzz/findings/ \
+       -print_final_stats=1 "$corpus" >"build-fuzz/fuzz_$target.log" 2>&1; then
+    echo "fuzz_$target FAILED: see build-fuzz/fuzz_$target.log and build-fuzz/findings/"
+    tail -40 "build-fuzz/fuzz_$target.log"
+    status=1
+  else
+    grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb" "build-fuzz/fuzz_$target.log" |
+      sed "s/^/  $target: /"
+  fi
+done
+exit $status
