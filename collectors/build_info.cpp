@@ -7,18 +7,15 @@ namespace hwperf {
 const char* exporter_version() { return HWPERF_VERSION; }
 const char* exporter_revision() { return HWPERF_REVISION; }
 
-prometheus::MetricFamily build_info_family(const std::string& papi_version,
-                                           const std::string& hwloc_version) {
+prometheus::MetricFamily build_info_family(
+    const std::vector<std::pair<std::string, std::string>>& libraries) {
   auto family = make_family(metric_name({"build", "info"}),
                             "A metric with a constant '1' value labelled by the exporter's version "
                             "and revision and the PAPI and hwloc library versions it runs with.",
                             prometheus::MetricType::Gauge);
-  add_gauge(family,
-            {{"version", exporter_version()},
-             {"revision", exporter_revision()},
-             {"papi_version", papi_version},
-             {"hwloc_version", hwloc_version}},
-            1.0);
+  Labels labels = {{"version", exporter_version()}, {"revision", exporter_revision()}};
+  labels.insert(labels.end(), libraries.begin(), libraries.end());
+  add_gauge(family, labels, 1.0);
   return family;
 }
 

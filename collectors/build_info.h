@@ -1,6 +1,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <prometheus/metric_family.h>
 
@@ -9,9 +11,9 @@ namespace hwperf {
 const char* exporter_version();
 const char* exporter_revision();
 
-// hwperf_build_info{version,revision,papi_version,hwloc_version} 1. Library versions are passed
-// in because papi.h and hwloc.h each belong to one module.
-prometheus::MetricFamily build_info_family(const std::string& papi_version,
-                                           const std::string& hwloc_version);
+// hwperf_build_info{version,revision,<library>_version...} 1. Library versions are passed in
+// (label, value) because papi.h and hwloc.h each belong to one module; the registry knows them.
+prometheus::MetricFamily build_info_family(
+    const std::vector<std::pair<std::string, std::string>>& libraries);
 
 }  // namespace hwperf

@@ -1,5 +1,6 @@
 #include "collectors/collector_set.h"
 
+#include <stdexcept>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -34,6 +35,7 @@ CollectorSet::CollectorSet(CollectorSet&&) noexcept = default;
 CollectorSet& CollectorSet::operator=(CollectorSet&&) noexcept = default;
 
 void CollectorSet::add(std::unique_ptr<Collector> collector) {
+  if (!collector) throw std::invalid_argument("collector set: a collector factory returned none");
   auto entry = std::make_unique<Entry>();
   entry->name = collector->name();
   entry->collector = std::move(collector);

@@ -20,9 +20,9 @@ class CollectorSet {
   CollectorSet(CollectorSet&&) noexcept;
   CollectorSet& operator=(CollectorSet&&) noexcept;
 
+  // Throws std::invalid_argument for a null collector: a scrape would otherwise crash on it.
   void add(std::unique_ptr<Collector> collector);
   std::vector<std::string> names() const;
-  bool empty() const { return entries_.empty(); }
 
   // Never throws for a collector's failure; safe to call from several threads at once.
   std::vector<prometheus::MetricFamily> collect() const;

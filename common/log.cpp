@@ -7,17 +7,6 @@
 #include <mutex>
 #include <string>
 
-namespace hwperf {
-
-std::string_view to_string(LogLevel level) {
-  for (const auto& entry : kLogLevelNames) {
-    if (entry.level == level) return entry.name;
-  }
-  return "info";
-}
-
-}  // namespace hwperf
-
 namespace hwperf::log {
 namespace {
 std::atomic<LogLevel> g_level{LogLevel::info};
@@ -51,9 +40,8 @@ void write(LogLevel lvl, std::string_view message) {
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
   const std::lock_guard<std::mutex> lock(g_write_mutex);
-  const std::string_view name = to_string(lvl);
-  std::fprintf(stderr, "ts=%s.%03dZ level=%.*s msg=%s\n", stamp, static_cast<int>(millis),
-               static_cast<int>(name.size()), name.data(), quoted(message).c_str());
+  std::fprintf(stderr, "ts=%s.%03dZ level=%s msg=%s\n", stamp, static_cast<int>(millis),
+               to_string(lvl), quoted(message).c_str());
 }
 
 }  // namespace hwperf::log

@@ -4,19 +4,17 @@
 
 #include <string_view>
 
+#include "common/enum_names.h"
+
 namespace hwperf {
 
 enum class LogLevel { debug, info, warn, error };
 
-// The one spelling of each level: the configuration, --log.level and the log lines use it.
-inline constexpr struct {
-  LogLevel level;
-  std::string_view name;
-} kLogLevelNames[] = {{LogLevel::debug, "debug"},
-                      {LogLevel::info, "info"},
-                      {LogLevel::warn, "warn"},
-                      {LogLevel::error, "error"}};
-std::string_view to_string(LogLevel level);
+inline constexpr EnumName<LogLevel> kLogLevelNames[] = {{LogLevel::debug, "debug"},
+                                                        {LogLevel::info, "info"},
+                                                        {LogLevel::warn, "warn"},
+                                                        {LogLevel::error, "error"}};
+inline const char* to_string(LogLevel level) { return name_of(kLogLevelNames, level); }
 
 }  // namespace hwperf
 

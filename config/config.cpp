@@ -1,5 +1,6 @@
 #include "config/config.h"
 
+#include "common/cpu_list.h"
 #include "config/errors.h"
 
 namespace hwperf {
@@ -31,42 +32,6 @@ std::string TopologyConfig::to_string() const {
   return "system";
 }
 
-const char* to_string(Granularity granularity) {
-  switch (granularity) {
-    case Granularity::cpu: return "cpu";
-    case Granularity::core: return "core";
-    case Granularity::package: return "package";
-    case Granularity::machine: return "machine";
-  }
-  return "cpu";
-}
-
-const char* to_string(CountingDomain domain) {
-  switch (domain) {
-    case CountingDomain::user: return "user";
-    case CountingDomain::kernel: return "kernel";
-    case CountingDomain::all: return "all";
-  }
-  return "all";
-}
-
-const char* to_string(PapiAttachMode mode) {
-  switch (mode) {
-    case PapiAttachMode::automatic: return "auto";
-    case PapiAttachMode::cpu_attach: return "cpu_attach";
-    case PapiAttachMode::qualifier: return "qualifier";
-  }
-  return "auto";
-}
-
-const char* to_string(RaplInterface interface) {
-  switch (interface) {
-    case RaplInterface::automatic: return "auto";
-    case RaplInterface::powercap: return "powercap";
-    case RaplInterface::perf: return "perf";
-    case RaplInterface::msr: return "msr";
-  }
-  return "auto";
-}
+std::string CpuSelection::to_string() const { return all ? "all" : format_cpu_list(cpus); }
 
 }  // namespace hwperf

@@ -2,15 +2,15 @@
 // validated once at startup (config/loader.h) and then handed, read-only, to the parts that need it.
 #pragma once
 
-#include "common/log.h"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace hwperf {
+#include "common/enum_names.h"
+#include "common/log.h"
 
+namespace hwperf {
 
 // Where a value came from in the YAML file, so that later validation (event names, CPU lists)
 // can point the user at the line. line/column are 1-based; 0 means "not from a file" (a default).
@@ -21,8 +21,13 @@ struct SourceMark {
   std::string to_string() const;  // "file:line:column", or "default" when not from a file
 };
 
+// Every IPv4 address, on the port registered for this exporter in Prometheus' default port
+// allocations wiki page.
+inline constexpr const char* kDefaultListenAddress = ":9477";
+
 struct WebConfig {
-  std::string listen_address = ":9477";
+  std::string listen_address = kDefaultListenAddress;
+  SourceMark listen_address_mark;  // where the file set it; a default or a flag has none
   std::string telemetry_path = "/metrics";
 };
 
@@ -45,11 +50,30 @@ struct TopologyCollectorConfig {
 };
 
 enum class Granularity { cpu, core, package, machine };
+inline constexpr EnumName<Granularity> kGranularityNames[] = {{Granularity::cpu, "cpu"},
+                                                              {Granularity::core, "core"},
+                                                              {Granularity::package, "package"},
+                                                              {Granularity::machine, "machine"}};
+
 enum class CountingDomain { user, kernel, all };
+inline constexpr EnumName<CountingDomain> kCountingDomainNames[] = {
+    {CountingDomain::user, "user"}, {CountingDomain::kernel, "kernel"}, {CountingDomain::all, "all"}};
 
 // How the PAPI collector binds counters to CPUs. `auto` tries PAPI_CPU_ATTACH (the real-PMU way)
 // and falls back to per-CPU event qualifiers when PAPI cannot attach (no hardware PMU).
 enum class PapiAttachMode { automatic, cpu_attach, qualifier };
+inline constexpr EnumName<PapiAttachMode> kPapiAttachModeNames[] = {
+    {PapiAttachMode::automatic, "auto"},
+    {PapiAttachMode::cpu_attach, "cpu_attach"},
+    {PapiAttachMode::qualifier, "qualifier"}};
+
+// collectors.papi.cpus, parsed once when the configuration is read.
+struct CpuSelection {
+  bool all = true;             // every CPU of the topology
+  std::vector<unsigned> cpus;  // otherwise these, ascending and unique
+  SourceMark mark;             // where the list was written
+  std::string to_string() const;  // "all" or the CPU list, folded ("0-3,8")
+};
 
 struct PapiEventConfig {
   std::string event;   // PAPI preset or native name, with qualifiers
@@ -60,8 +84,7 @@ struct PapiEventConfig {
 
 struct PapiCollectorConfig {
   bool enabled = true;
-  std::string cpus = "all";  // "all" or a Linux CPU list such as "0-3,8,10-11"
-  SourceMark cpus_mark;
+  CpuSelection cpus;
   Granularity granularity = Granularity::cpu;
   CountingDomain domain = CountingDomain::all;
   PapiAttachMode attach = PapiAttachMode::automatic;
@@ -73,12 +96,28 @@ struct PapiCollectorConfig {
 };
 
 enum class RaplInterface { automatic, powercap, perf, msr };
+inline constexpr EnumName<RaplInterface> kRaplInterfaceNames[] = {
+    {RaplInterface::automatic, "auto"},
+    {RaplInterface::powercap, "powercap"},
+    {RaplInterface::perf, "perf"},
+    {RaplInterface::msr, "msr"}};
+
+enum class RaplDomain { package, core, uncore, dram, psys };
+inline constexpr EnumName<RaplDomain> kRaplDomainNames[] = {{RaplDomain::package, "package"},
+                                                            {RaplDomain::core, "core"},
+                                                            {RaplDomain::uncore, "uncore"},
+                                                            {RaplDomain::dram, "dram"},
+                                                            {RaplDomain::psys, "psys"}};
+
+// A wrap guard faster than the hardware updates its counters (about every millisecond) would
+// only burn CPU.
+inline constexpr double kMinWrapGuardIntervalSeconds = 0.001;
 
 struct RaplCollectorConfig {
   bool enabled = true;
   RaplInterface interface = RaplInterface::automatic;
-  // Empty means every domain found. Valid names: package, core, uncore, dram, psys.
-  std::vector<std::string> domains;
+  // Empty means every domain found.
+  std::vector<RaplDomain> domains;
   // Upper bound on what one package can draw, used to size the wrap guard period and to reject
   // implausible deltas. 0 = take it from the hardware (power limit registers / constraints).
   double max_power_watts = 0;
@@ -101,9 +140,10 @@ struct Config {
   std::string source_file;  // "" when running on defaults
 };
 
-const char* to_string(Granularity granularity);
-const char* to_string(CountingDomain domain);
-const char* to_string(PapiAttachMode mode);
-const char* to_string(RaplInterface interface);
+inline const char* to_string(Granularity value) { return name_of(kGranularityNames, value); }
+inline const char* to_string(CountingDomain value) { return name_of(kCountingDomainNames, value); }
+inline const char* to_string(PapiAttachMode value) { return name_of(kPapiAttachModeNames, value); }
+inline const char* to_string(RaplInterface value) { return name_of(kRaplInterfaceNames, value); }
+inline const char* to_string(RaplDomain value) { return name_of(kRaplDomainNames, value); }
 
 }  // namespace hwperf

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -13,6 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "common/cpu_list.h"
+#include "common/enum_names.h"
 #include "config/errors.h"
 
 namespace hwperf {
@@ -158,20 +160,16 @@ Mapping::Handler read_non_negative(Problems& problems, const std::string& path, 
   };
 }
 
-template <typename Enum>
+template <typename Enum, std::size_t N>
 Mapping::Handler read_enum(Problems& problems, const std::string& path, Enum& out,
-                           std::vector<std::pair<std::string, Enum>> choices) {
-  return [&problems, path, &out, choices](const YAML::Node& node) {
-    std::vector<std::string> names;
-    for (const auto& [name, value] : choices) names.push_back(name);
-    const std::string expected = "one of " + join(names);
+                           const EnumName<Enum> (&table)[N]) {
+  return [&problems, path, &out, &table](const YAML::Node& node) {
+    const std::string expected = "one of " + join_names(table);
     if (!is_scalar(problems, node, path, expected)) return;
     const auto text = node.as<std::string>();
-    for (const auto& [name, value] : choices) {
-      if (name == text) {
-        out = value;
-        return;
-      }
+    if (const auto value = parse_name(table, text)) {
+      out = *value;
+      return;
     }
     problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
   };
@@ -248,28 +246,28 @@ void read_papi_events(Problems& problems, const YAML::Node& node, PapiCollectorC
   }
 }
 
-void read_cpus(Problems& problems, const YAML::Node& node, PapiCollectorConfig& out) {
+void read_cpus(Problems& problems, const YAML::Node& node, CpuSelection& out) {
   const std::string path = "collectors.papi.cpus";
   const std::string expected = "\"all\" or a CPU list such as \"0-3,8\"";
   if (!is_scalar(problems, node, path, expected)) return;
-  out.cpus = node.as<std::string>();
-  out.cpus_mark = problems.where(node.Mark());
-  if (out.cpus == "all") return;
+  const auto text = node.as<std::string>();
+  out.mark = problems.where(node.Mark());
+  if (text == "all") {
+    out.all = true;
+    out.cpus.clear();
+    return;
+  }
   try {
-    parse_cpu_list(out.cpus);
+    out.cpus = parse_cpu_list(text);
+    out.all = false;
   } catch (const std::invalid_argument& e) {
     problems.add(problems.at(node), path + ": expected " + expected + ": " + e.what());
   }
 }
 
-const std::vector<std::string>& rapl_domain_names() {
-  static const std::vector<std::string> names{"package", "core", "uncore", "dram", "psys"};
-  return names;
-}
-
 void read_rapl_domains(Problems& problems, const YAML::Node& node, RaplCollectorConfig& out) {
   const std::string path = "collectors.rapl.domains";
-  const std::string expected = "a list of " + join(rapl_domain_names());
+  const std::string expected = "a list of " + join_names(kRaplDomainNames);
   if (!node.IsSequence()) {
     problems.add(problems.at(node), path + ": expected " + expected);
     return;
@@ -278,109 +276,195 @@ void read_rapl_domains(Problems& problems, const YAML::Node& node, RaplCollector
   for (const auto& item : node) {
     if (!is_scalar(problems, item, path, expected)) continue;
     const auto name = item.as<std::string>();
-    bool known = false;
-    for (const auto& valid : rapl_domain_names()) known = known || valid == name;
-    if (!known) {
-      problems.add(item.Mark(),
-                   path + ": unknown domain \"" + name + "\" (expected one of " +
-                       join(rapl_domain_names()) + ")");
+    const auto domain = parse_name(kRaplDomainNames, name);
+    if (!domain) {
+      problems.add(item.Mark(), path + ": unknown domain \"" + name + "\" (expected one of " +
+                                    join_names(kRaplDomainNames) + ")");
       continue;
     }
-    out.domains.push_back(name);
+    out.domains.push_back(*domain);
   }
 }
 
-void read_document(Problems& problems, const YAML::Node& root, Config& config) {
+// The schema, written once: each key with how it is read from YAML and how it is dumped. Reading
+// walks it through Mapping (which reports unknown keys against the same list), --check-config
+// walks it to print the effective configuration.
+struct Key {
+  std::string name;
+  Mapping::Handler read;
+  std::function<void(YAML::Emitter&)> dump;
+  std::function<bool()> present = [] { return true; };  // dumped only when it says so
+};
+using Section = std::vector<Key>;
+
+Key section(Problems& problems, const std::string& name, const std::string& path,
+            Section keys) {
+  auto shared = std::make_shared<Section>(std::move(keys));
+  return Key{name,
+             [&problems, path, shared](const YAML::Node& node) {
+               Mapping mapping(problems, path);
+               for (const auto& key : *shared) mapping.on(key.name, key.read);
+               mapping.visit(node);
+             },
+             [shared](YAML::Emitter& out) {
+               out << YAML::BeginMap;
+               for (const auto& key : *shared) {
+                 if (!key.present()) continue;
+                 out << YAML::Key << key.name << YAML::Value;
+                 key.dump(out);
+               }
+               out << YAML::EndMap;
+             }};
+}
+
+template <typename T>
+std::function<void(YAML::Emitter&)> dump_value(const T& value) {
+  return [&value](YAML::Emitter& out) { out << value; };
+}
+
+std::function<void(YAML::Emitter&)> dump_quoted(const std::string& value) {
+  return [&value](YAML::Emitter& out) { out << YAML::DoubleQuoted << value; };
+}
+
+template <typename Enum>
+std::function<void(YAML::Emitter&)> dump_enum(const Enum& value) {
+  return [&value](YAML::Emitter& out) { out << to_string(value); };
+}
+
+Key nonempty_string_key(Problems& problems, const std::string& name, const std::string& path,
+                        std::string& value) {
+  return {name, read_nonempty_string(problems, path, value), dump_value(value)};
+}
+
+Key bool_key(Problems& problems, const std::string& name, const std::string& path, bool& value) {
+  return {name, read_bool(problems, path, value), dump_value(value)};
+}
+
+template <typename Enum, std::size_t N>
+Key enum_key(Problems& problems, const std::string& name, const std::string& path, Enum& value,
+             const EnumName<Enum> (&table)[N]) {
+  return {name, read_enum(problems, path, value, table), dump_enum(value)};
+}
+
+// A number >= 0 where 0 means "decide for me", and otherwise at least `minimum`.
+Key zero_or_at_least_key(Problems& problems, const std::string& name, const std::string& path,
+                         double& value, double minimum, const std::string& zero_means,
+                         const std::string& unit) {
+  return {name,
+          [&problems, path, &value, minimum, zero_means, unit](const YAML::Node& node) {
+            read_non_negative(problems, path, value)(node);
+            if (value > 0 && value < minimum) {
+              std::ostringstream text;
+              text << minimum;
+              problems.add(problems.at(node), path + ": expected 0 (" + zero_means +
+                                                  ") or at least " + text.str() + " " + unit);
+            }
+          },
+          dump_value(value)};
+}
+
+Section schema(Problems& problems, Config& config) {
   auto& web = config.web;
   auto& paths = config.paths;
-  auto& papi = config.collectors.papi;
-  auto& rapl = config.collectors.rapl;
+  auto& collectors = config.collectors;
+  auto& papi = collectors.papi;
+  auto& rapl = collectors.rapl;
+  return {
+      section(problems, "web", "web",
+              {{"listen_address",
+                [&problems, &web](const YAML::Node& node) {
+                  read_nonempty_string(problems, "web.listen_address", web.listen_address)(node);
+                  web.listen_address_mark = problems.where(node.Mark());
+                },
+                dump_quoted(web.listen_address)},
+               {"telemetry_path",
+                [&problems, &web](const YAML::Node& node) {
+                  read_nonempty_string(problems, "web.telemetry_path", web.telemetry_path)(node);
+                  if (web.telemetry_path.front() != '/') {
+                    problems.add(problems.at(node),
+                                 "web.telemetry_path: expected a path starting with /");
+                  }
+                },
+                dump_value(web.telemetry_path)}}),
+      section(problems, "paths", "paths",
+              {nonempty_string_key(problems, "sysfs", "paths.sysfs", paths.sysfs),
+               nonempty_string_key(problems, "procfs", "paths.procfs", paths.procfs),
+               nonempty_string_key(problems, "devfs", "paths.devfs", paths.devfs)}),
+      section(problems, "topology", "topology",
+              {{"source",
+                [&problems, &config](const YAML::Node& n) {
+                  read_topology_source(problems, n, config.topology);
+                },
+                [&config](YAML::Emitter& out) { out << config.topology.to_string(); }}}),
+      section(problems, "log", "log",
+              {enum_key(problems, "level", "log.level", config.log_level, kLogLevelNames)}),
+      section(
+          problems, "collectors", "collectors",
+          {section(problems, "topology", "collectors.topology",
+                   {bool_key(problems, "enabled", "collectors.topology.enabled",
+                             collectors.topology.enabled)}),
+           section(problems, "papi", "collectors.papi",
+                   {bool_key(problems, "enabled", "collectors.papi.enabled", papi.enabled),
+                    {"cpus", [&problems, &papi](const YAML::Node& n) { read_cpus(problems, n, papi.cpus); },
+                     [&papi](YAML::Emitter& out) {
+                       out << YAML::DoubleQuoted << papi.cpus.to_string();
+                     }},
+                    enum_key(problems, "granularity", "collectors.papi.granularity",
+                             papi.granularity, kGranularityNames),
+                    enum_key(problems, "domain", "collectors.papi.domain", papi.domain,
+                             kCountingDomainNames),
+                    enum_key(problems, "attach", "collectors.papi.attach", papi.attach,
+                             kPapiAttachModeNames),
+                    bool_key(problems, "multiplex", "collectors.papi.multiplex", papi.multiplex),
+                    {"events",
+                     [&problems, &papi](const YAML::Node& n) { read_papi_events(problems, n, papi); },
+                     [&papi](YAML::Emitter& out) {
+                       out << YAML::BeginSeq;
+                       for (const auto& event : papi.events) {
+                         if (event.metric.empty() && event.help.empty()) {
+                           out << event.event;
+                           continue;
+                         }
+                         out << YAML::BeginMap << YAML::Key << "event" << YAML::Value
+                             << event.event;
+                         if (!event.metric.empty()) {
+                           out << YAML::Key << "metric" << YAML::Value << event.metric;
+                         }
+                         if (!event.help.empty()) {
+                           out << YAML::Key << "help" << YAML::Value << event.help;
+                         }
+                         out << YAML::EndMap;
+                       }
+                       out << YAML::EndSeq;
+                     },
+                     [&papi] { return papi.events_given; }}}),
+           section(
+               problems, "rapl", "collectors.rapl",
+               {bool_key(problems, "enabled", "collectors.rapl.enabled", rapl.enabled),
+                enum_key(problems, "interface", "collectors.rapl.interface", rapl.interface,
+                         kRaplInterfaceNames),
+                {"domains",
+                 [&problems, &rapl](const YAML::Node& n) { read_rapl_domains(problems, n, rapl); },
+                 [&rapl](YAML::Emitter& out) {
+                   out << YAML::Flow << YAML::BeginSeq;
+                   for (RaplDomain domain : rapl.domains) out << to_string(domain);
+                   out << YAML::EndSeq;
+                 },
+                 [&rapl] { return !rapl.domains.empty(); }},
+                // Below 1 W every real energy delta would be rejected as implausible.
+                zero_or_at_least_key(problems, "max_power_watts", "collectors.rapl.max_power_watts",
+                                     rapl.max_power_watts, 1, "from the hardware", "watt"),
+                zero_or_at_least_key(problems, "wrap_guard_interval_seconds",
+                                     "collectors.rapl.wrap_guard_interval_seconds",
+                                     rapl.wrap_guard_interval_seconds,
+                                     kMinWrapGuardIntervalSeconds, "derived", "seconds")})}),
+  };
+}
 
-  Mapping web_map(problems, "web");
-  web_map.on("listen_address", read_nonempty_string(problems, "web.listen_address", web.listen_address))
-      .on("telemetry_path", [&](const YAML::Node& node) {
-        read_nonempty_string(problems, "web.telemetry_path", web.telemetry_path)(node);
-        if (web.telemetry_path.front() != '/') {
-          problems.add(problems.at(node), "web.telemetry_path: expected a path starting with /");
-        }
-      });
-
-  Mapping paths_map(problems, "paths");
-  paths_map.on("sysfs", read_nonempty_string(problems, "paths.sysfs", paths.sysfs))
-      .on("procfs", read_nonempty_string(problems, "paths.procfs", paths.procfs))
-      .on("devfs", read_nonempty_string(problems, "paths.devfs", paths.devfs));
-
-  Mapping topology_map(problems, "topology");
-  topology_map.on("source", [&](const YAML::Node& n) { read_topology_source(problems, n, config.topology); });
-
-  Mapping log_map(problems, "log");
-  log_map.on("level", read_enum<LogLevel>(problems, "log.level", config.log_level,
-                                          {{"debug", LogLevel::debug},
-                                           {"info", LogLevel::info},
-                                           {"warn", LogLevel::warn},
-                                           {"error", LogLevel::error}}));
-
-  Mapping topology_collector(problems, "collectors.topology");
-  topology_collector.on("enabled", read_bool(problems, "collectors.topology.enabled",
-                                             config.collectors.topology.enabled));
-
-  Mapping papi_map(problems, "collectors.papi");
-  papi_map.on("enabled", read_bool(problems, "collectors.papi.enabled", papi.enabled))
-      .on("cpus", [&](const YAML::Node& n) { read_cpus(problems, n, papi); })
-      .on("granularity", read_enum<Granularity>(problems, "collectors.papi.granularity",
-                                                papi.granularity,
-                                                {{"cpu", Granularity::cpu},
-                                                 {"core", Granularity::core},
-                                                 {"package", Granularity::package},
-                                                 {"machine", Granularity::machine}}))
-      .on("domain", read_enum<CountingDomain>(problems, "collectors.papi.domain", papi.domain,
-                                              {{"user", CountingDomain::user},
-                                               {"kernel", CountingDomain::kernel},
-                                               {"all", CountingDomain::all}}))
-      .on("attach", read_enum<PapiAttachMode>(problems, "collectors.papi.attach", papi.attach,
-                                              {{"auto", PapiAttachMode::automatic},
-                                               {"cpu_attach", PapiAttachMode::cpu_attach},
-                                               {"qualifier", PapiAttachMode::qualifier}}))
-      .on("multiplex", read_bool(problems, "collectors.papi.multiplex", papi.multiplex))
-      .on("events", [&](const YAML::Node& n) { read_papi_events(problems, n, papi); });
-
-  Mapping rapl_map(problems, "collectors.rapl");
-  rapl_map.on("enabled", read_bool(problems, "collectors.rapl.enabled", rapl.enabled))
-      .on("interface", read_enum<RaplInterface>(problems, "collectors.rapl.interface",
-                                                rapl.interface,
-                                                {{"auto", RaplInterface::automatic},
-                                                 {"powercap", RaplInterface::powercap},
-                                                 {"perf", RaplInterface::perf},
-                                                 {"msr", RaplInterface::msr}}))
-      .on("domains", [&](const YAML::Node& n) { read_rapl_domains(problems, n, rapl); })
-      .on("max_power_watts", [&](const YAML::Node& node) {
-        const std::string path = "collectors.rapl.max_power_watts";
-        read_non_negative(problems, path, rapl.max_power_watts)(node);
-        // Below 1 W every real energy delta would be rejected as implausible.
-        if (rapl.max_power_watts > 0 && rapl.max_power_watts < 1) {
-          problems.add(problems.at(node), path + ": expected 0 (from the hardware) or at least 1 watt");
-        }
-      })
-      .on("wrap_guard_interval_seconds", [&](const YAML::Node& node) {
-        const std::string path = "collectors.rapl.wrap_guard_interval_seconds";
-        read_non_negative(problems, path, rapl.wrap_guard_interval_seconds)(node);
-        // Faster than the hardware updates (about 1 ms) would only burn CPU.
-        if (rapl.wrap_guard_interval_seconds > 0 && rapl.wrap_guard_interval_seconds < 0.001) {
-          problems.add(problems.at(node), path + ": expected 0 (derived) or at least 0.001 seconds");
-        }
-      });
-
-  Mapping collectors_map(problems, "collectors");
-  collectors_map.on("topology", [&](const YAML::Node& n) { topology_collector.visit(n); })
-      .on("papi", [&](const YAML::Node& n) { papi_map.visit(n); })
-      .on("rapl", [&](const YAML::Node& n) { rapl_map.visit(n); });
-
+void read_document(Problems& problems, const YAML::Node& root, Config& config) {
+  const Section keys = schema(problems, config);
   Mapping top(problems, "the top level");
-  top.on("web", [&](const YAML::Node& n) { web_map.visit(n); })
-      .on("paths", [&](const YAML::Node& n) { paths_map.visit(n); })
-      .on("topology", [&](const YAML::Node& n) { topology_map.visit(n); })
-      .on("log", [&](const YAML::Node& n) { log_map.visit(n); })
-      .on("collectors", [&](const YAML::Node& n) { collectors_map.visit(n); });
+  for (const auto& key : keys) top.on(key.name, key.read);
   top.visit(root);
 }
 
@@ -415,63 +499,16 @@ Config load_config_file(const std::string& path) {
 }
 
 std::string dump_config(const Config& config) {
+  Config copy = config;  // the schema binds to a mutable Config; dumping only reads it
+  Problems unused("");
+  const Section keys = schema(unused, copy);
   YAML::Emitter out;
   out << YAML::BeginMap;
-  out << YAML::Key << "web" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "listen_address" << YAML::Value << YAML::DoubleQuoted
-      << config.web.listen_address;
-  out << YAML::Key << "telemetry_path" << YAML::Value << config.web.telemetry_path;
-  out << YAML::EndMap;
-  out << YAML::Key << "paths" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "sysfs" << YAML::Value << config.paths.sysfs;
-  out << YAML::Key << "procfs" << YAML::Value << config.paths.procfs;
-  out << YAML::Key << "devfs" << YAML::Value << config.paths.devfs;
-  out << YAML::EndMap;
-  out << YAML::Key << "topology" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "source" << YAML::Value << config.topology.to_string();
-  out << YAML::EndMap;
-  out << YAML::Key << "log" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "level" << YAML::Value << std::string(to_string(config.log_level));
-  out << YAML::EndMap;
-
-  const auto& c = config.collectors;
-  out << YAML::Key << "collectors" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "topology" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "enabled" << YAML::Value << c.topology.enabled;
-  out << YAML::EndMap;
-  out << YAML::Key << "papi" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "enabled" << YAML::Value << c.papi.enabled;
-  out << YAML::Key << "cpus" << YAML::Value << YAML::DoubleQuoted << c.papi.cpus;
-  out << YAML::Key << "granularity" << YAML::Value << to_string(c.papi.granularity);
-  out << YAML::Key << "domain" << YAML::Value << to_string(c.papi.domain);
-  out << YAML::Key << "attach" << YAML::Value << to_string(c.papi.attach);
-  out << YAML::Key << "multiplex" << YAML::Value << c.papi.multiplex;
-  if (c.papi.events_given) {
-    out << YAML::Key << "events" << YAML::Value << YAML::BeginSeq;
-    for (const auto& event : c.papi.events) {
-      if (event.metric.empty() && event.help.empty()) {
-        out << event.event;
-        continue;
-      }
-      out << YAML::BeginMap << YAML::Key << "event" << YAML::Value << event.event;
-      if (!event.metric.empty()) out << YAML::Key << "metric" << YAML::Value << event.metric;
-      if (!event.help.empty()) out << YAML::Key << "help" << YAML::Value << event.help;
-      out << YAML::EndMap;
-    }
-    out << YAML::EndSeq;
+  for (const auto& key : keys) {
+    if (!key.present()) continue;
+    out << YAML::Key << key.name << YAML::Value;
+    key.dump(out);
   }
-  out << YAML::EndMap;
-  out << YAML::Key << "rapl" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "enabled" << YAML::Value << c.rapl.enabled;
-  out << YAML::Key << "interface" << YAML::Value << to_string(c.rapl.interface);
-  if (!c.rapl.domains.empty()) {
-    out << YAML::Key << "domains" << YAML::Value << YAML::Flow << c.rapl.domains;
-  }
-  out << YAML::Key << "max_power_watts" << YAML::Value << c.rapl.max_power_watts;
-  out << YAML::Key << "wrap_guard_interval_seconds" << YAML::Value
-      << c.rapl.wrap_guard_interval_seconds;
-  out << YAML::EndMap;
-  out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -8,213 +8,181 @@
 #include <stdexcept>
 
 #include "collectors/build_info.h"
-#include "collectors/papi/papi_collector.h"
-#include "collectors/rapl/rapl_collector.h"
-#include "collectors/rapl/rapl_factory.h"
-#include "collectors/topology_collector.h"
+#include "collectors/registry.h"
+#include "common/log.h"
 #include "config/errors.h"
 #include "config/loader.h"
-#include "common/log.h"
 #include "exporter/cli.h"
 #include "exporter/exposition.h"
 #include "exporter/http_server.h"
+#include "exporter/router.h"
+#include "topology/topology.h"
 
 namespace hwperf {
 namespace {
 
-std::string html_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-void log_problems(const ConfigError& error) {
-  for (const auto& problem : error.problems()) log::error(problem);
-}
-
-// Runs one startup step and maps its failure to the exit code: 2 for what the user asked for
-// (ConfigError), 1 for what the machine could not do; 0 when it succeeded.
+// The one mapping from a failed startup step to the exit code: ConfigError is what the user
+// asked for, anything else what the machine could not do.
 template <typename Step>
-int startup_step(Step&& step) {
+ExitCode startup_step(Step&& step) {
   try {
     step();
   } catch (const ConfigError& e) {
-    log_problems(e);
-    return 2;
+    for (const auto& problem : e.problems()) log::error(problem);
+    return ExitCode::config_error;
   } catch (const std::exception& e) {
     log::error(e.what());
-    return 1;
+    return ExitCode::runtime_failure;
   }
-  return 0;
+  return ExitCode::ok;
+}
+
+int code(ExitCode exit_code) { return static_cast<int>(exit_code); }
+
+// CivetWeb's form of the listen address, resolved once, before anything is built, so that a bad
+// address is a configuration error naming where it was written.
+std::string resolve_listen_address(const WebConfig& web) {
+  const std::string written_as =
+      web.listen_address_mark.line != 0
+          ? web.listen_address_mark.to_string() + ": web.listen_address \"" + web.listen_address +
+                "\""
+          : "";
+  try {
+    return civetweb_listening_port(web.listen_address, written_as);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError({e.what()});
+  }
+}
+
+const char* signal_name(int signal_number) {
+  switch (signal_number) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    default: return "a signal";
+  }
 }
 
 }  // namespace
 
-CollectorSet build_collectors(const Config& config, const Topology& topology) {
-  CollectorSet set;
-  const auto& c = config.collectors;
-  if (c.topology.enabled) set.add(make_topology_collector(topology));
-  if (c.papi.enabled) set.add(make_papi_collector(c.papi, topology, config.paths));
-  if (c.rapl.enabled) set.add(make_rapl_collector(c.rapl, config.paths, topology));
-  return set;
-}
-
-Exporter::Exporter(Config config, Topology topology)
-    : config_(std::move(config)),
-      collectors_(build_collectors(config_, topology)),
-      build_info_(build_info_family(papi_library_version(), hwloc_library_version())) {}
-
-Exporter::Exporter(Config config, CollectorSet collectors, std::string papi_version,
-                   std::string hwloc_version)
-    : config_(std::move(config)),
-      collectors_(std::move(collectors)),
-      build_info_(build_info_family(papi_version, hwloc_version)) {}
-
-std::vector<prometheus::MetricFamily> Exporter::gather() const {
-  auto families = collectors_.collect();
-  families.push_back(build_info_);
-  return families;
-}
-
-HttpResponse Exporter::handle(const HttpRequest& request) const {
-  if (request.method != "GET" && request.method != "HEAD") {
-    return HttpResponse{405, "text/plain; charset=utf-8", {{"Allow", "GET, HEAD"}},
-                        "method not allowed\n"};
-  }
-  if (request.path == config_.web.telemetry_path) {
-    const auto format = negotiate_format(request.accept);
-    HttpResponse response;
-    response.content_type = content_type(format);
-    response.body = serialize(gather(), format);
-    response.headers.emplace_back("Vary", "Accept, Accept-Encoding");
-    if (accepts_gzip(request.accept_encoding)) {
-      response.body = gzip_compress(response.body);
-      response.headers.emplace_back("Content-Encoding", "gzip");
-    }
-    return response;
-  }
-  if (request.path == "/-/healthy") {
-    return HttpResponse{200, "text/plain; charset=utf-8", {}, "OK\n"};
-  }
-  if (request.path == "/") {
-    std::string body =
-        "<!DOCTYPE html>\n<html><head><title>hwperf_exporter</title></head><body>\n"
-        "<h1>hwperf_exporter</h1>\n<p>Hardware performance counters and CPU energy for "
-        "Prometheus.</p>\n<p><a href=\"" +
-        html_escape(config_.web.telemetry_path) + "\">Metrics</a></p>\n<h2>Active collectors</h2>\n<ul>\n";
-    for (const auto& name : collectors_.names()) body += "<li>" + html_escape(name) + "</li>\n";
-    body += "</ul>\n<p>Version " + html_escape(exporter_version()) + " (revision " +
-            html_escape(exporter_revision()) + ")</p>\n</body></html>\n";
-    return HttpResponse{200, "text/html; charset=utf-8", {}, body};
-  }
-  return HttpResponse{404, "text/plain; charset=utf-8", {}, "404 page not found\n"};
-}
-
 int run_exporter(const std::vector<std::string>& args) {
   CliOptions cli;
-  try {
-    cli = parse_cli(args);
-  } catch (const ConfigError& e) {
-    log_problems(e);
-    return 2;
+  Config config;
+  std::string listening_ports;
+  if (const auto failed = startup_step([&] {
+        cli = parse_cli(args);
+        if (cli.help || cli.version) return;
+        config = load_config_file(cli.config_file.value_or(""));
+        apply_cli(cli, config);
+        listening_ports = resolve_listen_address(config.web);
+      });
+      failed != ExitCode::ok) {
+    return code(failed);
   }
   if (cli.help) {
     std::cout << usage_text();
-    return 0;
+    return code(ExitCode::ok);
   }
   if (cli.version) {
     std::cout << "hwperf_exporter version " << exporter_version() << " (revision "
-              << exporter_revision() << ", papi " << papi_library_version() << ", hwloc "
-              << hwloc_library_version() << ")\n";
-    return 0;
-  }
-
-  Config config;
-  try {
-    config = load_config_file(cli.config_file.value_or(""));
-    apply_cli(cli, config);
-    try {
-      civetweb_listening_port(config.web.listen_address);
-    } catch (const std::invalid_argument& e) {
-      throw ConfigError({e.what()});
+              << exporter_revision();
+    for (const auto& entry : collector_registry()) {
+      if (entry.library_label == nullptr) continue;
+      std::string library = entry.library_label;
+      library = library.substr(0, library.find("_version"));
+      std::cout << ", " << library << " " << entry.library_version();
     }
-  } catch (const ConfigError& e) {
-    log_problems(e);
-    return 2;
+    std::cout << ")\n";
+    return code(ExitCode::ok);
   }
   log::set_level(config.log_level);
 
   // Blocked before any thread exists (PAPI owners, RAPL guard, CivetWeb workers) so that every
-  // thread inherits the mask and only sigwait() below sees SIGTERM/SIGINT.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // thread inherits the mask and only sigwait() below sees them. SIGHUP and the user signals
+  // would otherwise end the process silently (their default action); they are logged and ignored.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int signal_number : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) {
+    sigaddset(&signals, signal_number);
+  }
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   std::optional<Topology> topology;
-  try {
-    topology.emplace(Topology::load(config.topology));
-  } catch (const std::exception& e) {
-    log::error(e.what());
-    return config.topology.kind == TopologyConfig::Kind::system ? 1 : 2;
+  if (const auto failed = startup_step([&] {
+        try {
+          topology.emplace(Topology::load(config.topology));
+        } catch (const std::runtime_error& e) {
+          // The live machine failing is the machine's problem; a file or description the user
+          // named is the user's.
+          if (config.topology.kind == TopologyConfig::Kind::system) throw;
+          throw ConfigError({e.what()});
+        }
+      });
+      failed != ExitCode::ok) {
+    return code(failed);
   }
   log::info("topology: " + topology->description());
 
   if (cli.check_config) {
-    return startup_step([&] {
+    return code(startup_step([&] {
       std::cout << dump_config(config);
       std::cout << "# topology: " << topology->description() << "\n";
-      if (config.collectors.rapl.enabled) rapl::validate_rapl_config(config.collectors.rapl);
-      if (config.collectors.papi.enabled) {
-        for (const auto& line :
-             papi_check_report(config.collectors.papi, *topology, config.paths)) {
-          std::cout << "# papi: " << line << "\n";
+      for (const auto& entry : collector_registry()) {
+        if (!entry.enabled(config)) continue;
+        for (const auto& line : entry.check(config, *topology)) {
+          std::cout << "# " << entry.name << ": " << line << "\n";
         }
       }
-    });
+    }));
   }
 
   std::unique_ptr<Exporter> exporter;
-  if (const int failed = startup_step([&] {
-        exporter = std::make_unique<Exporter>(config, std::move(*topology));
-      })) {
-    return failed;
+  if (const auto failed = startup_step([&] {
+        exporter = std::make_unique<Exporter>(config.web.telemetry_path,
+                                              build_collectors(config, *topology),
+                                              registry_build_info());
+      });
+      failed != ExitCode::ok) {
+    return code(failed);
   }
+  topology.reset();  // every collector took what it needs
 
   if (cli.once) {
     std::cout << serialize(exporter->gather(), ExpositionFormat::text_0_0_4) << std::flush;
-    return 0;
+    return code(ExitCode::ok);
   }
 
   std::unique_ptr<HttpServer> server;
-  if (const int failed = startup_step([&] {
+  if (const auto failed = startup_step([&] {
         HttpServerOptions options;
         options.listen_address = config.web.listen_address;
+        options.civetweb_ports = listening_ports;
         const Exporter* routes = exporter.get();
         server = std::make_unique<HttpServer>(
             options, [routes](const HttpRequest& request) { return routes->handle(request); });
-      })) {
-    return failed;
+      });
+      failed != ExitCode::ok) {
+    return code(failed);
   }
   log::info("Listening on " + server->bound_address() + " (metrics at " +
             config.web.telemetry_path + ")");
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  log::info(std::string("received ") + (signal_number == SIGTERM ? "SIGTERM" : "SIGINT") +
-            ", shutting down");
+  while (true) {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    if (signal_number == SIGTERM || signal_number == SIGINT) {
+      log::info(std::string("received ") + signal_name(signal_number) + ", shutting down");
+      break;
+    }
+    log::info(std::string("received ") + signal_name(signal_number) +
+              ", ignored (only SIGTERM and SIGINT stop the exporter; the configuration is read "
+              "at startup only)");
+  }
   server.reset();
   exporter.reset();
-  return 0;
+  return code(ExitCode::ok);
 }
 
 }  // namespace hwperf

@@ -10,34 +10,40 @@ namespace {
 struct Flag {
   const char* name;
   const char* value_name;  // nullptr for boolean flags
-  const char* help;
+  std::string help;
 };
 
+// Defaults and spellings come from the configuration's own defaults and name tables.
 const std::vector<Flag>& flags() {
-  static const std::vector<Flag> all{
-      {"--config.file", "PATH", "YAML configuration file (default: none, built-in defaults)"},
-      {"--web.listen-address", "[HOST]:PORT", "address to serve on (default :9477)"},
-      {"--web.telemetry-path", "PATH", "path of the metrics endpoint (default /metrics)"},
-      {"--path.sysfs", "PATH", "sysfs mount point (default /sys)"},
-      {"--path.procfs", "PATH", "procfs mount point (default /proc)"},
-      {"--path.devfs", "PATH", "devfs mount point (default /dev)"},
-      {"--log.level", "LEVEL", "debug, info, warn or error (default info)"},
-      {"--check-config", nullptr,
-       "validate the configuration, print the effective configuration and what each collector "
-       "can do here, exit 0 (or 2 on error)"},
-      {"--once", nullptr, "collect once, print the exposition to stdout and exit"},
-      {"--version", nullptr, "print the version and exit"},
-      {"--help", nullptr, "print this help and exit"},
-  };
+  static const std::vector<Flag> all = [] {
+    const Config defaults;
+    return std::vector<Flag>{
+        {"--config.file", "PATH", "YAML configuration file (default: none, built-in defaults)"},
+        {"--web.listen-address", "[HOST]:PORT",
+         "address to serve on (default " + defaults.web.listen_address + ")"},
+        {"--web.telemetry-path", "PATH",
+         "path of the metrics endpoint (default " + defaults.web.telemetry_path + ")"},
+        {"--path.sysfs", "PATH", "sysfs mount point (default " + defaults.paths.sysfs + ")"},
+        {"--path.procfs", "PATH", "procfs mount point (default " + defaults.paths.procfs + ")"},
+        {"--path.devfs", "PATH", "devfs mount point (default " + defaults.paths.devfs + ")"},
+        {"--log.level", "LEVEL",
+         join_names(kLogLevelNames, ", ", " or ") + " (default " +
+             to_string(defaults.log_level) + ")"},
+        {"--check-config", nullptr,
+         "validate the configuration, print the effective configuration and what each collector "
+         "can do here, exit 0 (or 2 on error)"},
+        {"--once", nullptr, "collect once, print the exposition to stdout and exit"},
+        {"--version", nullptr, "print the version and exit"},
+        {"--help", nullptr, "print this help and exit"},
+    };
+  }();
   return all;
 }
 
 LogLevel parse_level(const std::string& text) {
-  if (text == "debug") return LogLevel::debug;
-  if (text == "info") return LogLevel::info;
-  if (text == "warn") return LogLevel::warn;
-  if (text == "error") return LogLevel::error;
-  throw ConfigError({"--log.level=" + text + ": expected debug, info, warn or error"});
+  if (const auto level = parse_name(kLogLevelNames, text)) return *level;
+  throw ConfigError(
+      {"--log.level=" + text + ": expected " + join_names(kLogLevelNames, ", ", " or ")});
 }
 
 }  // namespace
@@ -100,7 +106,10 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
 }
 
 void apply_cli(const CliOptions& options, Config& config) {
-  if (options.listen_address) config.web.listen_address = *options.listen_address;
+  if (options.listen_address) {
+    config.web.listen_address = *options.listen_address;
+    config.web.listen_address_mark = SourceMark{};
+  }
   if (options.telemetry_path) config.web.telemetry_path = *options.telemetry_path;
   if (options.sysfs) config.paths.sysfs = *options.sysfs;
   if (options.procfs) config.paths.procfs = *options.procfs;

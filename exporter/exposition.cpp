@@ -80,29 +80,28 @@ void write_escaped(std::ostream& out, const std::string& text, bool escape_quote
 }
 
 void write_sample(std::ostream& out, const std::string& name,
-                  const std::vector<prometheus::ClientMetric::Label>& labels, double value,
-                  const prometheus::ClientMetric::Label* extra = nullptr) {
+                  const std::vector<prometheus::ClientMetric::Label>& labels, double value) {
   out << name;
-  if (!labels.empty() || extra) {
+  if (!labels.empty()) {
     out << '{';
     bool first = true;
-    auto write_label = [&](const prometheus::ClientMetric::Label& label) {
+    for (const auto& label : labels) {
       if (!first) out << ',';
       first = false;
       out << label.name << "=\"";
       write_escaped(out, label.value, true);
       out << '"';
-    };
-    for (const auto& label : labels) write_label(label);
-    if (extra) write_label(*extra);
+    }
     out << '}';
   }
   out << ' ' << format_value(value) << '\n';
 }
 
-bool ends_with(const std::string& text, std::string_view suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+// This exporter builds counters and gauges only (its own timings are gauges, not histograms), so
+// a summary or histogram family is a programming error, reported rather than written wrongly.
+[[noreturn]] void unsupported_type(const prometheus::MetricFamily& family) {
+  throw std::logic_error("exposition: " + family.name +
+                         " is a summary or histogram, which this exporter does not write");
 }
 
 // OpenMetrics 1.0: counters are typed under the name without "_total" and their samples carry
@@ -118,9 +117,9 @@ void serialize_openmetrics(std::ostream& out,
         if (ends_with(name, "_total")) name.resize(name.size() - 6);
         break;
       case prometheus::MetricType::Gauge: type = "gauge"; break;
-      case prometheus::MetricType::Summary: type = "summary"; break;
-      case prometheus::MetricType::Histogram: type = "histogram"; break;
       case prometheus::MetricType::Untyped: type = "unknown"; break;
+      case prometheus::MetricType::Summary:
+      case prometheus::MetricType::Histogram: unsupported_type(family);
     }
     out << "# TYPE " << name << ' ' << type << '\n';
     if (!family.help.empty()) {
@@ -139,27 +138,9 @@ void serialize_openmetrics(std::ostream& out,
         case prometheus::MetricType::Untyped:
           write_sample(out, name, metric.label, metric.untyped.value);
           break;
-        case prometheus::MetricType::Summary: {
-          for (const auto& q : metric.summary.quantile) {
-            const prometheus::ClientMetric::Label quantile{"quantile", format_value(q.quantile)};
-            write_sample(out, name, metric.label, q.value, &quantile);
-          }
-          write_sample(out, name + "_sum", metric.label, metric.summary.sample_sum);
-          write_sample(out, name + "_count", metric.label,
-                       static_cast<double>(metric.summary.sample_count));
-          break;
-        }
-        case prometheus::MetricType::Histogram: {
-          for (const auto& bucket : metric.histogram.bucket) {
-            const prometheus::ClientMetric::Label le{"le", format_value(bucket.upper_bound)};
-            write_sample(out, name + "_bucket", metric.label,
-                         static_cast<double>(bucket.cumulative_count), &le);
-          }
-          write_sample(out, name + "_sum", metric.label, metric.histogram.sample_sum);
-          write_sample(out, name + "_count", metric.label,
-                       static_cast<double>(metric.histogram.sample_count));
-          break;
-        }
+        case prometheus::MetricType::Summary:
+        case prometheus::MetricType::Histogram:
+          unsupported_type(family);
       }
     }
   }

@@ -46,7 +46,7 @@ bool all_digits(std::string_view text) {
 }
 
 // CivetWeb binds numeric addresses only; a host name is resolved here, once, at startup.
-std::string numeric_host(const std::string& host, const std::string& listen_address) {
+std::string numeric_host(const std::string& host, const std::string& where) {
   addrinfo hints{};
   hints.ai_family = http_server_supports_ipv6() ? AF_UNSPEC : AF_INET;
   hints.ai_socktype = SOCK_STREAM;
@@ -61,7 +61,7 @@ std::string numeric_host(const std::string& host, const std::string& listen_addr
   }
   if (rc != 0) rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
   if (rc != 0 || found == nullptr) {
-    throw std::invalid_argument("--web.listen-address=" + listen_address + ": cannot resolve \"" +
+    throw std::invalid_argument(where + ": cannot resolve \"" +
                                 host + "\": " + gai_strerror(rc));
   }
   char text[INET6_ADDRSTRLEN] = {};
@@ -94,32 +94,34 @@ void poke(const std::string& numeric_host, unsigned port) {
 
 bool http_server_supports_ipv6() { return mg_check_feature(MG_FEATURES_IPV6) != 0; }
 
-std::string civetweb_listening_port(const std::string& listen_address) {
+std::string civetweb_listening_port(const std::string& listen_address,
+                                    const std::string& written_as) {
+  const std::string where = written_as.empty() ? "--web.listen-address=" + listen_address : written_as;
   const std::string expected = " (expected [HOST]:PORT, e.g. :9477, 127.0.0.1:9477 or [::1]:9477)";
   const auto colon = listen_address.rfind(':');
   if (colon == std::string::npos) {
-    throw std::invalid_argument("--web.listen-address=" + listen_address + ": no port" + expected);
+    throw std::invalid_argument(where + ": no port" + expected);
   }
   const std::string host = listen_address.substr(0, colon);
   const std::string port = listen_address.substr(colon + 1);
   if (!all_digits(port) || std::stoul(port) > 65535) {
-    throw std::invalid_argument("--web.listen-address=" + listen_address + ": bad port \"" + port +
+    throw std::invalid_argument(where + ": bad port \"" + port +
                                 "\"" + expected);
   }
   if (host.empty()) return port;  // every IPv4 address, like node_exporter's ":9100"
   if (host.front() == '[') {
     if (host.back() != ']' || host.size() < 3) {
-      throw std::invalid_argument("--web.listen-address=" + listen_address +
-                                  ": unterminated IPv6 address" + expected);
+      throw std::invalid_argument(where + ": unterminated IPv6 address" +
+                                  expected);
     }
     in6_addr ignored{};
     if (inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &ignored) != 1) {
-      throw std::invalid_argument("--web.listen-address=" + listen_address + ": bad IPv6 address" +
+      throw std::invalid_argument(where + ": bad IPv6 address" +
                                   expected);
     }
     if (!http_server_supports_ipv6()) {
       throw std::invalid_argument(
-          "--web.listen-address=" + listen_address +
+          where +
           ": the CivetWeb library this exporter runs with was built without IPv6 support (as "
           "Debian 12's libcivetweb is); listen on an IPv4 address such as :9477 instead");
     }
@@ -127,7 +129,7 @@ std::string civetweb_listening_port(const std::string& listen_address) {
   }
   in_addr ignored{};
   if (inet_pton(AF_INET, host.c_str(), &ignored) == 1) return host + ":" + port;
-  return numeric_host(host, listen_address) + ":" + port;
+  return numeric_host(host, where) + ":" + port;
 }
 
 struct HttpServer::Impl {
@@ -182,7 +184,9 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   impl_->handler = std::move(handler);
   impl_->listen_host = options.listen_address.substr(0, options.listen_address.rfind(':'));
 
-  const std::string ports = civetweb_listening_port(options.listen_address);
+  const std::string ports = options.civetweb_ports.empty()
+                                ? civetweb_listening_port(options.listen_address)
+                                : options.civetweb_ports;
   if (const auto colon = ports.rfind(':'); colon != std::string::npos) {
     impl_->numeric_host = ports.substr(0, colon);
   }

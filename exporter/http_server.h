@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "config/config.h"
 #include "exporter/http.h"
 
 namespace hwperf {
@@ -12,14 +13,21 @@ namespace hwperf {
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct HttpServerOptions {
-  std::string listen_address = ":9477";  // [HOST]:PORT; PORT 0 asks the kernel for a free port
+  std::string listen_address = kDefaultListenAddress;  // [HOST]:PORT; PORT 0: a free port
+  // listen_address as civetweb_listening_port() resolved it, when the caller already has (the
+  // exporter resolves it once, before building collectors, to fail early on a bad address).
+  std::string civetweb_ports;
   unsigned worker_threads = 8;
   unsigned request_timeout_ms = 10000;
 };
 
 // "[HOST]:PORT" -> CivetWeb's listening_ports syntax. Throws std::invalid_argument with a message
-// that names the address and the expected form.
-std::string civetweb_listening_port(const std::string& listen_address);
+// that names the address ("\"HOST:PORT\": ...") and the expected form; the caller says where it
+// was written.
+// `written_as` names where the address came from in messages (default
+// "--web.listen-address=ADDRESS").
+std::string civetweb_listening_port(const std::string& listen_address,
+                                    const std::string& written_as = "");
 bool http_server_supports_ipv6();
 
 class HttpServer {

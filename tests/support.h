@@ -69,6 +69,7 @@ class RunningExporter {
   RunningExporter(const RunningExporter&) = delete;
   RunningExporter& operator=(const RunningExporter&) = delete;
   unsigned port() const { return port_; }
+  int pid() const { return pid_; }
   HttpResponse get(const std::string& path, const Headers& headers = {}) const;
   // SIGTERM, wait; returns the exit status (or 128+signal). Idempotent.
   int stop();

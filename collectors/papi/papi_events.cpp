@@ -370,16 +370,10 @@ std::vector<EventSpec> resolve_event_specs(
 }
 
 std::vector<unsigned> select_cpus(const PapiCollectorConfig& config, const Topology& topology) {
-  if (config.cpus == "all") return topology.cpus();
-  const std::string where = config.cpus_mark.to_string();
-  std::vector<unsigned> cpus;
-  try {
-    cpus = parse_cpu_list(config.cpus);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError({where + ": collectors.papi.cpus: " + e.what()});
-  }
+  if (config.cpus.all) return topology.cpus();
+  const std::string where = config.cpus.mark.to_string();
   std::vector<unsigned> missing;
-  for (unsigned cpu : cpus) {
+  for (unsigned cpu : config.cpus.cpus) {
     if (topology.find(cpu) == nullptr) missing.push_back(cpu);
   }
   if (!missing.empty()) {
@@ -387,7 +381,7 @@ std::vector<unsigned> select_cpus(const PapiCollectorConfig& config, const Topol
                        ", which this machine does not have online (it has " +
                        format_cpu_list(topology.cpus()) + ")"});
   }
-  return cpus;
+  return config.cpus.cpus;
 }
 
 }  // namespace hwperf::papi

@@ -84,7 +84,7 @@ std::vector<EventSpec> resolve_event_specs(
 std::string counter_family_name(Granularity granularity, const EventSpec& event);
 
 // config.cpus against the topology: "all" is every CPU in it. Throws ConfigError naming
-// config.cpus_mark for a malformed list or CPUs the topology does not have (offline or absent).
+// where the list was written for CPUs the topology does not have (offline or absent).
 std::vector<unsigned> select_cpus(const PapiCollectorConfig& config, const Topology& topology);
 
 }  // namespace papi

@@ -8,24 +8,6 @@ namespace {
 constexpr std::uint64_t kLow32 = 0xFFFFFFFFull;
 }  // namespace
 
-std::string_view to_string(Domain domain) {
-  switch (domain) {
-    case Domain::package: return "package";
-    case Domain::core: return "core";
-    case Domain::uncore: return "uncore";
-    case Domain::dram: return "dram";
-    case Domain::psys: return "psys";
-  }
-  return "unknown";
-}
-
-std::optional<Domain> parse_domain(std::string_view name) {
-  for (Domain domain : kAllDomains) {
-    if (to_string(domain) == name) return domain;
-  }
-  return std::nullopt;
-}
-
 Delta msr_delta(std::uint64_t previous, std::uint64_t current) noexcept {
   const std::uint64_t prev = previous & kLow32;
   const std::uint64_t cur = current & kLow32;

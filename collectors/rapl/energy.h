@@ -8,13 +8,14 @@
 #include <optional>
 #include <string_view>
 
+#include "config/config.h"
+
 namespace hwperf::rapl {
 
-enum class Domain { package, core, uncore, dram, psys };
+// The configuration's domain enum, whose table (config/config.h) spells every domain.
+using Domain = RaplDomain;
 inline constexpr Domain kAllDomains[] = {Domain::package, Domain::core, Domain::uncore,
                                          Domain::dram, Domain::psys};
-std::string_view to_string(Domain domain);
-std::optional<Domain> parse_domain(std::string_view name);
 
 // The domains the configuration asks for (collectors.rapl.domains); all by default.
 class DomainSet {

@@ -18,7 +18,6 @@ namespace rapl {
 namespace {
 
 // Below this the guard thread would spin rather than sleep.
-constexpr double kMinConfiguredGuardSeconds = 0.001;
 
 std::string format_number(double value) {
   char text[64];
@@ -209,22 +208,16 @@ std::string describe_counters(const std::vector<CounterInfo>& counters) {
 DomainSet validate_rapl_config(const RaplCollectorConfig& config) {
   std::vector<std::string> problems;
   DomainSet wanted = config.domains.empty() ? DomainSet::all() : DomainSet::none();
-  for (const auto& name : config.domains) {
-    if (const auto domain = parse_domain(name)) {
-      wanted.insert(*domain);
-    } else {
-      problems.push_back("collectors.rapl.domains: unknown domain \"" + name +
-                         "\" (valid: package, core, uncore, dram, psys)");
-    }
-  }
+  for (RaplDomain domain : config.domains) wanted.insert(domain);
   if (!std::isfinite(config.max_power_watts) || config.max_power_watts < 0) {
     problems.push_back("collectors.rapl.max_power_watts: must be a finite number >= 0 (0 = from "
                        "the hardware), got " + format_number(config.max_power_watts));
   }
   const double guard = config.wrap_guard_interval_seconds;
-  if (!std::isfinite(guard) || guard < 0 || (guard > 0 && guard < kMinConfiguredGuardSeconds)) {
+  if (!std::isfinite(guard) || guard < 0 || (guard > 0 && guard < kMinWrapGuardIntervalSeconds)) {
     problems.push_back("collectors.rapl.wrap_guard_interval_seconds: must be 0 (derived) or at "
-                       "least 0.001, got " + format_number(guard));
+                       "least " + format_number(kMinWrapGuardIntervalSeconds) + ", got " +
+                       format_number(guard));
   }
   if (!problems.empty()) throw ConfigError(problems);
   return wanted;

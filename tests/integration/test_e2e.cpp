@@ -164,6 +164,33 @@ TEST_CASE("bad flags exit 2 with one clear line", "[e2e]") {
   CHECK_THAT(result.err, Catch::Contains(message));
 }
 
+TEST_CASE("a listen address from the file that cannot be used names its line and column", "[e2e]") {
+  test::TempDir dir;
+  const auto bad = dir.write("bad.yml", "web:\n  listen_address: nonsense\n");
+  const auto result = test::run_exporter({"--config.file=" + bad.string(), "--check-config"});
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.err, Catch::Contains(bad.string() +
+                                         ":2:19: web.listen_address \\\"nonsense\\\": no port"));
+}
+
+TEST_CASE("SIGHUP and the user signals are logged and ignored; only SIGTERM stops", "[e2e]") {
+  FixtureConfig fixture;
+  test::RunningExporter exporter(fixture.args);
+  for (int signal_number : {SIGHUP, SIGUSR1, SIGUSR2}) REQUIRE(kill(exporter.pid(), signal_number) == 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (exporter.stderr_text().find("received SIGUSR2, ignored") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const std::string log = exporter.stderr_text();
+  INFO(log);
+  for (const char* name : {"SIGHUP", "SIGUSR1", "SIGUSR2"}) {
+    CHECK_THAT(log, Catch::Contains(std::string("received ") + name + ", ignored"));
+  }
+  CHECK(exporter.get("/-/healthy").status == 200);
+  CHECK(exporter.stop() == 0);
+}
+
 TEST_CASE("the help and version flags", "[e2e]") {
   const auto help = test::run_exporter({"--help"});
   CHECK(help.exit_code == 0);

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/cpu_list.h"
 #include "collectors/papi/papi_collector.h"
 #include "collectors/papi/papi_events.h"
 #include "collectors/papi/papi_source.h"
@@ -90,7 +91,7 @@ PapiEventConfig event(const std::string& name, int line = 0) {
 
 PapiCollectorConfig config_for(const std::vector<std::string>& events, const std::string& cpus) {
   PapiCollectorConfig config;
-  config.cpus = cpus;
+  if (cpus != "all") config.cpus = {false, parse_cpu_list(cpus), {"live.yml", 3, 9}};
   config.events_given = true;
   int line = 5;
   for (const auto& name : events) config.events.push_back(event(name, line++));

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <string>
 
 #include "common/cpu_list.h"
@@ -78,7 +79,10 @@ collectors:
   CHECK(config.log_level == LogLevel::debug);
   CHECK_FALSE(config.collectors.topology.enabled);
   const auto& papi = config.collectors.papi;
-  CHECK(papi.cpus == "0-3,8");
+  CHECK_FALSE(papi.cpus.all);
+  CHECK(papi.cpus.cpus == std::vector<unsigned>{0, 1, 2, 3, 8});
+  CHECK(papi.cpus.to_string() == "0-3,8");
+  CHECK(papi.cpus.mark.line == 12);
   CHECK(papi.granularity == Granularity::package);
   CHECK(papi.domain == CountingDomain::user);
   CHECK(papi.attach == PapiAttachMode::qualifier);
@@ -91,7 +95,7 @@ collectors:
   CHECK(papi.events[1].help == "Page faults");
   const auto& rapl = config.collectors.rapl;
   CHECK(rapl.interface == RaplInterface::msr);
-  CHECK(rapl.domains == std::vector<std::string>{"package", "dram"});
+  CHECK(rapl.domains == std::vector<RaplDomain>{RaplDomain::package, RaplDomain::dram});
   CHECK(rapl.max_power_watts == 250);
   CHECK(rapl.wrap_guard_interval_seconds == 0.5);
 }
@@ -205,4 +209,25 @@ TEST_CASE("bad CPU lists are rejected with the offending part", "[config]") {
   } catch (const std::invalid_argument& e) {
     CHECK_THAT(std::string(e.what()), Catch::Contains(part));
   }
+}
+
+TEST_CASE("every enum has one spelling per value, and it reads back", "[config]") {
+  // Each table is the one home of its enum's spellings; a value missing from it would print as
+  // the first entry's name.
+  auto round_trips = [](const auto& table, std::size_t expected_values) {
+    std::set<std::string> names;
+    for (const auto& entry : table) {
+      CAPTURE(entry.name);
+      CHECK(parse_name(table, entry.name) == entry.value);
+      CHECK(std::string(name_of(table, entry.value)) == entry.name);
+      names.insert(entry.name);
+    }
+    CHECK(names.size() == expected_values);
+  };
+  round_trips(kGranularityNames, 4);
+  round_trips(kCountingDomainNames, 3);
+  round_trips(kPapiAttachModeNames, 3);
+  round_trips(kRaplInterfaceNames, 4);
+  round_trips(kRaplDomainNames, 5);
+  round_trips(kLogLevelNames, 4);
 }

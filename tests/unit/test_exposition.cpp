@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include "collectors/collector_set.h"
 #include "collectors/metrics.h"
 #include "exporter/exposition.h"
 #include "tests/support.h"
@@ -114,4 +115,10 @@ TEST_CASE("metric names are validated when built", "[exposition]") {
 TEST_CASE("HELP text is escaped in the text format too", "[exposition]") {
   const std::string text = serialize(sample_families(), ExpositionFormat::text_0_0_4);
   CHECK_THAT(text, Catch::Contains("# HELP hwperf_cpu_instructions_total Instructions \\\\ retired\\nper CPU.\n"));
+}
+
+TEST_CASE("the collector set refuses a missing collector instead of crashing later", "[http]") {
+  CollectorSet set;
+  CHECK_THROWS_AS(set.add(nullptr), std::invalid_argument);
+  CHECK(set.names().empty());
 }

@@ -6,7 +6,8 @@
 
 #include "collectors/collector_set.h"
 #include "collectors/metrics.h"
-#include "exporter/app.h"
+#include "collectors/build_info.h"
+#include "exporter/router.h"
 #include "exporter/http_server.h"
 #include "tests/support.h"
 
@@ -44,7 +45,8 @@ Exporter make_exporter(double value) {
   CollectorSet set;
   set.add(std::make_unique<FixedCollector>(value));
   set.add(std::make_unique<ThrowingCollector>());
-  return Exporter(Config{}, std::move(set), "papi-v", "hwloc-v");
+  return Exporter(Config{}.web.telemetry_path, std::move(set),
+                  build_info_family({{"papi_version", "papi-v"}, {"hwloc_version", "hwloc-v"}}));
 }
 
 struct Served {
@@ -52,7 +54,7 @@ struct Served {
   HttpServer server;
   explicit Served(double value)
       : exporter(make_exporter(value)),
-        server(HttpServerOptions{"127.0.0.1:0", 8, 10000},
+        server(HttpServerOptions{"127.0.0.1:0", "", 8, 10000},
                [this](const HttpRequest& r) { return exporter.handle(r); }) {}
 };
 }  // namespace
@@ -140,7 +142,7 @@ TEST_CASE("a port in use is a clear startup error", "[http]") {
   Served first(1);
   const std::string taken = "127.0.0.1:" + std::to_string(first.server.port());
   try {
-    HttpServer second(HttpServerOptions{taken, 1, 1000}, [](const HttpRequest&) { return HttpResponse{}; });
+    HttpServer second(HttpServerOptions{taken, "", 1, 1000}, [](const HttpRequest&) { return HttpResponse{}; });
     FAIL("second server bound an address already in use");
   } catch (const std::runtime_error& e) {
     CHECK_THAT(std::string(e.what()), Catch::Contains("cannot listen on " + taken));

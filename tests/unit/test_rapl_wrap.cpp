@@ -228,8 +228,8 @@ TEST_CASE("fold_reading rejects a powercap glitch that reads as a near-full wrap
 
 TEST_CASE("domain names round-trip and unknown names are refused", "[rapl]") {
   for (Domain domain : kAllDomains) {
-    CHECK(parse_domain(to_string(domain)) == domain);
+    CHECK(hwperf::parse_name(hwperf::kRaplDomainNames, to_string(domain)) == domain);
   }
-  CHECK_FALSE(parse_domain("gpu"));
-  CHECK_FALSE(parse_domain("Package"));
+  CHECK_FALSE(hwperf::parse_name(hwperf::kRaplDomainNames, "gpu"));
+  CHECK_FALSE(hwperf::parse_name(hwperf::kRaplDomainNames, "Package"));
 }

@@ -1,0 +1,32 @@
+// The exporter as a value, once started: the collectors built at startup and the request
+// router. No sockets here (exporter/http_server.h serves it), so routing is tested directly.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "collectors/collector_set.h"
+#include "exporter/http.h"
+
+namespace hwperf {
+
+class Exporter {
+ public:
+  // `telemetry_path` is where metrics are served; `build_info` is the constant build info family.
+  Exporter(std::string telemetry_path, CollectorSet collectors,
+           prometheus::MetricFamily build_info);
+
+  // Routes the telemetry path, /, /-/healthy; 404 otherwise, 405 for methods other than GET and
+  // HEAD. Thread-safe; never throws for a collector's failure.
+  HttpResponse handle(const HttpRequest& request) const;
+  std::vector<prometheus::MetricFamily> gather() const;
+
+ private:
+  std::string telemetry_path_;
+  CollectorSet collectors_;
+  prometheus::MetricFamily build_info_;  // constant: built once, copied into each scrape
+};
+
+}  // namespace hwperf
