@@ -133,8 +133,14 @@ class PapiCollector final : public Collector {
     const auto& layout = source_->layout();
     raw_.assign(layout.counters.size(), 0);
     last_.assign(layout.counters.size(), 0);
-    build_event_families(config, events, topology);
-    build_status_families(config, events);
+    // Specs from resolve_event_specs are named already; naming again is cheap and covers
+    // sources built directly (tests), through the same one function.
+    std::vector<EventSpec> named = events;
+    if (auto problems = papi::name_families(named, config.granularity); !problems.empty()) {
+      throw ConfigError(std::move(problems));
+    }
+    build_event_families(config, named, topology);
+    build_status_families(named);
   }
 
   std::string name() const override { return "papi"; }
@@ -215,37 +221,21 @@ class PapiCollector final : public Collector {
       series.counters.push_back(i);
     }
 
-    std::vector<std::string> problems;
-    std::set<std::string> names;
     for (std::size_t e = 0; e < events.size(); ++e) {
-      std::string family_name;
-      try {
-        family_name = papi::counter_family_name(config.granularity, events[e]);
-      } catch (const std::invalid_argument& error) {
-        problems.push_back("PAPI event \"" + events[e].event + "\": " + error.what());
-        continue;
-      }
-      if (!names.insert(family_name).second) {
-        problems.push_back("PAPI event \"" + events[e].event + "\": metric " + family_name +
-                           " is used by another event; give it another `metric:` name");
-        continue;
-      }
       // An event counted nowhere exports no family: an empty family would suggest a series
       // that can never exist. hwperf_papi_event_dropped says why.
       if (grouped[e].empty()) continue;
       EventFamily family;
-      family.name = std::move(family_name);
+      family.name = events[e].family;
       family.help = help_text(events[e], config);
       family.unit = events[e].unit;
       for (auto& entry : grouped[e]) family.series.push_back(std::move(entry.second));
       families_.push_back(std::move(family));
     }
-    if (!problems.empty()) throw ConfigError(std::move(problems));
   }
 
   // These only change at startup, so they are built once and copied into every scrape.
-  void build_status_families(const PapiCollectorConfig& config,
-                             const std::vector<EventSpec>& events) {
+  void build_status_families(const std::vector<EventSpec>& events) {
     const auto& layout = source_->layout();
     status_.push_back(availability_family("ok"));
     auto info = make_family(
@@ -256,7 +246,7 @@ class PapiCollector final : public Collector {
         prometheus::MetricType::Gauge);
     for (const auto& event : events) {
       add_gauge(info,
-                {{"metric", papi::counter_family_name(config.granularity, event)},
+                {{"metric", event.family},
                  {"event", event.event},
                  {"counted_as", event.counted_as.empty() ? event.event : event.counted_as}},
                 1.0);

@@ -160,7 +160,14 @@ bool is_domain_qualifier(std::string_view qualifier) {
   return q == "u" || q == "k" || q.rfind("u=", 0) == 0 || q.rfind("k=", 0) == 0;
 }
 
-std::string family_level(Granularity granularity) { return to_string(granularity); }
+// The level in a family name (hwperf_<level>_<metric>_total). A table of its own: renaming a
+// configuration value must not rename metrics.
+constexpr EnumName<Granularity> kMetricLevels[] = {{Granularity::cpu, "cpu"},
+                                                   {Granularity::core, "core"},
+                                                   {Granularity::package, "package"},
+                                                   {Granularity::machine, "machine"}};
+
+std::string family_level(Granularity granularity) { return name_of(kMetricLevels, granularity); }
 
 }  // namespace
 
@@ -304,13 +311,36 @@ std::string counter_family_name(Granularity granularity, const EventSpec& event)
   return counter_name({family_level(granularity), event.metric});
 }
 
+std::vector<std::string> name_families(std::vector<EventSpec>& specs, Granularity granularity) {
+  std::vector<std::string> problems;
+  std::map<std::string, std::size_t> by_family;  // family name -> index into specs
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    EventSpec& spec = specs[i];
+    const std::string where = spec.where.empty() ? "" : spec.where + ": ";
+    try {
+      spec.family = counter_family_name(granularity, spec);
+    } catch (const std::invalid_argument& e) {
+      problems.push_back(where + "PAPI event \"" + spec.event + "\": " + e.what() +
+                         "; set `metric:` to a name of [a-z_][a-z0-9_]*");
+      continue;
+    }
+    const auto [it, inserted] = by_family.emplace(spec.family, i);
+    if (!inserted) {
+      const EventSpec& first = specs[it->second];
+      problems.push_back(where + "PAPI event \"" + spec.event + "\" would be exported as " +
+                         spec.family + ", like \"" + first.event + "\"" +
+                         (first.where.empty() ? "" : " at " + first.where) +
+                         "; give one of them another `metric:` name");
+    }
+  }
+  return problems;
+}
+
 std::vector<EventSpec> resolve_event_specs(
     const std::vector<PapiEventConfig>& events, bool are_defaults, Granularity granularity,
     const std::function<std::string(const std::string&)>& papi_description) {
   std::vector<std::string> problems;
   std::vector<EventSpec> specs;
-  std::vector<std::string> marks;                // where each spec came from
-  std::map<std::string, std::size_t> by_family;  // family name -> index into specs
   for (const auto& config : events) {
     const std::string where = config.mark.to_string();
     if (has_cpu_qualifier(config.event)) {
@@ -347,24 +377,11 @@ std::vector<EventSpec> resolve_event_specs(
       if (spec.description.empty()) spec.description = "PAPI event " + config.event;
     }
 
-    std::string family;
-    try {
-      family = counter_family_name(granularity, spec);
-    } catch (const std::invalid_argument& e) {
-      problems.push_back(where + ": PAPI event \"" + config.event + "\": " + e.what() +
-                         "; set `metric:` to a name of [a-z_][a-z0-9_]*");
-      continue;
-    }
-    const auto [it, inserted] = by_family.emplace(family, specs.size());
-    if (!inserted) {
-      problems.push_back(where + ": PAPI event \"" + config.event + "\" would be exported as " +
-                         family + ", like \"" + specs[it->second].event + "\" at " +
-                         marks[it->second] + "; give one of them another `metric:` name");
-      continue;
-    }
+    spec.where = where;
     specs.push_back(std::move(spec));
-    marks.push_back(where);
   }
+  const auto naming = name_families(specs, granularity);
+  problems.insert(problems.end(), naming.begin(), naming.end());
   if (!problems.empty()) throw ConfigError(std::move(problems));
   return specs;
 }

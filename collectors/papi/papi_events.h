@@ -83,6 +83,10 @@ std::vector<EventSpec> resolve_event_specs(
 // Throws std::invalid_argument when the result is not a valid metric name.
 std::string counter_family_name(Granularity granularity, const EventSpec& event);
 
+// Sets every spec's family name, the one place family names are made and checked: returns a
+// problem (naming spec.where) for each name that is invalid or taken by an earlier spec.
+std::vector<std::string> name_families(std::vector<EventSpec>& specs, Granularity granularity);
+
 // config.cpus against the topology: "all" is every CPU in it. Throws ConfigError naming
 // where the list was written for CPUs the topology does not have (offline or absent).
 std::vector<unsigned> select_cpus(const PapiCollectorConfig& config, const Topology& topology);

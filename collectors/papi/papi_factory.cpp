@@ -10,6 +10,7 @@
 
 #include "collectors/papi/papi_collector.h"
 #include "collectors/papi/papi_events.h"
+#include "collectors/papi/papi_library.h"
 #include "collectors/papi/papi_source.h"
 #include "common/cpu_list.h"
 #include "config/errors.h"
@@ -274,7 +275,7 @@ std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
       parts.push_back("NOT countable on CPUs " + format_cpu_list(cpus) + ": " + reason + " (" +
                       remedy + ")");
     }
-    std::string line = spec.event + " -> " + papi::counter_family_name(config.granularity, spec) +
+    std::string line = spec.event + " -> " + spec.family +
                        counted_as_text(spec);
     for (std::size_t i = 0; i < parts.size(); ++i) line += (i == 0 ? ": " : "; ") + parts[i];
     if (spec.is_default && counting.count(e) == 0) line += "; default event, skipped";

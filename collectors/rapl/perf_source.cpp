@@ -1,5 +1,7 @@
 #include "collectors/rapl/perf_source.h"
 
+#include "common/sysctl.h"
+
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -130,8 +132,7 @@ std::vector<Target> core_targets(const Topology& topology) {
 }
 
 std::string paranoid_text(const std::string& procfs_root) {
-  const auto level = read_small_file(procfs_root + "/sys/kernel/perf_event_paranoid");
-  return level.ok() ? std::string(trim(level.value)) : std::string("unknown");
+  return read_sysctl(procfs_root, "kernel.perf_event_paranoid");
 }
 
 ProbeResult failure(std::string reason, std::string message) {

@@ -29,6 +29,7 @@
 #include "common/cpu_list.h"
 #include "collectors/papi/papi_collector.h"
 #include "collectors/papi/papi_events.h"
+#include "collectors/papi/papi_library.h"
 #include "collectors/papi/papi_source.h"
 #include "config/errors.h"
 #include "exporter/exposition.h"

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "collectors/papi/papi_source.h"
+#include "collectors/papi/papi_remedies.h"
 #include "tests/support.h"
 
 using namespace hwperf;

@@ -1,0 +1,75 @@
+// The seam between the PAPI collector and PAPI: the events as the collector exports them, and a
+// source of running counts laid out per (event, CPU). The real source is papi_source.h; tests
+// drive the collector with fakes (like rapl/energy_source.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hwperf::papi {
+
+
+// perf's CPU-CLOCK and TASK-CLOCK count nanoseconds; they are exported in seconds (the
+// Prometheus base unit), converted only when the sample is built.
+enum class Unit { count, nanoseconds };
+
+// One configured event as the collector exports it, resolved and validated at startup.
+struct EventSpec {
+  std::string event;        // as configured: "PAPI_TOT_INS", "perf::PAGE-FAULTS:u"
+  std::string counted_as;   // what PAPI opens: `event`, or its generic equivalent (perf::...)
+  std::string family;       // the exported family name (name_families sets it)
+  std::string where;        // where it was configured ("file:line:column"), for messages
+  std::string metric;       // base name without level prefix or "_total": "instructions"
+  std::string description;  // first part of HELP: the user's `help`, or PAPI's description
+  Unit unit = Unit::count;
+  bool is_default = false;  // from the built-in default set (best effort) rather than the user
+};
+
+// One (event, CPU) pair that the source counts. read() fills values in layout order.
+struct CounterId {
+  std::size_t event = 0;  // index into the EventSpec list the source was opened with
+  unsigned cpu = 0;
+};
+
+// One (event, CPU) pair that exists but could not be opened; decided once at startup.
+struct DroppedCounter {
+  std::size_t event = 0;
+  unsigned cpu = 0;
+  std::string reason;  // short, stable text (PAPI_strerror): the `reason` label
+  std::string remedy;  // what the user can do about it, for the log line
+};
+
+struct EventSetInfo {
+  unsigned cpu = 0;
+  unsigned index = 0;   // 0, 1, ... per CPU, in the order the sets were built
+  std::string binding;  // "cpu_attach" or "qualifier" (see papi_source.cpp)
+  bool multiplexed = false;
+  std::vector<std::size_t> counters;  // indices into SourceLayout::counters
+};
+
+struct SourceLayout {
+  std::vector<CounterId> counters;
+  std::vector<DroppedCounter> dropped;
+  std::vector<EventSetInfo> event_sets;
+  std::vector<std::string> notes;  // startup decisions worth one log line each
+};
+
+// Counts that are already running. Fixed at construction: a source never adds, resets, stops
+// or restarts counters afterwards.
+class CounterSource {
+ public:
+  virtual ~CounterSource() = default;
+  CounterSource() = default;
+  CounterSource(const CounterSource&) = delete;
+  CounterSource& operator=(const CounterSource&) = delete;
+
+  virtual const SourceLayout& layout() const = 0;
+  // Fills values[i] (already sized to layout().counters.size()) with the current raw count of
+  // layout().counters[i]. The collector serialises calls, so a source needs no lock of its own.
+  // Throws std::runtime_error when the counters cannot be read.
+  virtual void read(std::vector<std::uint64_t>& values) = 0;
+};
+
+}  // namespace hwperf::papi
