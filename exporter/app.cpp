@@ -112,7 +112,7 @@ int run_exporter(const std::vector<std::string>& args) {
   std::optional<Topology> topology;
   if (const auto failed = startup_step([&] {
         try {
-          topology.emplace(Topology::load(config.topology));
+          topology.emplace(Topology::load(config.topology, config.paths));
         } catch (const std::runtime_error& e) {
           // The live machine failing is the machine's problem; a file or description the user
           // named is the user's.

@@ -83,13 +83,13 @@ struct Reader {
   std::string readable_file(const YAML::Node& node, const std::string& path) {
     const std::string value = scalar(node, path);
     if (value.empty()) return value;
-    fs::path file = value;
-    if (file.is_relative()) file = directory / file;
+    fs::path named = value;
+    if (named.is_relative()) named = directory / named;
     std::error_code error;
-    if (!fs::is_regular_file(file, error)) {
-      add(node, path + ": " + file.string() + " is not a readable regular file");
+    if (!fs::is_regular_file(named, error)) {
+      add(node, path + ": " + named.string() + " is not a readable regular file");
     }
-    return file.string();
+    return named.string();
   }
 };
 

@@ -3,6 +3,9 @@
 #include <hwloc.h>
 
 #include <algorithm>
+#include <optional>
+#include <filesystem>
+#include <cstdlib>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -55,6 +58,10 @@ TopologyHandle open_topology(const TopologyConfig& source) {
   }
   // The exporter describes the machine, not the cgroup cpuset it runs in: a DaemonSet pod pinned
   // to a few CPUs must still see (and count on) all of them.
+  // A die with one core would otherwise be merged away as mere structure, and RAPL counts per die.
+  if (hwloc_topology_set_type_filter(topology.get(), HWLOC_OBJ_DIE, HWLOC_TYPE_FILTER_KEEP_ALL) != 0) {
+    throw load_error(source, "cannot keep dies: " + errno_text(errno));
+  }
   if (hwloc_topology_set_flags(topology.get(), HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0) {
     throw load_error(source, "cannot include disallowed CPUs: " + errno_text(errno));
   }
@@ -130,6 +137,10 @@ std::vector<HardwareThread> read_threads(hwloc_topology_t topology, const Topolo
     const hwloc_obj_t package = hwloc_get_ancestor_obj_by_type(topology, HWLOC_OBJ_PACKAGE, pu);
     thread.package = package != nullptr ? index_of(package) : 0;
     thread.numa_node = numa_node_of(topology, thread.cpu);
+    // hwloc's Linux backend numbers a Die by its die_id; where the kernel reports no dies there
+    // is no Die object and the package is one die.
+    const hwloc_obj_t die = hwloc_get_ancestor_obj_by_type(topology, HWLOC_OBJ_DIE, pu);
+    thread.die = die != nullptr && die->os_index != HWLOC_UNKNOWN_INDEX ? die->os_index : 0;
     threads.push_back(thread);
   }
   if (threads.empty()) throw load_error(source, "no CPUs (PU objects) found");
@@ -199,13 +210,59 @@ std::string api_version_text() {
          "." + std::to_string(version & 0xffu);
 }
 
+// The folder hwloc's Linux backend should take as "/" (HWLOC_FSROOT) so that it reads the same
+// tree as every collector: the parent of --path.sysfs when that is a folder named "sys" that
+// describes CPUs (a host's /sys mounted at /host/sys in a container). Empty for "/sys" itself, or
+// when the tree holds no CPU description (test fixtures of RAPL files only): then hwloc reads the
+// process's own /sys, and the log says so.
+std::string fsroot_for(const PathsConfig& paths) {
+  namespace fs = std::filesystem;
+  const fs::path sysfs = fs::path(paths.sysfs).lexically_normal();
+  if (sysfs == "/sys" || sysfs == "/sys/") return "";
+  std::error_code error;
+  if (sysfs.filename() != "sys" || !fs::is_directory(sysfs / "devices/system/cpu", error)) {
+    return "";
+  }
+  return sysfs.parent_path().string();
+}
+
+// Sets an environment variable for the duration of a scope (hwloc reads HWLOC_FSROOT while
+// loading). Startup is single-threaded then, so the environment is not read concurrently.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) previous_ = old;
+    if (!value.empty()) setenv(name, value.c_str(), 1);
+    active_ = !value.empty();
+  }
+  ~ScopedEnvironment() {
+    if (!active_) return;
+    if (previous_) {
+      setenv(name_, previous_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> previous_;
+  bool active_ = false;
+};
+
 }  // namespace
 
-Topology Topology::load(const TopologyConfig& source) {
+Topology Topology::load(const TopologyConfig& source, const PathsConfig& paths) {
+  const std::string fsroot =
+      source.kind == TopologyConfig::Kind::system ? fsroot_for(paths) : std::string();
+  const ScopedEnvironment hwloc_fsroot("HWLOC_FSROOT", fsroot);
   const TopologyHandle topology = open_topology(source);
   std::vector<HardwareThread> threads = read_threads(topology.get(), source);
   std::vector<Cache> caches = read_caches(topology.get(), threads);
   std::string description = describe(threads, source);
+  if (!fsroot.empty()) description += " read under " + fsroot;
   return Topology(std::move(threads), std::move(caches), std::move(description));
 }
 

@@ -1,6 +1,7 @@
 #include "topology/topology.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -98,6 +99,39 @@ std::vector<unsigned> Topology::cpus_of_package(unsigned package) const {
     if (thread.package == package) result.push_back(thread.cpu);
   }
   return result;  // threads_ is sorted by cpu, so this is too
+}
+
+std::vector<CpuTarget> Topology::package_targets(const std::vector<unsigned>& preferred,
+                                                 bool per_die) const {
+  std::map<std::pair<unsigned, unsigned>, unsigned> by_die;  // (package, die) -> cpu
+  auto key_of = [per_die](const HardwareThread& thread) {
+    return std::make_pair(thread.package, per_die ? thread.die : 0u);
+  };
+  for (unsigned cpu : preferred) {
+    if (const HardwareThread* thread = find(cpu)) by_die.emplace(key_of(*thread), cpu);
+  }
+  for (const HardwareThread& thread : threads_) by_die.emplace(key_of(thread), thread.cpu);
+  std::map<unsigned, int> dies_per_package;
+  for (const auto& entry : by_die) ++dies_per_package[entry.first.first];
+  const bool several_dies = std::any_of(dies_per_package.begin(), dies_per_package.end(),
+                                        [](const auto& entry) { return entry.second > 1; });
+  std::vector<CpuTarget> targets;
+  for (const auto& [key, cpu] : by_die) {
+    targets.push_back({cpu, key.first, several_dies ? std::optional<unsigned>(key.second)
+                                                    : std::nullopt});
+  }
+  return targets;
+}
+
+std::vector<CpuTarget> Topology::core_targets() const {
+  std::set<std::pair<unsigned, unsigned>> seen;  // core ids repeat across packages
+  std::vector<CpuTarget> targets;
+  for (const HardwareThread& thread : threads_) {
+    if (seen.insert({thread.package, thread.core}).second) {
+      targets.push_back({thread.cpu, thread.package, std::nullopt});
+    }
+  }
+  return targets;
 }
 
 }  // namespace hwperf

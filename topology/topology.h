@@ -17,6 +17,14 @@ struct HardwareThread {
   unsigned core = 0;      // core id (hwloc Core os_index); unique only together with package
   unsigned package = 0;   // package id (hwloc Package os_index, Linux physical_package_id)
   int numa_node = -1;     // NUMA node os_index, -1 when the machine reports none
+  unsigned die = 0;       // die id within the package (Linux die_id); 0 where none is reported
+};
+
+// One CPU standing for a part of the machine, to open a counter of that part on.
+struct CpuTarget {
+  unsigned cpu = 0;
+  unsigned package = 0;
+  std::optional<unsigned> die;  // set only where some package has more than one die
 };
 
 enum class CacheType { data, instruction, unified };
@@ -33,8 +41,10 @@ struct Cache {
 
 class Topology {
  public:
-  // Throws std::runtime_error with the source and hwloc's reason when it cannot be loaded.
-  static Topology load(const TopologyConfig& source);
+  // Throws std::runtime_error with the source and hwloc's reason when it cannot be loaded. The
+  // live machine is read under `paths.sysfs` (hwloc's fsroot is the folder holding it) when that
+  // tree describes CPUs (devices/system/cpu); otherwise from this process's own /sys.
+  static Topology load(const TopologyConfig& source, const PathsConfig& paths = PathsConfig{});
   // Built by hand (tests of other modules that need a topology without hwloc).
   Topology(std::vector<HardwareThread> threads, std::vector<Cache> caches, std::string description);
 
@@ -47,6 +57,14 @@ class Topology {
   std::vector<unsigned> cpus() const;
   std::vector<unsigned> packages() const;                      // ascending, unique
   std::vector<unsigned> cpus_of_package(unsigned package) const;  // ascending
+
+  // One CPU per (package, die): a CPU of `preferred` where one lies in that die (a PMU's
+  // cpumask), else the die's first CPU. With `per_die` false, one per package (counters that
+  // are package-wide whatever the kernel calls a die, as on AMD). Ascending by package, die.
+  std::vector<CpuTarget> package_targets(const std::vector<unsigned>& preferred = {},
+                                         bool per_die = true) const;
+  // The first hardware thread of every core, for per-core counters.
+  std::vector<CpuTarget> core_targets() const;
 
  private:
   std::vector<HardwareThread> threads_;

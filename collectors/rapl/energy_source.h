@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "collectors/rapl/energy.h"
-#include "collectors/rapl/io.h"
+#include "common/files.h"
+#include "common/text.h"
+#include "common/unique_fd.h"
 
 namespace hwperf::rapl {
 

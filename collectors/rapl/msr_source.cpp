@@ -132,12 +132,6 @@ ProbeResult open_failure(const std::string& devfs_root, unsigned cpu, int error)
   }
 }
 
-struct Target {
-  unsigned cpu;
-  unsigned package;
-  std::optional<unsigned> die;
-};
-
 }  // namespace
 
 std::optional<CpuIdentity> parse_cpuinfo(std::string_view text) {
@@ -210,19 +204,7 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
 
   // One CPU per package, or per die where Intel counts per die (Cascade Lake-AP and later);
   // AMD's package counter is package-wide whatever the kernel calls a die.
-  std::map<std::pair<unsigned, unsigned>, unsigned> by_die;
-  for (unsigned package : topology.packages()) {
-    for (unsigned c : topology.cpus_of_package(package)) {
-      by_die.emplace(std::make_pair(package, amd ? 0u : die_of_cpu(paths.sysfs, c)), c);
-    }
-  }
-  std::map<unsigned, int> dies;
-  for (const auto& entry : by_die) ++dies[entry.first.first];
-  const bool per_die = std::any_of(dies.begin(), dies.end(), [](const auto& d) { return d.second > 1; });
-  std::vector<Target> targets;
-  for (const auto& [key, c] : by_die) {
-    targets.push_back({c, key.first, per_die ? std::optional<unsigned>(key.second) : std::nullopt});
-  }
+  const std::vector<CpuTarget> targets = topology.package_targets({}, !amd);
   if (targets.empty()) return failure("error", "the topology has no CPUs");
 
   auto source = std::make_unique<MsrSource>();
@@ -256,7 +238,7 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
   // A register the CPU lacks fails with EIO. One it has but does not drive (PP1 on servers,
   // DRAM on most clients) reads 0: a live counter has counted since reset, so 0 at startup
   // means "the hardware does not drive it", wrong only with a chance of 2^-32.
-  auto try_add = [&](const Target& target, std::size_t fd_index, Domain domain,
+  auto try_add = [&](const CpuTarget& target, std::size_t fd_index, Domain domain,
                      std::uint64_t address, std::uint64_t unit, bool package_label) {
     const auto status = source->at(fd_index).read(address);
     if (!status.ok() || (status.value & 0xFFFFFFFFu) == 0) {
@@ -278,7 +260,7 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
   };
 
   bool psys_done = false;
-  for (const Target& target : targets) {
+  for (const CpuTarget& target : targets) {
     const auto fd_index = source->device(paths.devfs, target.cpu);
     if (!fd_index.ok()) {
       problems.push_back(paths.devfs + "/cpu/" + std::to_string(target.cpu) + "/msr: " +

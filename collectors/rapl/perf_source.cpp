@@ -32,12 +32,6 @@ constexpr EventName kPowerEvents[] = {{"energy-pkg", Domain::package},
                                       {"energy-ram", Domain::dram},
                                       {"energy-psys", Domain::psys}};
 
-struct Target {
-  unsigned cpu = 0;
-  unsigned package = 0;
-  std::optional<unsigned> die;
-};
-
 class PerfSource final : public EnergySource {
  public:
   std::string_view interface_name() const override { return "perf"; }
@@ -84,51 +78,19 @@ std::map<std::string, std::string> read_formats(const std::string& pmu_dir) {
   return formats;
 }
 
-// One CPU per package (or per die where the PMU counts per die), taken from the PMU's cpumask
-// when it names one in that package, else the package's first CPU from the topology.
-std::vector<Target> package_targets(const std::string& pmu_dir, const std::string& sysfs_root,
-                                    const Topology& topology) {
-  std::map<std::pair<unsigned, unsigned>, unsigned> by_die;  // (package, die) -> cpu
+// One CPU per package, or per die where the PMU counts per die, taken from the PMU's cpumask
+// where it names one in that die, else the die's first CPU from the topology.
+std::vector<CpuTarget> package_targets(const std::string& pmu_dir, const Topology& topology) {
+  std::vector<unsigned> preferred;
   const auto mask = read_small_file(pmu_dir + "/cpumask");
   if (mask.ok()) {
     try {
-      for (unsigned cpu : parse_cpu_list(trim(mask.value))) {
-        const HardwareThread* thread = topology.find(cpu);
-        if (thread == nullptr) continue;
-        by_die.emplace(std::make_pair(thread->package, die_of_cpu(sysfs_root, cpu)), cpu);
-      }
+      preferred = parse_cpu_list(trim(mask.value));
     } catch (const std::invalid_argument& e) {
       log::warn("rapl: perf: ignoring " + pmu_dir + "/cpumask: " + e.what());
     }
   }
-  std::set<unsigned> covered;
-  for (const auto& entry : by_die) covered.insert(entry.first.first);
-  for (unsigned package : topology.packages()) {
-    if (covered.count(package) != 0) continue;
-    const auto cpus = topology.cpus_of_package(package);
-    if (!cpus.empty()) by_die.emplace(std::make_pair(package, die_of_cpu(sysfs_root, cpus.front())), cpus.front());
-  }
-  std::map<unsigned, int> dies_per_package;
-  for (const auto& entry : by_die) ++dies_per_package[entry.first.first];
-  bool per_die = false;
-  for (const auto& entry : dies_per_package) per_die = per_die || entry.second > 1;
-  std::vector<Target> targets;
-  for (const auto& [key, cpu] : by_die) {
-    targets.push_back({cpu, key.first, per_die ? std::optional<unsigned>(key.second) : std::nullopt});
-  }
-  return targets;
-}
-
-// The first hardware thread of every core: AMD's core energy counter is per core.
-std::vector<Target> core_targets(const Topology& topology) {
-  std::set<std::pair<unsigned, unsigned>> seen;
-  std::vector<Target> targets;
-  for (const HardwareThread& thread : topology.threads()) {
-    if (seen.insert({thread.package, thread.core}).second) {
-      targets.push_back({thread.cpu, thread.package, std::nullopt});
-    }
-  }
-  return targets;
+  return topology.package_targets(preferred);
 }
 
 std::string paranoid_text(const std::string& procfs_root) {
@@ -302,16 +264,16 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
                                       "energy counters through perf");
   }
 
-  const auto packages = package_targets(pmu_dir, sysfs_root, topology);
-  const auto cores = core_targets(topology);
+  const auto packages = package_targets(pmu_dir, topology);
+  const auto cores = topology.core_targets();
   auto source = std::make_unique<PerfSource>();
   std::vector<std::string> problems;
   for (const PmuEvent& event : events) {
     const auto pmu_type = static_cast<std::uint32_t>(event.per_core ? core_type.value : type.value);
-    std::vector<Target> targets = event.per_core ? cores : packages;
+    std::vector<CpuTarget> targets = event.per_core ? cores : packages;
     // psys is one platform-wide counter; each package's PMU would report the same one.
     if (event.domain == Domain::psys && targets.size() > 1) targets.resize(1);
-    for (const Target& target : targets) {
+    for (const CpuTarget& target : targets) {
       UniqueFd fd(open_event(pmu_type, event.config, target.cpu));
       if (!fd.valid()) {
         const int error = errno;

@@ -466,3 +466,85 @@ TEST_CASE("a family with no samples is left out, HELP and all", "[topology]") {
   CHECK_THAT(text, !Catch::Contains("hwperf_cpu_cache_associativity_ways"));
   CHECK_THAT(text, Catch::Contains("# TYPE hwperf_cpu_cache_size_bytes gauge"));
 }
+
+namespace {
+
+// A host's /sys as the kernel lays it out for CPUs (cpuN/topology/*, masks as comma-free 32-bit
+// hex words): `packages` packages of `dies` dies of `cores` single-thread cores each.
+void write_cpu_sysfs(const test::TempDir& root, unsigned packages, unsigned dies, unsigned cores) {
+  const unsigned count = packages * dies * cores;
+  const std::string range = "0-" + std::to_string(count - 1) + "\n";
+  for (const char* file : {"online", "possible", "present"}) {
+    root.write(std::string("sys/devices/system/cpu/") + file, range);
+  }
+  auto mask = [](unsigned first, unsigned n) {
+    char text[16];
+    std::snprintf(text, sizeof text, "%08x\n", ((1u << n) - 1) << first);
+    return std::string(text);
+  };
+  for (unsigned cpu = 0; cpu < count; ++cpu) {
+    const unsigned package = cpu / (dies * cores);
+    const unsigned die = (cpu / cores) % dies;
+    const std::string dir = "sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    root.write(dir + "physical_package_id", std::to_string(package) + "\n");
+    root.write(dir + "die_id", std::to_string(die) + "\n");
+    root.write(dir + "core_id", std::to_string(cpu % (dies * cores)) + "\n");
+    root.write(dir + "thread_siblings", mask(cpu, 1));
+    root.write(dir + "core_cpus", mask(cpu, 1));
+    root.write(dir + "die_cpus", mask(cpu / cores * cores, cores));
+    root.write(dir + "package_cpus", mask(package * dies * cores, dies * cores));
+    root.write(dir + "core_siblings", mask(package * dies * cores, dies * cores));
+  }
+  root.write("proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\n\n");
+}
+
+}  // namespace
+
+TEST_CASE("the live machine is read under --path.sysfs, dies included", "[topology]") {
+  // As in a container that mounts the host's /sys at /host/sys: hwloc must read the same tree as
+  // every collector, not the container's own.
+  test::TempDir host;
+  const unsigned packages = 2, dies = 2, cores = 2;
+  write_cpu_sysfs(host, packages, dies, cores);
+  PathsConfig paths;
+  paths.sysfs = (host.path() / "sys").string();
+  paths.procfs = (host.path() / "proc").string();
+  const Topology topology = Topology::load(TopologyConfig{}, paths);
+  INFO(topology.description());
+  REQUIRE(topology.threads().size() == packages * dies * cores);
+  for (const HardwareThread& thread : topology.threads()) {
+    CAPTURE(thread.cpu);
+    CHECK(thread.package == thread.cpu / (dies * cores));
+    CHECK(thread.die == (thread.cpu / cores) % dies);
+  }
+  CHECK_THAT(topology.description(), Catch::Contains("read under " + host.path().string()));
+
+  // One counter per (package, die); per package where the counters are package-wide.
+  const auto per_die = topology.package_targets();
+  REQUIRE(per_die.size() == packages * dies);
+  for (const CpuTarget& target : per_die) {
+    REQUIRE(target.die.has_value());
+    CHECK(topology.find(target.cpu)->die == *target.die);
+    CHECK(topology.find(target.cpu)->package == target.package);
+  }
+  const auto per_package = topology.package_targets({}, false);
+  REQUIRE(per_package.size() == packages);
+  for (const CpuTarget& target : per_package) CHECK_FALSE(target.die.has_value());
+  // A preferred CPU (a PMU's cpumask) stands for its die.
+  const unsigned last = packages * dies * cores - 1;
+  const auto preferred = topology.package_targets({last});
+  CHECK(preferred.back().cpu == last);
+  CHECK(topology.core_targets().size() == packages * dies * cores);
+}
+
+TEST_CASE("a --path.sysfs without CPUs in it leaves hwloc on this process's own /sys",
+          "[topology]") {
+  test::TempDir fixture;
+  fixture.write("sys/class/powercap/intel-rapl/enabled", "1\n");
+  PathsConfig paths;
+  paths.sysfs = (fixture.path() / "sys").string();
+  const Topology here = Topology::load(TopologyConfig{});
+  const Topology with_fixture = Topology::load(TopologyConfig{}, paths);
+  CHECK(with_fixture.cpus() == here.cpus());
+  CHECK(with_fixture.description() == here.description());
+}
