@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collectors/rapl/energy.h"
+#include "config/config.h"
 #include "common/files.h"
 #include "common/text.h"
 #include "common/unique_fd.h"
@@ -37,7 +38,7 @@ class EnergySource {
   EnergySource(const EnergySource&) = delete;
   EnergySource& operator=(const EnergySource&) = delete;
 
-  virtual std::string_view interface_name() const = 0;  // "powercap", "perf", "msr"
+  virtual RaplInterface interface() const = 0;  // printed with to_string()
   virtual const std::vector<CounterInfo>& counters() const = 0;
   // The raw counter now, or the errno that prevented the read. Called with the engine's lock
   // held, so never concurrently. Reads only through what the source's factory opened at startup
@@ -51,7 +52,7 @@ class EnergySource {
 
 // The outcome of trying one interface at startup: a working source, or why not.
 struct ProbeResult {
-  std::string interface;                  // "perf", "powercap", "msr"
+  RaplInterface interface = RaplInterface::automatic;  // which one was tried
   std::unique_ptr<EnergySource> source;   // null when the interface cannot be used
   std::string reason = "ok";              // short code for the metric: ok, absent,
                                           // permission_denied, unsupported, error

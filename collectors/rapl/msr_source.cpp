@@ -53,7 +53,7 @@ class MsrDevice {
 
 class MsrSource final : public EnergySource {
  public:
-  std::string_view interface_name() const override { return "msr"; }
+  RaplInterface interface() const override { return RaplInterface::msr; }
   const std::vector<CounterInfo>& counters() const override { return counters_; }
   OrErrno<std::uint64_t> read(std::size_t index) override {
     const Register& reg = registers_.at(index);
@@ -99,7 +99,7 @@ class MsrSource final : public EnergySource {
 
 ProbeResult failure(std::string reason, std::string message) {
   ProbeResult result;
-  result.interface = "msr";
+  result.interface = RaplInterface::msr;
   result.reason = std::move(reason);
   result.message = "rapl: msr: " + std::move(message);
   return result;
@@ -326,7 +326,7 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
     }
   }
   ProbeResult result;
-  result.interface = "msr";
+  result.interface = RaplInterface::msr;
   result.source = std::move(source);
   return result;
 }

@@ -34,7 +34,7 @@ constexpr EventName kPowerEvents[] = {{"energy-pkg", Domain::package},
 
 class PerfSource final : public EnergySource {
  public:
-  std::string_view interface_name() const override { return "perf"; }
+  RaplInterface interface() const override { return RaplInterface::perf; }
   const std::vector<CounterInfo>& counters() const override { return counters_; }
   OrErrno<std::uint64_t> read(std::size_t index) override {
     std::uint64_t count = 0;
@@ -99,7 +99,7 @@ std::string paranoid_text(const std::string& procfs_root) {
 
 ProbeResult failure(std::string reason, std::string message) {
   ProbeResult result;
-  result.interface = "perf";
+  result.interface = RaplInterface::perf;
   result.reason = std::move(reason);
   result.message = "rapl: perf: " + std::move(message);
   return result;
@@ -306,7 +306,7 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
   }
   for (const auto& problem : problems) log::warn("rapl: perf: skipping " + problem);
   ProbeResult result;
-  result.interface = "perf";
+  result.interface = RaplInterface::perf;
   result.source = std::move(source);
   return result;
 }

@@ -70,7 +70,7 @@ class PowercapSource final : public EnergySource {
   PowercapSource(std::vector<CounterInfo> counters, std::vector<UniqueFd> fds,
                  std::map<unsigned, double> hints)
       : counters_(std::move(counters)), fds_(std::move(fds)), hints_(std::move(hints)) {}
-  std::string_view interface_name() const override { return "powercap"; }
+  RaplInterface interface() const override { return RaplInterface::powercap; }
   const std::vector<CounterInfo>& counters() const override { return counters_; }
   OrErrno<std::uint64_t> read(std::size_t index) override {
     return pread_counter(fds_.at(index));
@@ -97,7 +97,7 @@ double zone_power_hint(const std::string& zone_path) {
 
 ProbeResult failure(std::string reason, std::string message) {
   ProbeResult result;
-  result.interface = "powercap";
+  result.interface = RaplInterface::powercap;
   result.reason = std::move(reason);
   result.message = "rapl: powercap: " + std::move(message);
   return result;
@@ -279,7 +279,7 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
     return failure("absent", root + " has no zone for the configured domains");
   }
   ProbeResult result;
-  result.interface = "powercap";
+  result.interface = RaplInterface::powercap;
   result.source = std::make_unique<PowercapSource>(std::move(counters), std::move(fds),
                                                    std::move(hints));
   return result;

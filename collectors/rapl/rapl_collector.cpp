@@ -46,7 +46,7 @@ const char* energy_help(Domain domain) {
 }
 
 struct ProbeStatus {
-  std::string interface;
+  RaplInterface interface = RaplInterface::automatic;
   std::string reason;
   bool ok = false;
 };
@@ -76,12 +76,15 @@ class RaplCollector final : public Collector {
       guard_ = std::make_unique<WrapGuard>(std::chrono::duration<double>(plan_.interval_seconds),
                                            [engine_ptr] { engine_ptr->sample(); });
     }
+    build_constant_families();
   }
 
   std::string name() const override { return "rapl"; }
 
-  void collect(std::vector<prometheus::MetricFamily>& out) override {
+  // What cannot change after startup, built once and copied into every scrape.
+  void build_constant_families() {
     using prometheus::MetricType;
+    auto& out = constant_;
     auto available = make_family(available_name_,
                                  "Whether RAPL energy is being measured (1) or no interface could "
                                  "be used (0; the log says why and how to fix it).",
@@ -95,7 +98,7 @@ class RaplCollector final : public Collector {
                               "error.",
                               MetricType::Gauge);
     for (const auto& probe : probes_) {
-      add_gauge(probes, {{"interface", probe.interface}, {"reason", probe.reason}},
+      add_gauge(probes, {{"interface", to_string(probe.interface)}, {"reason", probe.reason}},
                 probe.ok ? 1.0 : 0.0);
     }
     if (!probes.metric.empty()) out.push_back(std::move(probes));
@@ -103,7 +106,7 @@ class RaplCollector final : public Collector {
 
     auto interface = make_family(interface_name_, "The RAPL interface energy is read through.",
                                  MetricType::Gauge);
-    add_gauge(interface, {{"interface", std::string(engine_->source().interface_name())}}, 1.0);
+    add_gauge(interface, {{"interface", to_string(engine_->source().interface())}}, 1.0);
     out.push_back(std::move(interface));
 
     if (guard_) {
@@ -123,7 +126,12 @@ class RaplCollector final : public Collector {
       add_gauge(ceiling, {{"package", std::to_string(package)}}, watts);
     }
     if (!ceiling.metric.empty()) out.push_back(std::move(ceiling));
+  }
 
+  void collect(std::vector<prometheus::MetricFamily>& out) override {
+    using prometheus::MetricType;
+    out.insert(out.end(), constant_.begin(), constant_.end());
+    if (!engine_) return;
     const auto series = engine_->snapshot();
     std::map<Domain, prometheus::MetricFamily> energy;
     auto wraps = make_family(wraps_name_,
@@ -181,6 +189,7 @@ class RaplCollector final : public Collector {
   std::string rejected_name_;
   std::string read_errors_name_;
   std::string frozen_name_;
+  std::vector<prometheus::MetricFamily> constant_;
   std::string available_name_;
   std::string interface_name_;
   std::string probe_name_;
@@ -204,56 +213,6 @@ std::string describe_counters(const std::vector<CounterInfo>& counters) {
 }
 
 }  // namespace
-
-DomainSet validate_rapl_config(const RaplCollectorConfig& config) {
-  std::vector<std::string> problems;
-  DomainSet wanted = config.domains.empty() ? DomainSet::all() : DomainSet::none();
-  for (RaplDomain domain : config.domains) wanted.insert(domain);
-  if (!std::isfinite(config.max_power_watts) || config.max_power_watts < 0) {
-    problems.push_back("collectors.rapl.max_power_watts: must be a finite number >= 0 (0 = from "
-                       "the hardware), got " + format_number(config.max_power_watts));
-  }
-  const double guard = config.wrap_guard_interval_seconds;
-  if (!std::isfinite(guard) || guard < 0 || (guard > 0 && guard < kMinWrapGuardIntervalSeconds)) {
-    problems.push_back("collectors.rapl.wrap_guard_interval_seconds: must be 0 (derived) or at "
-                       "least " + format_number(kMinWrapGuardIntervalSeconds) + ", got " +
-                       format_number(guard));
-  }
-  if (!problems.empty()) throw ConfigError(problems);
-  return wanted;
-}
-
-std::vector<std::string> interface_order(RaplInterface choice) {
-  switch (choice) {
-    case RaplInterface::perf: return {"perf"};
-    case RaplInterface::powercap: return {"powercap"};
-    case RaplInterface::msr: return {"msr"};
-    case RaplInterface::automatic: break;
-  }
-  // perf: 64-bit kernel counts (no guard), kernel-maintained units; powercap: kernel units but
-  // 32-bit-range values; msr: raw device access and our own model quirks. See the "RAPL
-  // collector" section of README.md.
-  return {"perf", "powercap", "msr"};
-}
-
-std::vector<ProbeResult> probe_interfaces(RaplInterface choice, const PathsConfig& paths,
-                                          const Topology& topology, DomainSet wanted) {
-  std::vector<ProbeResult> results;
-  for (const auto& name : interface_order(choice)) {
-    ProbeResult result;
-    if (name == "perf") {
-      result = open_perf_source(paths.sysfs, paths.procfs, topology, wanted);
-    } else if (name == "powercap") {
-      result = open_powercap_source(paths.sysfs, topology, wanted);
-    } else {
-      result = open_msr_source(paths, topology, wanted);
-    }
-    const bool ok = result.source != nullptr;
-    results.push_back(std::move(result));
-    if (ok) break;
-  }
-  return results;
-}
 
 std::unique_ptr<Collector> build_rapl_collector(std::vector<ProbeResult> probes,
                                                 const RaplCollectorConfig& config,
@@ -281,7 +240,7 @@ std::unique_ptr<Collector> build_rapl_collector(std::vector<ProbeResult> probes,
   }
   if (!source) {
     std::string tried;
-    for (const auto& status : statuses) tried += (tried.empty() ? "" : ", ") + status.interface;
+    for (const auto& status : statuses) tried += (tried.empty() ? "" : ", ") + std::string(to_string(status.interface));
     log::warn("rapl: energy is unavailable (tried " + tried +
               "); exporting hwperf_rapl_energy_available 0 and no energy, the other collectors "
               "keep serving");
@@ -317,7 +276,7 @@ std::unique_ptr<Collector> build_rapl_collector(std::vector<ProbeResult> probes,
                 " s; set collectors.rapl.wrap_guard_interval_seconds to read faster");
     }
   }
-  log::info("rapl: using " + std::string(source->interface_name()) + ": " +
+  log::info("rapl: using " + std::string(to_string(source->interface())) + ": " +
             describe_counters(counters) + "; power ceiling " + format_number(largest) +
             " W per package (" + ceilings.origin + "), " + guard_text);
 
@@ -328,13 +287,5 @@ std::unique_ptr<Collector> build_rapl_collector(std::vector<ProbeResult> probes,
 }
 
 }  // namespace rapl
-
-std::unique_ptr<Collector> make_rapl_collector(const RaplCollectorConfig& config,
-                                               const PathsConfig& paths, const Topology& topology) {
-  if (!config.enabled) return nullptr;
-  const rapl::DomainSet wanted = rapl::validate_rapl_config(config);
-  auto probes = rapl::probe_interfaces(config.interface, paths, topology, wanted);
-  return rapl::build_rapl_collector(std::move(probes), config, topology);
-}
 
 }  // namespace hwperf

@@ -18,7 +18,7 @@ namespace hwperf::rapl {
 DomainSet validate_rapl_config(const RaplCollectorConfig& config);
 
 // The interfaces `auto` tries, in order; a forced interface is a list of one.
-std::vector<std::string> interface_order(RaplInterface choice);
+std::vector<RaplInterface> interface_order(RaplInterface choice);
 
 // Tries the interfaces in order and stops at the first that works: every failure, then at most
 // one success (last). Logs nothing; build_rapl_collector() does.

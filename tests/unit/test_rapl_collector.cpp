@@ -63,7 +63,7 @@ class FakeSource final : public EnergySource {
     state_->values.resize(counters_.size(), 0);
     state_->errors.resize(counters_.size(), 0);
   }
-  std::string_view interface_name() const override { return "fake"; }
+  RaplInterface interface() const override { return RaplInterface::msr; }
   const std::vector<CounterInfo>& counters() const override { return counters_; }
   OrErrno<std::uint64_t> read(std::size_t index) override {
     const std::lock_guard<std::mutex> lock(state_->mutex);
@@ -93,16 +93,16 @@ CounterInfo msr_counter(Domain domain, std::optional<unsigned> package, unsigned
 ProbeResult fake_probe(std::vector<CounterInfo> counters, std::shared_ptr<FakeState> state,
                        std::map<unsigned, double> hints = {}) {
   ProbeResult probe;
-  probe.interface = "fake";
+  probe.interface = RaplInterface::msr;
   probe.source = std::make_unique<FakeSource>(std::move(counters), std::move(state), std::move(hints));
   return probe;
 }
 
-ProbeResult failed_probe(const std::string& interface, const std::string& reason) {
+ProbeResult failed_probe(RaplInterface interface, const std::string& reason) {
   ProbeResult probe;
   probe.interface = interface;
   probe.reason = reason;
-  probe.message = "rapl: " + interface + ": test failure";
+  probe.message = "rapl: " + std::string(to_string(interface)) + ": test failure";
   return probe;
 }
 
@@ -137,7 +137,7 @@ TEST_CASE("the collector exports joules per domain with package, die and psys la
   state->errors.resize(start.size(), 0);
   ManualClock clock;
   std::vector<ProbeResult> probes;
-  probes.push_back(failed_probe("perf", "unsupported"));
+  probes.push_back(failed_probe(RaplInterface::perf, "unsupported"));
   probes.push_back(fake_probe(counters, state));
   RaplCollectorConfig config;
   config.wrap_guard_interval_seconds = 3600;  // out of the way: this test drives the reads
@@ -153,11 +153,11 @@ TEST_CASE("the collector exports joules per domain with package, die and psys la
            static_cast<double>(counters[i].scale.counts_per_joule);
   };
   CHECK(value_of(samples, "hwperf_rapl_energy_available") == 1);
-  CHECK(value_of(samples, "hwperf_rapl_interface_info", {{"interface", "fake"}}) == 1);
+  CHECK(value_of(samples, "hwperf_rapl_interface_info", {{"interface", "msr"}}) == 1);
   CHECK(value_of(samples, "hwperf_rapl_interface_probe_success",
                  {{"interface", "perf"}, {"reason", "unsupported"}}) == 0);
   CHECK(value_of(samples, "hwperf_rapl_interface_probe_success",
-                 {{"interface", "fake"}, {"reason", "ok"}}) == 1);
+                 {{"interface", "msr"}, {"reason", "ok"}}) == 1);
   CHECK(value_of(samples, "hwperf_rapl_package_joules_total", {{"package", "0"}}) == joules(0));
   CHECK(value_of(samples, "hwperf_rapl_package_joules_total", {{"package", "1"}}) == joules(1));
   CHECK(value_of(samples, "hwperf_rapl_core_joules_total", {{"package", "0"}}) == joules(2));
@@ -283,9 +283,9 @@ TEST_CASE("a counter that never moves is reported frozen, not as energy, until i
 TEST_CASE("without any interface the collector says energy is unavailable, and nothing else",
           "[rapl]") {
   std::vector<ProbeResult> probes;
-  probes.push_back(failed_probe("perf", "unsupported"));
-  probes.push_back(failed_probe("powercap", "absent"));
-  probes.push_back(failed_probe("msr", "absent"));
+  probes.push_back(failed_probe(RaplInterface::perf, "unsupported"));
+  probes.push_back(failed_probe(RaplInterface::powercap, "absent"));
+  probes.push_back(failed_probe(RaplInterface::msr, "absent"));
   auto collector = build_rapl_collector(std::move(probes), RaplCollectorConfig{}, two_packages());
   const auto samples = scrape(*collector);
   CHECK(value_of(samples, "hwperf_rapl_energy_available") == 0);
@@ -395,7 +395,7 @@ class LoggedSource final : public EnergySource {
       : inner_(std::move(inner)), log_(std::move(log)) {
     log_->reads.assign(inner_->counters().size(), 0);
   }
-  std::string_view interface_name() const override { return inner_->interface_name(); }
+  RaplInterface interface() const override { return inner_->interface(); }
   const std::vector<CounterInfo>& counters() const override { return inner_->counters(); }
   OrErrno<std::uint64_t> read(std::size_t index) override {
     const std::lock_guard<std::mutex> lock(log_->io);
@@ -717,8 +717,8 @@ TEST_CASE("the guard period is a quarter of the shortest wrap at the ceiling, cl
 TEST_CASE("auto tries perf, then powercap, then msr, and stops at the first that works",
           "[rapl]") {
   CHECK(interface_order(RaplInterface::automatic) ==
-        std::vector<std::string>{"perf", "powercap", "msr"});
-  CHECK(interface_order(RaplInterface::msr) == std::vector<std::string>{"msr"});
+        std::vector<RaplInterface>{RaplInterface::perf, RaplInterface::powercap, RaplInterface::msr});
+  CHECK(interface_order(RaplInterface::msr) == std::vector<RaplInterface>{RaplInterface::msr});
 
   TempDir dir;
   hwperf::test::rapl_fixture::write_powercap_tree(dir, hwperf::test::rapl_fixture::two_package_zones());
@@ -731,14 +731,14 @@ TEST_CASE("auto tries perf, then powercap, then msr, and stops at the first that
 
   const auto automatic = probe_interfaces(RaplInterface::automatic, paths, two_packages(), DomainSet::all());
   REQUIRE(automatic.size() == 2);
-  CHECK(automatic[0].interface == "perf");
+  CHECK(automatic[0].interface == RaplInterface::perf);
   CHECK(automatic[0].source == nullptr);
-  CHECK(automatic[1].interface == "powercap");
+  CHECK(automatic[1].interface == RaplInterface::powercap);
   CHECK(automatic[1].source != nullptr);
 
   const auto forced = probe_interfaces(RaplInterface::msr, paths, two_packages(), DomainSet::all());
   REQUIRE(forced.size() == 1);
-  CHECK(forced[0].interface == "msr");
+  CHECK(forced[0].interface == RaplInterface::msr);
   CHECK(forced[0].source == nullptr);
   CHECK(forced[0].reason == "absent");
 }

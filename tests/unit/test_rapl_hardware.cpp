@@ -38,8 +38,8 @@ TEST_CASE("every available RAPL interface measures the same package energy", "[.
     const auto c = choose_power_ceilings(0, probe.source->package_power_hints(), topology.packages());
     std::vector<double> watts;
     for (const auto& counter : probe.source->counters()) watts.push_back(counter_ceiling(counter, c));
-    ceilings[probe.interface] = c;
-    engines[probe.interface] = std::make_unique<RaplEngine>(std::move(probe.source), watts);
+    ceilings[to_string(probe.interface)] = c;
+    engines[to_string(probe.interface)] = std::make_unique<RaplEngine>(std::move(probe.source), watts);
   }
   REQUIRE_FALSE(engines.empty());
 

@@ -116,7 +116,7 @@ TEST_CASE("msr on an Intel server: package, core and fixed-unit DRAM per package
   auto probe = open_msr_source(tree.paths, two_package_topology(), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   const EnergySource& source = *probe.source;
-  CHECK(source.interface_name() == "msr");
+  CHECK(source.interface() == RaplInterface::msr);
   CHECK(count_domain(source, Domain::package) == 2);
   CHECK(count_domain(source, Domain::core) == 2);
   CHECK(count_domain(source, Domain::dram) == 2);

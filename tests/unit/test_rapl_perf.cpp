@@ -108,7 +108,7 @@ TEST_CASE("perf opens one event per package and domain on a CPU of that package"
   INFO(probe.message);
   REQUIRE(probe.source != nullptr);
   const EnergySource& source = *probe.source;
-  CHECK(source.interface_name() == "perf");
+  CHECK(source.interface() == RaplInterface::perf);
   REQUIRE(source.counters().size() == 4);
   std::map<std::pair<Domain, unsigned>, std::string> where;
   for (const auto& info : source.counters()) {
@@ -189,7 +189,7 @@ TEST_CASE("perf failure states name the cause and the remedy", "[rapl]") {
   SECTION("no power PMU") {
     auto probe = open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
     CHECK(probe.source == nullptr);
-    CHECK(probe.interface == "perf");
+    CHECK(probe.interface == RaplInterface::perf);
     CHECK(probe.reason == "absent");
     CHECK_THAT(probe.message, Catch::Contains("devices/power/type"));
     CHECK_THAT(probe.message, Catch::Contains("ENOENT"));

@@ -172,7 +172,7 @@ TEST_CASE("powercap finds every zone of a two-package tree once, by name", "[rap
   REQUIRE(probe.source != nullptr);
   CHECK(probe.reason == "ok");
   const EnergySource& source = *probe.source;
-  CHECK(source.interface_name() == "powercap");
+  CHECK(source.interface() == RaplInterface::powercap);
 
   // Every intel-rapl zone is one counter; the MMIO duplicate of package-0 is not.
   std::size_t expected_count = 0;
@@ -286,7 +286,7 @@ TEST_CASE("powercap without a tree says so and names the remedy", "[rapl]") {
     auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
                                       DomainSet::all());
     CHECK(probe.source == nullptr);
-    CHECK(probe.interface == "powercap");
+    CHECK(probe.interface == RaplInterface::powercap);
     CHECK(probe.reason == "absent");
     CHECK_THAT(probe.message, Catch::Contains("ENOENT"));
     CHECK_THAT(probe.message, Catch::Contains((dir.path() / "sys/class/powercap").string()));
