@@ -347,7 +347,8 @@ TEST_CASE("names that clash or are invalid are configuration errors", "[papi]") 
                   ConfigError);
 }
 
-TEST_CASE("overlapping scrapes are serialised: each reads once and sees a newer count", "[papi]") {
+TEST_CASE("overlapping scrapes are serialised: each reads once and sees a newer count",
+          "[papi][concurrency]") {
   const Topology topology = two_socket_topology();
   auto source = std::make_unique<FakeSource>(full_layout(1, {0}));
   auto* fake = source.get();

@@ -119,7 +119,7 @@ TEST_CASE("routes, status codes and content types over real HTTP", "[http]") {
   CHECK(test::http_get(port, "/metrics?x=1").status == 200);
 }
 
-TEST_CASE("overlapping scrapes are all answered", "[http]") {
+TEST_CASE("overlapping scrapes are all answered", "[http][concurrency]") {
   Served served(1);
   const unsigned port = served.server.port();
   std::atomic<int> ok{0};

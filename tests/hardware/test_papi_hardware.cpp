@@ -1,0 +1,114 @@
+// Needs a real PMU, so hidden ([.hardware]); run on a physical machine (or a VM with PMU
+// passthrough) as the README's "Tests on real hardware" says:
+//   sudo ./build/tests/hwperf_tests "[.hardware]"
+#include "tests/papi_live_support.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <map>
+
+#include "collectors/papi/papi_events.h"
+#include "collectors/papi/papi_library.h"
+#include "collectors/papi/papi_source.h"
+#include "config/errors.h"
+#include "exporter/exposition.h"
+
+using namespace hwperf;
+using namespace hwperf::test::papi_live;
+using test::find_samples;
+using test::parse_exposition;
+using test::Sample;
+using test::scrape;
+
+TEST_CASE("PAPI_TOT_INS and PAPI_TOT_CYC count on a real PMU", "[.hardware]") {
+  require_system_wide_perf();
+  if (!has_hardware_pmu()) FAIL("no hardware PMU here (/sys/bus/event_source/devices/cpu)");
+  const Topology topology = live_topology();
+  auto collector = make_papi_collector(config_for({"PAPI_TOT_INS", "PAPI_TOT_CYC"}, "0"), topology);
+
+  const auto before = scrape(*collector);
+  // At least one instruction per iteration (an add and a compare-and-branch, kept by volatile).
+  constexpr std::uint64_t kIterations = 200000000;
+  const double seconds = busy_on_cpu(0, kIterations);
+  const auto after = scrape(*collector);
+
+  const double instructions = value_on(after, "hwperf_cpu_instructions_total", 0) -
+                              value_on(before, "hwperf_cpu_instructions_total", 0);
+  const double cycles = value_on(after, "hwperf_cpu_cycles_total", 0) -
+                        value_on(before, "hwperf_cpu_cycles_total", 0);
+  CAPTURE(instructions, cycles, seconds);
+  CHECK(instructions >= static_cast<double>(kIterations));
+  CHECK(cycles > 0);
+  CHECK(cycles <= seconds * 10e9);  // no CPU runs at 10 GHz
+  for (const auto& sample : find_samples(after, "hwperf_papi_event_set_events")) {
+    CHECK(sample.labels.at("binding") == "cpu_attach");
+  }
+}
+
+TEST_CASE("more hardware events than counters are multiplexed and every one is counted",
+          "[.hardware]") {
+  if (!has_hardware_pmu()) {
+    FAIL("no hardware PMU here (/sys/bus/event_source/devices/cpu): this test overflows the PMU's "
+         "counters to make PAPI multiplex; run it on a physical machine or a VM with PMU "
+         "passthrough");
+  }
+  require_system_wide_perf();
+  const Topology topology = live_topology();
+  // Presets most x86 PMUs (Intel and AMD) can count. A core has 2-8 general-purpose counters
+  // (one may be taken by the NMI watchdog) plus a few fixed ones, and several of these presets are
+  // derived from two native events, so a dozen of them never fit at once.
+  const char* candidates[] = {
+      "PAPI_TOT_INS", "PAPI_TOT_CYC", "PAPI_REF_CYC", "PAPI_BR_INS", "PAPI_BR_MSP",
+      "PAPI_BR_CN",   "PAPI_BR_TKN",  "PAPI_BR_NTK",  "PAPI_L1_DCM", "PAPI_L1_ICM",
+      "PAPI_L2_DCM",  "PAPI_L2_ICM",  "PAPI_L2_TCM",  "PAPI_L2_DCA", "PAPI_L3_TCM",
+      "PAPI_LD_INS",  "PAPI_SR_INS",  "PAPI_TLB_DM",  "PAPI_TLB_IM", "PAPI_RES_STL"};
+  constexpr std::size_t kNeeded = 12;
+  papi::init_library(PathsConfig{}.procfs);
+  std::vector<std::string> events;
+  std::string unavailable;
+  for (const char* name : candidates) {
+    if (papi::lookup_event(name).available) {
+      events.push_back(name);
+    } else {
+      unavailable += std::string(unavailable.empty() ? "" : ", ") + name;
+    }
+  }
+  if (events.size() < kNeeded) {
+    FAIL("only " << events.size() << " of the candidate presets are available on this PMU "
+                 << "(PAPI_query_named_event; not available: " << unavailable << "); this test "
+                 << "needs " << kNeeded << " to overflow the hardware counters");
+  }
+  auto collector = make_papi_collector(config_for(events, "0"), topology);
+
+  const auto first = scrape(*collector);
+  constexpr std::uint64_t kIterations = 100000000;
+  busy_on_cpu(0, kIterations);
+  const auto second = scrape(*collector);
+
+  for (const auto& drop : find_samples(second, "hwperf_papi_event_dropped")) {
+    CAPTURE(drop.labels.at("event"), drop.labels.at("reason"));
+    FAIL_CHECK("an event was dropped instead of multiplexed");
+  }
+  bool multiplexed = false;
+  for (const auto& set : find_samples(second, "hwperf_papi_event_set_multiplexed")) {
+    multiplexed = multiplexed || set.value == 1.0;
+  }
+  CHECK(multiplexed);
+  for (const auto& event : events) {
+    const std::string family = "hwperf_cpu_" + papi::default_metric_base(event) + "_total";
+    CAPTURE(event, family);
+    const auto before = find_samples(first, family, {{"cpu", "0"}});
+    const auto after = find_samples(second, family, {{"cpu", "0"}});
+    REQUIRE(before.size() == 1);  // counted: a series on CPU 0
+    REQUIRE(after.size() == 1);
+    CHECK(after[0].value >= before[0].value);  // scaled estimates, but never going back
+  }
+  // Scaled, but an estimate of the loop's instructions (at least one per iteration) on CPU 0.
+  if (std::find(events.begin(), events.end(), "PAPI_TOT_INS") == events.end()) return;
+  const double instructions = value_on(second, "hwperf_cpu_instructions_total", 0) -
+                              value_on(first, "hwperf_cpu_instructions_total", 0);
+  CAPTURE(instructions);
+  CHECK(instructions >= 0.5 * static_cast<double>(kIterations));
+}

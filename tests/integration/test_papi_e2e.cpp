@@ -1,0 +1,143 @@
+// The real binary with PAPI: exit codes and messages for unknown and uncountable events and for
+// missing permissions, --check-config, and the PAPI version reported.
+#include "tests/papi_live_support.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <map>
+
+#include "collectors/papi/papi_events.h"
+#include "collectors/papi/papi_library.h"
+#include "collectors/papi/papi_source.h"
+#include "config/errors.h"
+#include "exporter/exposition.h"
+
+using namespace hwperf;
+using namespace hwperf::test::papi_live;
+using test::find_samples;
+using test::parse_exposition;
+using test::Sample;
+using test::scrape;
+
+TEST_CASE("the PAPI version reported is that of the libpapi loaded at runtime", "[papi]") {
+  const std::string version = papi_library_version();
+  CHECK_THAT(version, Catch::Matches("[0-9]+\\.[0-9]+\\.[0-9]+\\.[0-9]+"));
+  // papi_avail (papi-tools, see scripts/deps.sh) prints the version of the same shared libpapi.
+  FILE* pipe = popen("papi_avail 2>/dev/null", "r");
+  REQUIRE(pipe != nullptr);
+  std::string reported;
+  char buffer[512];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) {
+    const std::string line = buffer;
+    if (line.rfind("PAPI version", 0) == 0 && line.find(':') != std::string::npos) {
+      reported = line.substr(line.find(':') + 1);
+      reported.erase(0, reported.find_first_not_of(" \t"));
+      reported.erase(reported.find_last_not_of(" \t\r\n") + 1);
+    }
+  }
+  pclose(pipe);
+  if (reported.empty()) FAIL("papi_avail printed no \"PAPI version\" line: install papi-tools");
+  CHECK(version == reported);
+}
+
+// ---- The exporter binary ---------------------------------------------------------------------
+
+namespace {
+
+std::string live_config_yaml(const std::string& events_yaml) {
+  return "collectors:\n"
+         "  rapl:\n"
+         "    enabled: false\n"
+         "  papi:\n"
+         "    events:\n" +
+         events_yaml;
+}
+
+}  // namespace
+
+TEST_CASE("the binary exits 2 naming an unknown event", "[papi][e2e]") {
+  test::TempDir dir;
+  const auto path = dir.write("hwperf.yml", live_config_yaml("      - perf::CPU-CLOCK\n"
+                                                             "      - perf::NO-SUCH-EVENT\n"));
+  const auto result = test::run_exporter({"--config.file=" + path.string(), "--once"});
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.err, Catch::Contains("perf::NO-SUCH-EVENT") &&
+                             Catch::Contains(path.string() + ":7:") &&
+                             Catch::Contains("papi_avail"));
+}
+
+TEST_CASE("the binary starts with an event it cannot count here, and says why", "[papi][e2e]") {
+  require_system_wide_perf();
+  test::TempDir dir;
+  const auto path = dir.write("hwperf.yml", live_config_yaml("      - perf::CPU-CLOCK\n"
+                                                             "      - PAPI_TOT_INS\n"));
+  const auto result = test::run_exporter({"--config.file=" + path.string(), "--once"});
+  REQUIRE(result.exit_code == 0);
+  const auto samples = parse_exposition(result.out);
+  CHECK_FALSE(find_samples(samples, "hwperf_cpu_cpu_clock_seconds_total").empty());
+  if (has_hardware_pmu()) {
+    CHECK_FALSE(find_samples(samples, "hwperf_cpu_instructions_total").empty());
+  } else {
+    CHECK_THAT(result.err,
+               Catch::Contains("PAPI_TOT_INS") && Catch::Contains("Event does not exist"));
+    CHECK_FALSE(
+        find_samples(samples, "hwperf_papi_event_dropped", {{"event", "PAPI_TOT_INS"}}).empty());
+  }
+}
+
+TEST_CASE("the binary's --check-config reports per event whether PAPI can count it",
+          "[papi][e2e]") {
+  require_system_wide_perf();
+  test::TempDir dir;
+  const auto path = dir.write("hwperf.yml", live_config_yaml("      - perf::PAGE-FAULTS\n"));
+  const auto result = test::run_exporter({"--config.file=" + path.string(), "--check-config"});
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.out, Catch::Contains("perf::PAGE-FAULTS -> hwperf_cpu_page_faults_total: "
+                                         "countable on CPUs"));
+}
+
+TEST_CASE("without permission to count, the error names perf_event_paranoid and the remedies",
+          "[papi][e2e]") {
+  if (geteuid() != 0) FAIL("this test drops to user nobody with setpriv and must run as root");
+  if (std::system("command -v setpriv >/dev/null 2>&1") != 0) {
+    FAIL("this test needs setpriv (util-linux) to run the exporter as user nobody");
+  }
+  test::TempDir dir;
+  // The unprivileged exporter must be able to read its configuration.
+  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
+  const auto path = dir.write("hwperf.yml", live_config_yaml("      - perf::CPU-CLOCK\n"));
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                            fs::perms::others_read);
+  // The remedy must quote perf_event_paranoid from --path.procfs (where a container mounts the
+  // host's /proc), so the fixture holds a value this host's /proc does not.
+  const std::string fixture_level = std::to_string(perf_event_paranoid() + 1);
+  dir.write("procfs/sys/kernel/perf_event_paranoid", fixture_level + "\n");
+  const std::string command = "setpriv --reuid=65534 --regid=65534 --clear-groups " +
+                              test::exporter_binary() + " --config.file=" + path.string() +
+                              " --path.procfs=" + (dir.path() / "procfs").string() +
+                              " --once 2>&1 >/dev/null";
+  std::string output;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  REQUIRE(WIFEXITED(status));
+  CAPTURE(output);
+  if (perf_event_paranoid() > 0) {
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK_THAT(output, Catch::Contains("perf::CPU-CLOCK") &&
+                           Catch::Contains("kernel.perf_event_paranoid") &&
+                           Catch::Contains("(it is " + fixture_level + " here)") &&
+                           Catch::Contains("CAP_PERFMON") && Catch::Contains("--privileged") &&
+                           Catch::Contains("seccomp"));
+  } else {
+    CHECK(WEXITSTATUS(status) == 0);  // paranoid <= 0 lets anyone count system-wide
+  }
+}
+
+// ---- Real PMU only ---------------------------------------------------------------------------
+

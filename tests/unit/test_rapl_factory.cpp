@@ -1,0 +1,111 @@
+// From configuration to a RAPL collector: the order interfaces are tried in over fixture trees,
+// configuration errors, and serving with no RAPL at all.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectors/rapl/powercap_source.h"
+#include "collectors/rapl/rapl_collector.h"
+#include "collectors/rapl/rapl_factory.h"
+#include "config/errors.h"
+#include "exporter/exposition.h"
+#include "tests/support.h"
+#include "tests/unit/rapl_fakes.h"
+#include "tests/unit/test_rapl_fixtures.h"
+
+using namespace hwperf;
+using namespace hwperf::rapl;
+using namespace hwperf::test::rapl_fakes;
+using hwperf::test::find_samples;
+using hwperf::test::parse_exposition;
+using hwperf::test::Sample;
+using hwperf::test::TempDir;
+using hwperf::test::scrape;
+using hwperf::test::value_of;
+
+TEST_CASE("auto tries perf, then powercap, then msr, and stops at the first that works",
+          "[rapl]") {
+  CHECK(interface_order(RaplInterface::automatic) ==
+        std::vector<RaplInterface>{RaplInterface::perf, RaplInterface::powercap, RaplInterface::msr});
+  CHECK(interface_order(RaplInterface::msr) == std::vector<RaplInterface>{RaplInterface::msr});
+
+  TempDir dir;
+  hwperf::test::rapl_fixture::write_powercap_tree(dir, hwperf::test::rapl_fixture::two_package_zones());
+  dir.write("dev/.keep", "");
+  dir.write("proc/cpuinfo", hwperf::test::rapl_fixture::cpuinfo("GenuineIntel", 6, 0x55));
+  PathsConfig paths;
+  paths.sysfs = (dir.path() / "sys").string();
+  paths.procfs = (dir.path() / "proc").string();
+  paths.devfs = (dir.path() / "dev").string();
+
+  const auto automatic = probe_interfaces(RaplInterface::automatic, paths, two_packages(), DomainSet::all());
+  REQUIRE(automatic.size() == 2);
+  CHECK(automatic[0].interface == RaplInterface::perf);
+  CHECK(automatic[0].source == nullptr);
+  CHECK(automatic[1].interface == RaplInterface::powercap);
+  CHECK(automatic[1].source != nullptr);
+
+  const auto forced = probe_interfaces(RaplInterface::msr, paths, two_packages(), DomainSet::all());
+  REQUIRE(forced.size() == 1);
+  CHECK(forced[0].interface == RaplInterface::msr);
+  CHECK(forced[0].source == nullptr);
+  CHECK(forced[0].reason == "absent");
+}
+
+TEST_CASE("configuration errors are ConfigErrors naming the key", "[rapl]") {
+  RaplCollectorConfig config;
+  SECTION("negative or non-finite power") {
+    config.max_power_watts = GENERATE(-1.0, std::numeric_limits<double>::infinity(), std::nan(""));
+    CHECK_THROWS_AS(validate_rapl_config(config), ConfigError);
+    CHECK_THROWS_WITH(validate_rapl_config(config), Catch::Contains("collectors.rapl.max_power_watts"));
+  }
+  SECTION("a guard interval that would spin") {
+    config.wrap_guard_interval_seconds = 0.0001;
+    CHECK_THROWS_WITH(validate_rapl_config(config),
+                      Catch::Contains("collectors.rapl.wrap_guard_interval_seconds"));
+  }
+  SECTION("valid filters") {
+    config.domains = {Domain::dram, Domain::psys};
+    const DomainSet wanted = validate_rapl_config(config);
+    CHECK(wanted.contains(Domain::dram));
+    CHECK(wanted.contains(Domain::psys));
+    CHECK_FALSE(wanted.contains(Domain::package));
+  }
+  SECTION("through the public factory") {
+    config.max_power_watts = -1;
+    PathsConfig paths;
+    CHECK_THROWS_AS(make_rapl_collector(config, paths, two_packages()), ConfigError);
+  }
+  SECTION("disabled means no collector") {
+    config.enabled = false;
+    CHECK(make_rapl_collector(config, PathsConfig{}, two_packages()) == nullptr);
+  }
+}
+
+TEST_CASE("make_rapl_collector on empty trees serves, with energy unavailable", "[rapl]") {
+  TempDir dir;
+  dir.write("sys/.keep", "");
+  dir.write("dev/.keep", "");
+  dir.write("proc/cpuinfo", hwperf::test::rapl_fixture::cpuinfo("GenuineIntel", 6, 0x55));
+  PathsConfig paths;
+  paths.sysfs = (dir.path() / "sys").string();
+  paths.procfs = (dir.path() / "proc").string();
+  paths.devfs = (dir.path() / "dev").string();
+  auto collector = make_rapl_collector(RaplCollectorConfig{}, paths, two_packages());
+  REQUIRE(collector != nullptr);
+  const auto samples = scrape(*collector);
+  CHECK(value_of(samples, "hwperf_rapl_energy_available") == 0);
+  for (const char* interface : {"perf", "powercap", "msr"}) {
+    CAPTURE(interface);
+    CHECK(value_of(samples, "hwperf_rapl_interface_probe_success", {{"interface", interface}}) == 0);
+  }
+}
