@@ -1,6 +1,7 @@
 #include "common/text.h"
 
 #include <cctype>
+#include <cstdio>
 #include <cstring>
 
 namespace hwperf {
@@ -52,6 +53,12 @@ std::string to_upper(std::string_view text) {
 
 bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
+
+std::string format_number(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.6g", value);
+  return text;
 }
 
 std::string errno_text(int error) {

@@ -16,6 +16,9 @@ std::string to_lower(std::string_view text);
 std::string to_upper(std::string_view text);
 bool ends_with(std::string_view text, std::string_view suffix);
 
+// A number for a message a user reads: up to 6 significant digits ("0.05", "1e+09").
+std::string format_number(double value);
+
 // "ENOENT (No such file or directory)": the name a user can search for, and the words.
 std::string errno_text(int error);
 

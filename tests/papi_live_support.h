@@ -165,4 +165,10 @@ inline ScrapesApart scrape_twice(Collector& collector, std::chrono::milliseconds
   return result;
 }
 
+// How far `name` on `cpu` advanced from one scrape to the next.
+inline double delta_on(const std::vector<Sample>& before, const std::vector<Sample>& after,
+                       const std::string& name, unsigned cpu) {
+  return value_on(after, name, cpu) - value_on(before, name, cpu);
+}
+
 }  // namespace hwperf::test::papi_live

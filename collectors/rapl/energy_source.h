@@ -59,4 +59,14 @@ struct ProbeResult {
   std::string message;                    // one line naming the thing and the remedy
 };
 
+// A failed probe of `interface`: `message` is prefixed "rapl: <interface>: " for the log.
+inline ProbeResult probe_failure(RaplInterface interface, std::string reason,
+                                 const std::string& message) {
+  ProbeResult result;
+  result.interface = interface;
+  result.reason = std::move(reason);
+  result.message = "rapl: " + std::string(to_string(interface)) + ": " + message;
+  return result;
+}
+
 }  // namespace hwperf::rapl

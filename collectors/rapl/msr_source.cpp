@@ -97,12 +97,8 @@ class MsrSource final : public EnergySource {
   std::map<unsigned, double> hints_;
 };
 
-ProbeResult failure(std::string reason, std::string message) {
-  ProbeResult result;
-  result.interface = RaplInterface::msr;
-  result.reason = std::move(reason);
-  result.message = "rapl: msr: " + std::move(message);
-  return result;
+ProbeResult failure(std::string reason, const std::string& message) {
+  return probe_failure(RaplInterface::msr, std::move(reason), message);
 }
 
 ProbeResult open_failure(const std::string& devfs_root, unsigned cpu, int error) {

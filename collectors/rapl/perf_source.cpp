@@ -97,12 +97,8 @@ std::string paranoid_text(const std::string& procfs_root) {
   return read_sysctl(procfs_root, "kernel.perf_event_paranoid");
 }
 
-ProbeResult failure(std::string reason, std::string message) {
-  ProbeResult result;
-  result.interface = RaplInterface::perf;
-  result.reason = std::move(reason);
-  result.message = "rapl: perf: " + std::move(message);
-  return result;
+ProbeResult failure(std::string reason, const std::string& message) {
+  return probe_failure(RaplInterface::perf, std::move(reason), message);
 }
 
 struct PmuEvent {

@@ -95,12 +95,8 @@ double zone_power_hint(const std::string& zone_path) {
   return watts;
 }
 
-ProbeResult failure(std::string reason, std::string message) {
-  ProbeResult result;
-  result.interface = RaplInterface::powercap;
-  result.reason = std::move(reason);
-  result.message = "rapl: powercap: " + std::move(message);
-  return result;
+ProbeResult failure(std::string reason, const std::string& message) {
+  return probe_failure(RaplInterface::powercap, std::move(reason), message);
 }
 
 std::string permission_remedy() {

@@ -10,20 +10,13 @@
 #include "collectors/rapl/perf_source.h"
 #include "collectors/rapl/powercap_source.h"
 #include "collectors/rapl/rapl_factory.h"
+#include "common/text.h"
 #include "config/errors.h"
 #include "common/log.h"
 
 namespace hwperf {
 namespace rapl {
 namespace {
-
-// Below this the guard thread would spin rather than sleep.
-
-std::string format_number(double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
 
 const char* energy_help(Domain domain) {
   switch (domain) {

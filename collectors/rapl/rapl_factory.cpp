@@ -9,20 +9,11 @@
 #include "collectors/rapl/perf_source.h"
 #include "collectors/rapl/powercap_source.h"
 #include "collectors/rapl/rapl_collector.h"
+#include "common/text.h"
 #include "config/errors.h"
 
 namespace hwperf {
 namespace rapl {
-namespace {
-
-std::string format_number(double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.6g", value);
-  return text;
-}
-
-}  // namespace
-
 DomainSet validate_rapl_config(const RaplCollectorConfig& config) {
   std::vector<std::string> problems;
   DomainSet wanted = config.domains.empty() ? DomainSet::all() : DomainSet::none();

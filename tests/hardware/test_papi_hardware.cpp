@@ -18,8 +18,6 @@
 using namespace hwperf;
 using namespace hwperf::test::papi_live;
 using test::find_samples;
-using test::parse_exposition;
-using test::Sample;
 using test::scrape;
 
 TEST_CASE("PAPI_TOT_INS and PAPI_TOT_CYC count on a real PMU", "[.hardware]") {
@@ -34,10 +32,8 @@ TEST_CASE("PAPI_TOT_INS and PAPI_TOT_CYC count on a real PMU", "[.hardware]") {
   const double seconds = busy_on_cpu(0, kIterations);
   const auto after = scrape(*collector);
 
-  const double instructions = value_on(after, "hwperf_cpu_instructions_total", 0) -
-                              value_on(before, "hwperf_cpu_instructions_total", 0);
-  const double cycles = value_on(after, "hwperf_cpu_cycles_total", 0) -
-                        value_on(before, "hwperf_cpu_cycles_total", 0);
+  const double instructions = delta_on(before, after, "hwperf_cpu_instructions_total", 0);
+  const double cycles = delta_on(before, after, "hwperf_cpu_cycles_total", 0);
   CAPTURE(instructions, cycles, seconds);
   CHECK(instructions >= static_cast<double>(kIterations));
   CHECK(cycles > 0);
@@ -107,8 +103,7 @@ TEST_CASE("more hardware events than counters are multiplexed and every one is c
   }
   // Scaled, but an estimate of the loop's instructions (at least one per iteration) on CPU 0.
   if (std::find(events.begin(), events.end(), "PAPI_TOT_INS") == events.end()) return;
-  const double instructions = value_on(second, "hwperf_cpu_instructions_total", 0) -
-                              value_on(first, "hwperf_cpu_instructions_total", 0);
+  const double instructions = delta_on(first, second, "hwperf_cpu_instructions_total", 0);
   CAPTURE(instructions);
   CHECK(instructions >= 0.5 * static_cast<double>(kIterations));
 }

@@ -18,8 +18,6 @@ using namespace hwperf;
 using namespace hwperf::test::papi_live;
 using test::find_samples;
 using test::parse_exposition;
-using test::Sample;
-using test::scrape;
 
 TEST_CASE("the PAPI version reported is that of the libpapi loaded at runtime", "[papi]") {
   const std::string version = papi_library_version();

@@ -25,8 +25,6 @@
 using namespace hwperf;
 using namespace hwperf::test::papi_live;
 using test::find_samples;
-using test::parse_exposition;
-using test::Sample;
 using test::scrape;
 
 TEST_CASE("CPU-CLOCK advances by wall time on every CPU, and page faults land on their CPU",
@@ -42,8 +40,7 @@ TEST_CASE("CPU-CLOCK advances by wall time on every CPU, and page faults land on
       scrape_twice(*collector, std::chrono::milliseconds(1000));
   for (unsigned cpu : topology.cpus()) {
     CAPTURE(cpu, shortest, longest);
-    const double advanced = value_on(second, "hwperf_cpu_cpu_clock_seconds_total", cpu) -
-                            value_on(first, "hwperf_cpu_cpu_clock_seconds_total", cpu);
+    const double advanced = delta_on(first, second, "hwperf_cpu_cpu_clock_seconds_total", cpu);
     CHECK(advanced >= 0.98 * shortest);
     CHECK(advanced <= 1.02 * longest);
   }
@@ -51,10 +48,8 @@ TEST_CASE("CPU-CLOCK advances by wall time on every CPU, and page faults land on
   const auto before = scrape(*collector);
   const std::size_t pages = fault_pages_on_cpu(1, 200u << 20);
   const auto after = scrape(*collector);
-  const double on_cpu1 = value_on(after, "hwperf_cpu_page_faults_total", 1) -
-                         value_on(before, "hwperf_cpu_page_faults_total", 1);
-  const double on_cpu0 = value_on(after, "hwperf_cpu_page_faults_total", 0) -
-                         value_on(before, "hwperf_cpu_page_faults_total", 0);
+  const double on_cpu1 = delta_on(before, after, "hwperf_cpu_page_faults_total", 1);
+  const double on_cpu0 = delta_on(before, after, "hwperf_cpu_page_faults_total", 0);
   CAPTURE(pages, on_cpu1, on_cpu0);
   // Every first touch of a page faults on CPU 1. CPU 0 sees only what else ran meanwhile (on a
   // shared CI host other processes fault too: a few thousand here), far fewer than the pages.

@@ -19,7 +19,14 @@
 
 namespace hwperf::test::rapl_fakes {
 
+// The RAPL unit tests' prelude: `using namespace hwperf::test::rapl_fakes;` brings these too.
 using namespace hwperf::rapl;
+using hwperf::test::find_samples;
+using hwperf::test::parse_exposition;
+using hwperf::test::Sample;
+using hwperf::test::scrape;
+using hwperf::test::TempDir;
+using hwperf::test::value_of;
 
 constexpr std::uint64_t kTwoTo32 = 0x100000000ull;
 

@@ -24,14 +24,7 @@
 #include "tests/unit/test_rapl_fixtures.h"
 
 using namespace hwperf;
-using namespace hwperf::rapl;
 using namespace hwperf::test::rapl_fakes;
-using hwperf::test::find_samples;
-using hwperf::test::parse_exposition;
-using hwperf::test::Sample;
-using hwperf::test::TempDir;
-using hwperf::test::scrape;
-using hwperf::test::value_of;
 
 TEST_CASE("the wrap guard folds several wraps between two scrapes (engine, manual ticks)",
           "[rapl]") {

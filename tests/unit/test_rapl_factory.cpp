@@ -23,14 +23,7 @@
 #include "tests/unit/test_rapl_fixtures.h"
 
 using namespace hwperf;
-using namespace hwperf::rapl;
 using namespace hwperf::test::rapl_fakes;
-using hwperf::test::find_samples;
-using hwperf::test::parse_exposition;
-using hwperf::test::Sample;
-using hwperf::test::TempDir;
-using hwperf::test::scrape;
-using hwperf::test::value_of;
 
 TEST_CASE("auto tries perf, then powercap, then msr, and stops at the first that works",
           "[rapl]") {
@@ -42,10 +35,7 @@ TEST_CASE("auto tries perf, then powercap, then msr, and stops at the first that
   hwperf::test::rapl_fixture::write_powercap_tree(dir, hwperf::test::rapl_fixture::two_package_zones());
   dir.write("dev/.keep", "");
   dir.write("proc/cpuinfo", hwperf::test::rapl_fixture::cpuinfo("GenuineIntel", 6, 0x55));
-  PathsConfig paths;
-  paths.sysfs = (dir.path() / "sys").string();
-  paths.procfs = (dir.path() / "proc").string();
-  paths.devfs = (dir.path() / "dev").string();
+  const PathsConfig paths = hwperf::test::rapl_fixture::paths_under(dir);
 
   const auto automatic = probe_interfaces(RaplInterface::automatic, paths, two_packages(), DomainSet::all());
   REQUIRE(automatic.size() == 2);
@@ -96,10 +86,7 @@ TEST_CASE("make_rapl_collector on empty trees serves, with energy unavailable", 
   dir.write("sys/.keep", "");
   dir.write("dev/.keep", "");
   dir.write("proc/cpuinfo", hwperf::test::rapl_fixture::cpuinfo("GenuineIntel", 6, 0x55));
-  PathsConfig paths;
-  paths.sysfs = (dir.path() / "sys").string();
-  paths.procfs = (dir.path() / "proc").string();
-  paths.devfs = (dir.path() / "dev").string();
+  const PathsConfig paths = hwperf::test::rapl_fixture::paths_under(dir);
   auto collector = make_rapl_collector(RaplCollectorConfig{}, paths, two_packages());
   REQUIRE(collector != nullptr);
   const auto samples = scrape(*collector);

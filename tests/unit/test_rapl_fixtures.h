@@ -122,6 +122,15 @@ inline std::vector<Zone> two_package_zones(std::uint64_t package_unit_uj = 61,
   };
 }
 
+// --path.sysfs, --path.procfs and --path.devfs under one fixture root.
+inline PathsConfig paths_under(const TempDir& root) {
+  PathsConfig paths;
+  paths.sysfs = (root.path() / "sys").string();
+  paths.procfs = (root.path() / "proc").string();
+  paths.devfs = (root.path() / "dev").string();
+  return paths;
+}
+
 inline void write_powercap_tree(const TempDir& root, const std::vector<Zone>& zones) {
   // The control-type directories exist beside the zones and are not zones themselves.
   root.write("sys/class/powercap/intel-rapl/enabled", "1\n");

@@ -13,16 +13,18 @@ using namespace hwperf::rapl;
 namespace {
 constexpr std::uint64_t k2to32 = 0x100000000ull;
 constexpr std::uint64_t kMax32 = 0xFFFFFFFFull;
+
+// One row of a delta table: two raw readings, the delta they must give, and whether it wrapped.
+struct Row {
+  const char* what;
+  std::uint64_t previous;
+  std::uint64_t current;
+  std::uint64_t expected;
+  bool wrapped;
+};
 }  // namespace
 
 TEST_CASE("MSR deltas are (current - previous) mod 2^32 on the low 32 bits", "[rapl]") {
-  struct Row {
-    const char* what;
-    std::uint64_t previous;
-    std::uint64_t current;
-    std::uint64_t expected;
-    bool wrapped;
-  };
   const Row row = GENERATE(
       Row{"equal readings", 123456, 123456, 0, false},
       Row{"plain increase", 1000, 1500, 1500 - 1000, false},
@@ -40,13 +42,6 @@ TEST_CASE("MSR deltas are (current - previous) mod 2^32 on the low 32 bits", "[r
 
 TEST_CASE("perf deltas are unsigned 64-bit subtraction", "[rapl]") {
   constexpr std::uint64_t max64 = std::numeric_limits<std::uint64_t>::max();
-  struct Row {
-    const char* what;
-    std::uint64_t previous;
-    std::uint64_t current;
-    std::uint64_t expected;
-    bool wrapped;
-  };
   const Row row = GENERATE_COPY(
       Row{"equal readings", 42, 42, 0, false},
       Row{"plain increase", 1ull << 40, (1ull << 40) + 12345, 12345, false},
