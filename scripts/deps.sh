@@ -40,11 +40,8 @@ if [ "${VERSION_CODENAME:-}" = bookworm ]; then
      [ ! -e "$debian12_libpfm_dir/libpfm.so.4" ]; then
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
-    mirror=$(sed -n 's/^URIs:[[:space:]]*//p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
-             grep -v security | head -n1)
-    [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 == "bookworm" {print $2; exit}' \
-                                   /etc/apt/sources.list 2>/dev/null)
-    [ -n "$mirror" ] || { echo "deps.sh: no Debian mirror found in the apt sources" >&2; exit 1; }
+    . "$(dirname "$0")/debian-mirror.sh"
+    mirror=$(debian_mirror)
     mkdir -p "$work/lists/partial" "$work/archives/partial" "$work/debs"
     echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main" \
       > "$work/trixie.list"

@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 #include <chrono>
 #include <filesystem>
 #include <fstream>

@@ -2,7 +2,7 @@
 //   hwperf_tests "[rapl_hardware]"
 // Every interface this host allows measures the same busy interval; they must agree, and the
 // power must lie between idle and the ceiling.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <atomic>
 #include <chrono>

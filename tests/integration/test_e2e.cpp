@@ -1,6 +1,6 @@
 // The real binary, end to end: --once, --check-config, serving, signals, promtool and a real
 // Prometheus server scraping it.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <netinet/in.h>
 #include <signal.h>

@@ -1,7 +1,7 @@
 // Issue #3's acceptance, literally: the real binary counting perf::CPU-CLOCK and
 // perf::PAGE-FAULTS per CPU, scraped twice about a second apart over HTTP, while a separate
 // process pinned with `taskset -c 1` touches 200 MB of fresh memory.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <spawn.h>
 #include <sys/wait.h>

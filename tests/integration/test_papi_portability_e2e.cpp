@@ -4,7 +4,7 @@
 // topology and RAPL, and the log names libpfm4 and this CPU. Also what --check-config says a
 // preset is counted as. Expectations come from PAPI's own tools and /proc/cpuinfo, run beside
 // the exporter, never from the exporter's code.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <sys/wait.h>
 

@@ -1,6 +1,6 @@
 // Dropping root in a child process (the test process itself keeps its privileges): the ids, no
 // capabilities, and a descriptor opened before the drop that still reads.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

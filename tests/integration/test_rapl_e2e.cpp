@@ -1,7 +1,7 @@
 // The real binary and RAPL, end to end: energy exact across many wraps between slow scrapes
 // while this process advances a fixture powercap tree; perf through the real perf_event_open
 // path; and a machine without RAPL, where the exporter says why and serves the rest.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -2,7 +2,7 @@
 // path runs for real on this machine through a fixture PMU whose type is the software PMU
 // (type 1) and whose energy events are cpu-clock (config 0): with a .scale of 1e-9 their
 // "joules" are seconds, so how far they advance is known.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // The topology of this machine itself, as hwloc reads it from this process's /sys.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <fstream>
 #include <string>

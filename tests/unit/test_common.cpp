@@ -1,5 +1,5 @@
 // common/: kernel attribute reads that cannot be made to hang or to read the wrong kind of file.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <sys/stat.h>
 

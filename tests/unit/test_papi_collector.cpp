@@ -3,7 +3,7 @@
 // are computed here from what the fake source was given.
 #include <algorithm>
 #include <atomic>
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 #include <map>
 #include <memory>
 #include <stdexcept>

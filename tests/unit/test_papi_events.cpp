@@ -1,6 +1,6 @@
 // The PAPI collector's pure parts: metric naming, units, qualifiers, CPU selection and the
 // validation of configured events. No PAPI, no PMU.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 #include <set>
 #include <string>
 #include <vector>

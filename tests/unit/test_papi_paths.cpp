@@ -1,7 +1,7 @@
 // The PAPI collector's remedies name files under --path.procfs, not the test host's /proc: in a
 // container the host's procfs is mounted elsewhere, and its perf_event_paranoid is the one that
 // matters. permission_remedy() reads a file and calls no PAPI, so this runs anywhere.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 #include <string>
 
 #include "collectors/papi/papi_remedies.h"

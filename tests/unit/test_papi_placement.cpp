@@ -1,7 +1,7 @@
 // The rules that spread one CPU's events over PAPI event sets, against a fake set builder: which
 // set is attached, the fallback to qualifiers, splitting when counters run out, and drops.
 #include <algorithm>
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 #include <set>
 #include <string>
 #include <vector>

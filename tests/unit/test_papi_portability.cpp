@@ -1,7 +1,7 @@
 // Counting on every CPU generation, without a PMU at hand: which event a preset is counted as,
 // how the portable default set is named, and what the log says when PAPI cannot start. Driven
 // by what PAPI reports, through fakes of its answers.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <map>
 #include <optional>

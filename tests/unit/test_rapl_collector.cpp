@@ -1,6 +1,6 @@
 // The RAPL collector over a fake energy source: what it exports (families, labels, joules
 // computed here from the raw values written), rejected deltas, read errors, frozen counters.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <algorithm>
 #include <atomic>

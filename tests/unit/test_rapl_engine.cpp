@@ -1,7 +1,7 @@
 // The RAPL engine and its wrap guard over fake sources: several wraps folded between two scrapes,
 // the guard thread keeping up, concurrent scrapes, prompt shutdown, power ceilings and the guard
 // period.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <algorithm>
 #include <atomic>

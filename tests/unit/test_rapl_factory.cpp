@@ -1,6 +1,6 @@
 // From configuration to a RAPL collector: the order interfaces are tried in over fixture trees,
 // configuration errors, and serving with no RAPL at all.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,7 +1,7 @@
 // The MSR source against fake /dev/cpu/N/msr files (a regular file read with pread at the
 // register's address, exactly as the driver is): Intel server and client layouts with their unit
 // quirks, AMD's per-core counters, and the states a user meets without the msr driver.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <sys/stat.h>
 

@@ -1,7 +1,7 @@
 // The powercap source against fixture trees: zone discovery (names, not directory indexes,
 // give the package), the MMIO duplicate, per-zone ranges, power hints, the failure states a
 // user meets (no tree, masked tree, root-only energy_uj), and energy across wraps.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <sys/stat.h>
 

@@ -1,6 +1,6 @@
 // The wrap arithmetic of each interface, the exact accumulator and the plausibility rule, as
 // tables. Every expected value is written as the rule that produces it from the row's inputs.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <chrono>
 #include <cstdint>

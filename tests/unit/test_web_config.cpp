@@ -1,7 +1,7 @@
 // --web.config.file in exporter-toolkit's format: parsing with positions, bcrypt checks at the
 // hash's own cost, and the Authorization header. Hashes are made here with libcrypt, from
 // passwords the test picks, never copied from elsewhere.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <crypt.h>
 
