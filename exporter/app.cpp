@@ -15,6 +15,8 @@
 #include "exporter/cli.h"
 #include "exporter/exposition.h"
 #include "exporter/http_server.h"
+#include "exporter/privileges.h"
+#include "exporter/web_config.h"
 #include "exporter/router.h"
 #include "topology/topology.h"
 
@@ -71,12 +73,16 @@ int run_exporter(const std::vector<std::string>& args) {
   CliOptions cli;
   Config config;
   std::string listening_ports;
+  WebConfigFile web_config;
+  std::optional<RuntimeUser> runtime_user;
   if (const auto failed = startup_step([&] {
         cli = parse_cli(args);
         if (cli.help || cli.version) return;
         config = load_config_file(cli.config_file.value_or(""));
         apply_cli(cli, config);
         listening_ports = resolve_listen_address(config.web);
+        if (cli.web_config_file) web_config = load_web_config(*cli.web_config_file);
+        if (cli.runtime_user) runtime_user = resolve_runtime_user(*cli.runtime_user);
       });
       failed != ExitCode::ok) {
     return code(failed);
@@ -142,7 +148,7 @@ int run_exporter(const std::vector<std::string>& args) {
   if (const auto failed = startup_step([&] {
         exporter = std::make_unique<Exporter>(config.web.telemetry_path,
                                               build_collectors(config, *topology),
-                                              registry_build_info());
+                                              registry_build_info(), web_config);
       });
       failed != ExitCode::ok) {
     return code(failed);
@@ -166,8 +172,19 @@ int run_exporter(const std::vector<std::string>& args) {
       failed != ExitCode::ok) {
     return code(failed);
   }
+  // Every counter is open and the port is bound: nothing left needs root. Reads go through
+  // descriptors opened already, which the kernel checked at open (exporter/privileges.h).
+  if (runtime_user) {
+    if (const auto failed = startup_step([&] { drop_privileges(*runtime_user); });
+        failed != ExitCode::ok) {
+      return code(failed);
+    }
+    log::info("running as " + runtime_user->name + " (uid " + std::to_string(runtime_user->uid) +
+              ") with no capabilities");
+  }
   log::info("Listening on " + server->bound_address() + " (metrics at " +
-            config.web.telemetry_path + ")");
+            config.web.telemetry_path + ")" +
+            (web_config.basic_auth_users.empty() ? "" : ", basic authentication required"));
 
   while (true) {
     int signal_number = 0;

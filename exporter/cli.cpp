@@ -29,6 +29,12 @@ const std::vector<Flag>& flags() {
         {"--log.level", "LEVEL",
          join_names(kLogLevelNames, ", ", " or ") + " (default " +
              to_string(defaults.log_level) + ")"},
+        {"--web.config.file", "PATH",
+         "TLS and basic authentication, in the exporter-toolkit web config format (default: "
+         "none, plain HTTP)"},
+        {"--runtime.user", "USER",
+         "once every counter is open, run as USER (a name or uid) with no capabilities "
+         "(default: keep the user it was started as)"},
         {"--check-config", nullptr,
          "validate the configuration, print the effective configuration and what each collector "
          "can do here, exit 0 (or 2 on error)"},
@@ -90,6 +96,8 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
       else if (arg == "--path.procfs") options.procfs = value;
       else if (arg == "--path.devfs") options.devfs = value;
       else if (arg == "--log.level") options.log_level = parse_level(*value);
+      else if (arg == "--web.config.file") options.web_config_file = value;
+      else if (arg == "--runtime.user") options.runtime_user = value;
       else if (arg == "--check-config") options.check_config = true;
       else if (arg == "--once") options.once = true;
       else if (arg == "--version") options.version = true;

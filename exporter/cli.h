@@ -18,6 +18,8 @@ struct CliOptions {
   std::optional<std::string> procfs;
   std::optional<std::string> devfs;
   std::optional<LogLevel> log_level;
+  std::optional<std::string> web_config_file;  // TLS and basic auth (exporter-toolkit format)
+  std::optional<std::string> runtime_user;     // drop to this user once every counter is open
   bool check_config = false;
   bool once = false;
   bool version = false;

@@ -13,6 +13,7 @@ struct HttpRequest {
   std::string path;    // without the query string
   std::string accept;
   std::string accept_encoding;
+  std::string authorization;  // the Authorization header, "" when absent
 };
 
 struct HttpResponse {

@@ -148,6 +148,8 @@ struct HttpServer::Impl {
     const char* encoding = mg_get_header(connection, "Accept-Encoding");
     request.accept = accept ? accept : "";
     request.accept_encoding = encoding ? encoding : "";
+    const char* authorization = mg_get_header(connection, "Authorization");
+    request.authorization = authorization ? authorization : "";
 
     HttpResponse response;
     // Nothing may unwind into CivetWeb's C frames: that would terminate the process.

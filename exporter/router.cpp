@@ -23,10 +23,11 @@ std::string html_escape(const std::string& text) {
 }  // namespace
 
 Exporter::Exporter(std::string telemetry_path, CollectorSet collectors,
-                   prometheus::MetricFamily build_info)
+                   prometheus::MetricFamily build_info, WebConfigFile web_config)
     : telemetry_path_(std::move(telemetry_path)),
       collectors_(std::move(collectors)),
-      build_info_(std::move(build_info)) {}
+      build_info_(std::move(build_info)),
+      web_config_(std::move(web_config)) {}
 
 std::vector<prometheus::MetricFamily> Exporter::gather() const {
   auto families = collectors_.collect();
@@ -39,6 +40,15 @@ HttpResponse Exporter::handle(const HttpRequest& request) const {
     return HttpResponse{405, "text/plain; charset=utf-8", {{"Allow", "GET, HEAD"}},
                         "method not allowed\n"};
   }
+  if (request.path == "/-/healthy") {
+    return HttpResponse{200, "text/plain; charset=utf-8", {}, "OK\n"};
+  }
+  if (!basic_auth_allows(web_config_, request.authorization)) {
+    return HttpResponse{401,
+                        "text/plain; charset=utf-8",
+                        {{"WWW-Authenticate", "Basic realm=\"hwperf_exporter\", charset=\"UTF-8\""}},
+                        "401 Unauthorized\n"};
+  }
   if (request.path == telemetry_path_) {
     const auto format = negotiate_format(request.accept);
     HttpResponse response;
@@ -50,9 +60,6 @@ HttpResponse Exporter::handle(const HttpRequest& request) const {
       response.headers.emplace_back("Content-Encoding", "gzip");
     }
     return response;
-  }
-  if (request.path == "/-/healthy") {
-    return HttpResponse{200, "text/plain; charset=utf-8", {}, "OK\n"};
   }
   if (request.path == "/") {
     std::string body =

@@ -9,14 +9,17 @@
 
 #include "collectors/collector_set.h"
 #include "exporter/http.h"
+#include "exporter/web_config.h"
 
 namespace hwperf {
 
 class Exporter {
  public:
   // `telemetry_path` is where metrics are served; `build_info` is the constant build info family.
+  // With users in `web_config`, every path but /-/healthy (which liveness probes call without
+  // credentials, and which says nothing) needs basic authentication.
   Exporter(std::string telemetry_path, CollectorSet collectors,
-           prometheus::MetricFamily build_info);
+           prometheus::MetricFamily build_info, WebConfigFile web_config = {});
 
   // Routes the telemetry path, /, /-/healthy; 404 otherwise, 405 for methods other than GET and
   // HEAD. Thread-safe; never throws for a collector's failure.
@@ -27,6 +30,7 @@ class Exporter {
   std::string telemetry_path_;
   CollectorSet collectors_;
   prometheus::MetricFamily build_info_;  // constant: built once, copied into each scrape
+  WebConfigFile web_config_;
 };
 
 }  // namespace hwperf

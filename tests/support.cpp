@@ -1,6 +1,7 @@
 #include "tests/support.h"
 
 #include <arpa/inet.h>
+#include <crypt.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -320,6 +321,33 @@ Topology two_socket_topology() {
     }
   }
   return Topology(threads, {}, "test: 2 packages x 2 cores x 2 threads");
+}
+
+std::string bcrypt_hash(const std::string& password, unsigned long cost) {
+  crypt_data data{};
+  const char* salt = crypt_gensalt_rn("$2b$", cost, nullptr, 0, data.setting, sizeof data.setting);
+  if (salt == nullptr) throw std::runtime_error("crypt_gensalt_rn failed");
+  const char* hash = crypt_r(password.c_str(), salt, &data);
+  if (hash == nullptr) throw std::runtime_error("crypt_r failed");
+  return hash;
+}
+
+std::string base64(const std::string& text) {
+  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  unsigned buffer = 0;
+  int bits = 0;
+  for (unsigned char c : text) {
+    buffer = (buffer << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += alphabet[(buffer >> bits) & 0x3F];
+    }
+  }
+  if (bits > 0) out += alphabet[(buffer << (6 - bits)) & 0x3F];
+  while (out.size() % 4 != 0) out += '=';
+  return out;
 }
 
 }  // namespace hwperf::test

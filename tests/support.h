@@ -82,6 +82,10 @@ class RunningExporter {
   int exit_code_ = -1;
 };
 
+// A bcrypt hash of `password` at `cost`, made with libcrypt (as htpasswd -B would).
+std::string bcrypt_hash(const std::string& password, unsigned long cost);
+std::string base64(const std::string& text);
+
 // One sample of a text exposition (0.0.4 or OpenMetrics).
 struct Sample {
   std::string name;

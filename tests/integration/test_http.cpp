@@ -63,7 +63,7 @@ TEST_CASE("a collector that throws only fails itself", "[http]") {
   const double value = 42;
   const Exporter exporter = make_exporter(value);
   const auto samples = test::parse_exposition(
-      exporter.handle(HttpRequest{"GET", "/metrics", "", ""}).body);
+      exporter.handle(HttpRequest{"GET", "/metrics", "", "", ""}).body);
   CHECK(test::find_samples(samples, "hwperf_scrape_collector_success", {{"collector", "broken"}})
             .at(0).value == 0);
   CHECK(test::find_samples(samples, "hwperf_scrape_collector_success", {{"collector", "fixed"}})

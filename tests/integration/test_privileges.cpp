@@ -7,12 +7,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <map>
+#include <thread>
 #include <string>
 
 #include "config/errors.h"
 #include "exporter/privileges.h"
 #include "tests/support.h"
+#include "tests/unit/test_rapl_fixtures.h"
 
 using namespace hwperf;
 
@@ -89,4 +93,42 @@ TEST_CASE("an unknown runtime user is a configuration error naming it", "[privil
   }
   // A numeric uid with an entry resolves to that entry.
   CHECK(resolve_runtime_user("0").name == "root");
+}
+
+TEST_CASE("--runtime.user=nobody: no capabilities, and PAPI counts and RAPL energy still advance",
+          "[privileges][e2e]") {
+  if (geteuid() != 0) FAIL("this test needs root (as CI runs it): it starts the exporter as root");
+  namespace fixture = hwperf::test::rapl_fixture;
+  test::TempDir dir;
+  auto zones = fixture::two_package_zones();
+  fixture::write_powercap_tree(dir, zones);
+  const auto config = dir.write(
+      "hwperf.yml",
+      "collectors:\n  papi:\n    cpus: \"0\"\n    events: [perf::CPU-CLOCK]\n"
+      "  rapl:\n    interface: powercap\n");
+  test::RunningExporter exporter({"--config.file=" + config.string(),
+                                  "--path.sysfs=" + (dir.path() / "sys").string(),
+                                  "--runtime.user=nobody"});
+  INFO(exporter.stderr_text());
+  const std::string status = test::read_file("/proc/" + std::to_string(exporter.pid()) + "/status");
+  const RuntimeUser nobody = resolve_runtime_user("nobody");
+  const std::string uid = std::to_string(nobody.uid);
+  CHECK(status_field(status, "Uid") == uid + "\t" + uid + "\t" + uid + "\t" + uid);
+  CHECK(status_field(status, "CapEff") == "0000000000000000");
+  CHECK(status_field(status, "CapPrm") == "0000000000000000");
+
+  const auto before = test::parse_exposition(exporter.get("/metrics").body);
+  // The package-0 zone (intel-rapl:1) gains a known amount of energy, rewritten in place.
+  const std::uint64_t added_uj = 250000;
+  fixture::set_energy(dir, "intel-rapl:1", zones[4].energy_uj + added_uj);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto after = test::parse_exposition(exporter.get("/metrics").body);
+  const std::map<std::string, std::string> package0 = {{"package", "0"}};
+  CHECK(test::value_of(after, "hwperf_rapl_package_joules_total", package0) -
+            test::value_of(before, "hwperf_rapl_package_joules_total", package0) ==
+        Approx(static_cast<double>(added_uj) / 1e6));
+  const std::map<std::string, std::string> cpu0 = {{"cpu", "0"}};
+  CHECK(test::value_of(after, "hwperf_cpu_cpu_clock_seconds_total", cpu0) >
+        test::value_of(before, "hwperf_cpu_cpu_clock_seconds_total", cpu0));
+  CHECK(exporter.stop() == 0);
 }

@@ -3,8 +3,6 @@
 // passwords the test picks, never copied from elsewhere.
 #include "tests/catch.hpp"
 
-#include <crypt.h>
-
 #include <string>
 
 #include "config/errors.h"
@@ -12,35 +10,10 @@
 #include "tests/support.h"
 
 using namespace hwperf;
+using hwperf::test::base64;
+using hwperf::test::bcrypt_hash;
 
 namespace {
-
-std::string bcrypt_hash(const std::string& password, unsigned long cost) {
-  crypt_data data{};
-  const char* salt = crypt_gensalt_rn("$2b$", cost, nullptr, 0, data.setting, sizeof data.setting);
-  REQUIRE(salt != nullptr);
-  const char* hash = crypt_r(password.c_str(), salt, &data);
-  REQUIRE(hash != nullptr);
-  return hash;
-}
-
-std::string base64(const std::string& text) {
-  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  unsigned buffer = 0;
-  int bits = 0;
-  for (unsigned char c : text) {
-    buffer = (buffer << 8) | c;
-    bits += 8;
-    while (bits >= 6) {
-      bits -= 6;
-      out += alphabet[(buffer >> bits) & 0x3F];
-    }
-  }
-  if (bits > 0) out += alphabet[(buffer << (6 - bits)) & 0x3F];
-  while (out.size() % 4 != 0) out += '=';
-  return out;
-}
 
 std::vector<std::string> problems_loading(const std::string& path) {
   try {
