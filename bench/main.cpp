@@ -34,6 +34,7 @@ struct Options {
   // 512 CPUs scrape in milliseconds, so 10,000 of them would take most of the run; the growth
   // between startup and the last reading shows after far fewer.
   std::size_t rss_scrapes_512 = 1000;
+  unsigned only_cpus = 0;  // run only the synthetic rows of this size (for profiling)
   std::string rss_probe;  // internal: run one RSS measurement in this fresh process
 };
 
@@ -149,6 +150,7 @@ void run_synthetic(const Options& options) {
   const Granularity levels[] = {Granularity::cpu, Granularity::core, Granularity::package,
                                 Granularity::machine};
   for (const auto& machine : kMachines) {
+    if (options.only_cpus != 0 && machine.cpus != options.only_cpus) continue;
     const Topology topology = synthetic_topology(machine.description);
     const std::string name = std::to_string(machine.cpus) + " CPUs";
     for (Granularity level : levels) {
@@ -301,17 +303,21 @@ std::optional<Options> parse(int argc, char** argv) {
       options.rss_scrapes = std::stoul(arg.substr(14));
     } else if (arg.rfind("--rss-scrapes-512=", 0) == 0) {
       options.rss_scrapes_512 = std::stoul(arg.substr(18));
+    } else if (arg.rfind("--only-cpus=", 0) == 0) {
+      options.only_cpus = static_cast<unsigned>(std::stoul(arg.substr(12)));
     } else if (arg.rfind("--rss-probe=", 0) == 0) {
       options.rss_probe = arg.substr(12);
     } else {
       std::cerr
           << "usage: hwperf_bench [--quick] [--case-seconds=S] [--rss-scrapes=N] "
-             "[--rss-scrapes-512=N]\n"
+             "[--rss-scrapes-512=N] [--only-cpus=N]\n"
              "  --quick             ~20 s: 0.1 s per row, 1000 / 200 scrapes for RSS\n"
              "  --case-seconds      time measured per row (default 1; at most 2000 scrapes)\n"
              "  --rss-scrapes       scrapes of the real exporter before its last RSS reading "
              "(default 10000)\n"
-             "  --rss-scrapes-512   the same for 512 CPUs (default 1000)\n";
+             "  --rss-scrapes-512   the same for 512 CPUs (default 1000)\n"
+             "  --only-cpus         only the synthetic rows for 2, 16, 64, 256 or 512 CPUs "
+             "(e.g. under perf record)\n";
       return std::nullopt;
     }
   }
@@ -331,8 +337,10 @@ int main(int argc, char** argv) {
     if (!options->rss_probe.empty()) return rss_probe(options->rss_probe, options->rss_scrapes);
     const std::int64_t start = wall_ns();
     run_synthetic(*options);
-    run_real(*options);
-    run_rss(*options);
+    if (options->only_cpus == 0) {
+      run_real(*options);
+      run_rss(*options);
+    }
     std::printf("\nbench took %.1f s\n", static_cast<double>(wall_ns() - start) / 1e9);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hwperf_bench: %s\n", e.what());
