@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -288,6 +289,14 @@ void run_rss(const Options& options) {
   }
 }
 
+// Other work on the machine shows in wall time and in the p99s; the load average says how much.
+std::string load_average() {
+  std::ifstream file("/proc/loadavg");
+  std::string one, five, fifteen;
+  file >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
 std::optional<Options> parse(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
@@ -336,12 +345,14 @@ int main(int argc, char** argv) {
   try {
     if (!options->rss_probe.empty()) return rss_probe(options->rss_probe, options->rss_scrapes);
     const std::int64_t start = wall_ns();
+    std::printf("load average at start: %s\n", load_average().c_str());
     run_synthetic(*options);
     if (options->only_cpus == 0) {
       run_real(*options);
       run_rss(*options);
     }
-    std::printf("\nbench took %.1f s\n", static_cast<double>(wall_ns() - start) / 1e9);
+    std::printf("\nbench took %.1f s; load average at end: %s\n",
+                static_cast<double>(wall_ns() - start) / 1e9, load_average().c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hwperf_bench: %s\n", e.what());
     return 1;

@@ -138,6 +138,7 @@ pid_of() {
 }
 
 echo "== Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; $(uname -r)"
+echo "== load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine shows in every figure)"
 echo "== $("$hwperf_bin" --version)"
 echo "== $("$node_bin" --version 2>&1 | head -1)"
 echo
@@ -256,6 +257,7 @@ for encoding in identity gzip; do
 done
 
 echo
+echo "== load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== RSS after the load (MiB): hwperf $(rss_mib "$hwperf_pid"), node $(rss_mib "$node_pid")"
 echo "== Raw per-run figures: exporter encoding conns round req/s p50 p90 p99 CPU/scrape_us"
 sort "$results"
