@@ -198,9 +198,9 @@ run_wrk() {  # exporter encoding connections round; connections "1close" = 1, no
   p90=$(to_ms "$(awk '$1 == "90%" { print $2 }' "$out")")
   p99=$(to_ms "$(awk '$1 == "99%" { print $2 }' "$out")")
   errors=$(awk '/Non-2xx|Socket errors/ { print }' "$out" | tr '\n' ' ')
-  # CivetWeb ends a "Connection: close" response with a reset, which wrk counts as one read
-  # error per request after the whole response has arrived (bytes read = requests x response
-  # size); only other errors are worth a line.
+  # With "Connection: close", wrk counts one read error per request against CivetWeb (not
+  # against node_exporter) after the whole response has arrived (bytes read = requests x
+  # response size), so the requests are complete; only other errors are worth a line.
   if [[ "$connections" == 1close && "$errors" =~ ^\ *Socket\ errors:\ connect\ 0,\ read\ [0-9]+,\ write\ 0,\ timeout\ 0\ *$ ]]; then
     errors=""
   fi
