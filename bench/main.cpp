@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -317,7 +318,8 @@ std::optional<Options> parse(int argc, char** argv) {
     } else if (arg.rfind("--rss-probe=", 0) == 0) {
       options.rss_probe = arg.substr(12);
     } else {
-      std::cerr
+      const bool asked = arg == "--help" || arg == "-h";
+      (asked ? std::cout : std::cerr)
           << "usage: hwperf_bench [--quick] [--case-seconds=S] [--rss-scrapes=N] "
              "[--rss-scrapes-512=N] [--only-cpus=N]\n"
              "  --quick             ~20 s: 0.1 s per row, 1000 / 200 scrapes for RSS\n"
@@ -327,6 +329,7 @@ std::optional<Options> parse(int argc, char** argv) {
              "  --rss-scrapes-512   the same for 512 CPUs (default 1000)\n"
              "  --only-cpus         only the synthetic rows for 2, 16, 64, 256 or 512 CPUs "
              "(e.g. under perf record)\n";
+      if (asked) std::exit(0);
       return std::nullopt;
     }
   }
