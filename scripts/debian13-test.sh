@@ -20,7 +20,8 @@ fi
 mkdir -p "$work"
 if [ ! -f "$work/rootfs.tar" ]; then
   echo "debian13-test.sh: making a Debian 13 root filesystem"
-  mmdebstrap --quiet --variant=minbase --include=ca-certificates,sudo trixie "$work/rootfs.tar.part" \
+  mmdebstrap --quiet --variant=minbase --format=tar --include=ca-certificates,sudo trixie \
+    "$work/rootfs.tar.part" \
     "deb $(debian_mirror) trixie main"
   mv "$work/rootfs.tar.part" "$work/rootfs.tar"
 fi
