@@ -4,6 +4,7 @@
 // event sets). A scrape takes one lock, reads every counter once, and builds samples.
 #include "collectors/papi/papi_collector.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <set>
@@ -12,6 +13,7 @@
 
 #include "collectors/metrics.h"
 #include "collectors/papi/papi_events.h"
+#include "common/cpu_list.h"
 #include "config/errors.h"
 #include "topology/topology.h"
 
@@ -255,15 +257,21 @@ class PapiCollector final : public Collector {
     if (!layout.dropped.empty()) {
       auto dropped = make_family(
           metric_name({"papi", "event", "dropped"}),
-          "1 for each PAPI event and CPU that could not be opened at startup (not retried), "
-          "with PAPI's reason; the startup log names the remedy.",
+          "How many CPUs a PAPI event could not be opened on at startup (not retried), per event "
+          "and PAPI's reason; cpus lists them. The startup log names the remedy.",
           prometheus::MetricType::Gauge);
-      for (const auto& drop : layout.dropped) {
+      // One series per event and reason, not per CPU: on a 512-CPU machine without a PMU a
+      // dropped event would otherwise be 512 series saying the same thing.
+      std::map<std::pair<std::size_t, std::string>, std::vector<unsigned>> grouped;
+      for (const auto& drop : layout.dropped) grouped[{drop.event, drop.reason}].push_back(drop.cpu);
+      for (auto& [key, cpus] : grouped) {
+        const auto& [index, reason] = key;
         const std::string event =
-            drop.event < events.size() ? events[drop.event].event : std::to_string(drop.event);
-        add_gauge(dropped,
-                  {{"event", event}, {"cpu", std::to_string(drop.cpu)}, {"reason", drop.reason}},
-                  1.0);
+            index < events.size() ? events[index].event : std::to_string(index);
+        std::sort(cpus.begin(), cpus.end());
+        cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+        add_gauge(dropped, {{"event", event}, {"reason", reason}, {"cpus", format_cpu_list(cpus)}},
+                  static_cast<double>(cpus.size()));
       }
       status_.push_back(std::move(dropped));
     }

@@ -219,9 +219,19 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
   } else {
     std::size_t multiplexed = 0;
     for (const auto& set : layout.event_sets) multiplexed += set.multiplexed ? 1 : 0;
+    // The CPUs something counts on, not the CPUs asked for: a topology larger than the machine
+    // (or offline CPUs) must not read as counted.
+    std::vector<unsigned> counted_cpus;
+    for (const auto& counter : layout.counters) counted_cpus.push_back(counter.cpu);
+    std::sort(counted_cpus.begin(), counted_cpus.end());
+    counted_cpus.erase(std::unique(counted_cpus.begin(), counted_cpus.end()), counted_cpus.end());
     log::info("papi: counting " + std::to_string(counting.size()) + " of " +
               std::to_string(prepared.specs.size()) + " events on CPUs " +
-              format_cpu_list(prepared.cpus) + " in " + std::to_string(layout.event_sets.size()) +
+              format_cpu_list(counted_cpus) +
+              (counted_cpus.size() < prepared.cpus.size()
+                   ? " of " + format_cpu_list(prepared.cpus) + " asked for"
+                   : std::string()) +
+              " in " + std::to_string(layout.event_sets.size()) +
               " event sets (" + std::to_string(multiplexed) + " multiplexed), granularity " +
               to_string(config.granularity) + ", domain " + to_string(config.domain));
   }

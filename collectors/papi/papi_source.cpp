@@ -311,8 +311,8 @@ class PapiSource final : public CounterSource {
       outcome.attach_unsupported =
           binding == Binding::cpu_attach && result.setup_error == PAPI_ENOEVNT;
       outcome.setup_reason = error_text(result.setup_error);
-      outcome.setup_remedy = result.setup_step + " on CPU " + std::to_string(cpu) +
-                             " failed: " + remedy_for(result.setup_error, request.paths);
+      // No CPU number here: drops are grouped by reason and remedy, and the CPUs listed once.
+      outcome.setup_remedy = result.setup_step + " failed: " + remedy_for(result.setup_error, request.paths);
       if (outcome.attach_unsupported && request.attach == PapiAttachMode::cpu_attach) {
         outcome.setup_remedy +=
             "; this machine cannot attach counters to CPUs (attach: auto or "

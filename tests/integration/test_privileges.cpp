@@ -95,7 +95,7 @@ TEST_CASE("an unknown runtime user is a configuration error naming it", "[privil
   CHECK(resolve_runtime_user("0").name == "root");
 }
 
-TEST_CASE("--runtime.user=nobody: no capabilities, and PAPI counts and RAPL energy still advance",
+TEST_CASE("the runtime user nobody: no capabilities, and PAPI counts and RAPL energy still advance",
           "[privileges][e2e]") {
   if (geteuid() != 0) FAIL("this test needs root (as CI runs it): it starts the exporter as root");
   namespace fixture = hwperf::test::rapl_fixture;
