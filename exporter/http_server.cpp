@@ -37,6 +37,11 @@ const char* reason_phrase(int status) {
   }
 }
 
+// CivetWeb 1.15 (Debian 12) reports the error code through a pointer in mg_error_data, 1.16
+// (Debian 13) in the struct itself; the overload that fits the field's type is the one chosen.
+inline void point_error_code(unsigned*& field, unsigned& storage) { field = &storage; }
+inline void point_error_code(unsigned& field, unsigned&) { field = 0; }
+
 bool all_digits(std::string_view text) {
   if (text.empty() || text.size() > 5) return false;
   for (char c : text) {
@@ -209,7 +214,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   char error_text[256] = {};
   unsigned error_code = 0;
   mg_error_data error{};
-  error.code = &error_code;
+  point_error_code(error.code, error_code);
   error.text = error_text;
   error.text_buffer_size = sizeof error_text;
   impl_->context = mg_start2(&init, &error);
