@@ -81,7 +81,17 @@ int run_exporter(const std::vector<std::string>& args) {
         config = load_config_file(cli.config_file.value_or(""));
         apply_cli(cli, config);
         listening_ports = resolve_listen_address(config.web);
-        if (cli.web_config_file) web_config = load_web_config(*cli.web_config_file);
+        if (cli.web_config_file) {
+          web_config = load_web_config(*cli.web_config_file);
+          // Serving HTTPS is not wired into the server yet: refusing beats serving plain HTTP to
+          // someone who asked for TLS.
+          if (web_config.tls) {
+            throw ConfigError({*cli.web_config_file +
+                               ": tls_server_config: this exporter cannot serve HTTPS yet; remove "
+                               "the section and terminate TLS in front of it (a reverse proxy "
+                               "or a service mesh), keeping basic_auth_users if you use them"});
+          }
+        }
         if (cli.runtime_user) runtime_user = resolve_runtime_user(*cli.runtime_user);
       });
       failed != ExitCode::ok) {

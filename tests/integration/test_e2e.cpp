@@ -322,3 +322,34 @@ TEST_CASE("the shipped Prometheus scrape configuration is valid", "[e2e]") {
   CHECK(exit_code == 0);
   CHECK_THAT(output, Catch::Contains("SUCCESS"));
 }
+
+TEST_CASE("the binary with a web config: 401 without credentials, 200 with them, TLS refused",
+          "[e2e][web_config]") {
+  FixtureConfig fixture;
+  test::TempDir dir;
+  const std::string password = "hunter2";
+  const auto web = dir.write("web.yml", "basic_auth_users:\n  prom: " +
+                                            test::bcrypt_hash(password, 4) + "\n");
+  auto args = fixture.args;
+  args.push_back("--web.config.file=" + web.string());
+  test::RunningExporter exporter(args);
+  CHECK(exporter.get("/metrics").status == 401);
+  CHECK(exporter.get("/metrics", {{"Authorization", "Basic " + test::base64("prom:wrong")}})
+            .status == 401);
+  const auto allowed =
+      exporter.get("/metrics", {{"Authorization", "Basic " + test::base64("prom:" + password)}});
+  CHECK(allowed.status == 200);
+  CHECK_FALSE(test::find_samples(test::parse_exposition(allowed.body), "hwperf_cpu_info").empty());
+  CHECK(exporter.get("/-/healthy").status == 200);
+  CHECK(exporter.stop() == 0);
+
+  dir.write("server.crt", "certificate\n");
+  dir.write("server.key", "key\n");
+  const auto tls = dir.write("tls.yml",
+                             "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
+  auto tls_args = fixture.args;
+  tls_args.push_back("--web.config.file=" + tls.string());
+  const auto refused = test::run_exporter(tls_args);
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("cannot serve HTTPS yet"));
+}
