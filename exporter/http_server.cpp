@@ -7,13 +7,19 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <stdexcept>
 #include <string_view>
@@ -31,6 +37,7 @@ const char* reason_phrase(int status) {
     case 200: return "OK";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 413: return "Payload Too Large";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Unknown";
@@ -137,14 +144,190 @@ std::string civetweb_listening_port(const std::string& listen_address,
   return numeric_host(host, where) + ":" + port;
 }
 
+namespace {
+
+// How many file descriptors to keep free for everything but connections: logging, /proc and
+// sysfs reads, and a few per collection in progress.
+unsigned long fd_reserve(const HttpServerOptions& options) {
+  const unsigned collections = options.max_concurrent_requests == 0
+                                   ? options.worker_threads
+                                   : std::min(options.max_concurrent_requests, options.worker_threads);
+  return 8 + 2ul * collections;
+}
+
+unsigned long open_fd_count() {
+  unsigned long count = 0;
+  std::error_code error;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", error);
+       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
+    ++count;
+  }
+  return count;  // includes the directory's own descriptor: one spare
+}
+
+// Where bind(2) fails, and why, for a clear message; CivetWeb only says "Failed to setup server
+// ports" (the errno is in a debug-level log line). 0 when the probe binds (the address became free
+// in between).
+int probe_bind(const std::string& numeric_host, unsigned port) {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  if (!numeric_host.empty() && numeric_host.front() == '[') {
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&address);
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<std::uint16_t>(port));
+    if (inet_pton(AF_INET6, numeric_host.substr(1, numeric_host.size() - 2).c_str(),
+                  &v6->sin6_addr) != 1) {
+      return EINVAL;
+    }
+    length = sizeof *v6;
+  } else {
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<std::uint16_t>(port));
+    if (numeric_host.empty()) {
+      v4->sin_addr.s_addr = htonl(INADDR_ANY);
+    } else if (inet_pton(AF_INET, numeric_host.c_str(), &v4->sin_addr) != 1) {
+      return EINVAL;
+    }
+    length = sizeof *v4;
+  }
+  const UniqueFd socket(::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!socket.valid()) return errno;
+  const int on = 1;
+  setsockopt(socket.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // as CivetWeb does
+  if (::bind(socket.get(), reinterpret_cast<const sockaddr*>(&address), length) != 0) return errno;
+  return 0;
+}
+
+// Releases a slot of the concurrency limit when the request is done.
+class Slot {
+ public:
+  explicit Slot(std::atomic<unsigned>* in_flight) : in_flight_(in_flight) {}
+  ~Slot() {
+    if (in_flight_) in_flight_->fetch_sub(1);
+  }
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+
+ private:
+  std::atomic<unsigned>* in_flight_;
+};
+
+bool header_has_token(const char* header, std::string_view token) {
+  if (header == nullptr) return false;
+  std::string lower(header);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find(token) != std::string::npos;
+}
+
+// What CivetWeb will decide for keep-alive from the request alone (its should_keep_alive()).
+bool client_keeps_alive(const mg_request_info* info, const char* connection_header) {
+  if (connection_header != nullptr) return header_has_token(connection_header, "keep-alive");
+  return info->http_version != nullptr && std::strcmp(info->http_version, "1.1") == 0;
+}
+
+// Makes CivetWeb close this connection after the current request instead of reading the next one
+// (or the rest of this one's body). CivetWeb 1.15 has no call for that; mg_send_http_error()
+// sets its "must close" flag and, once a response has been written (as it has when this is
+// called), writes nothing: with status 304 there is no body and the headers are refused because
+// they were already sent.
+void close_after_response(mg_connection* connection) {
+  mg_send_http_error(connection, 304, "%s", "");
+}
+
+}  // namespace
+
+std::string describe_bind_error(const std::string& listen_address, int error_number) {
+  const std::string port = listen_address.substr(listen_address.rfind(':') + 1);
+  std::string text = "cannot listen on " + listen_address + ": " + std::strerror(error_number);
+  switch (error_number) {
+    case EADDRINUSE:
+      text += " (another process listens on port " + port + ": find it with `ss -ltnp 'sport = :" +
+              port + "'`, stop it, or choose another --web.listen-address)";
+      break;
+    case EACCES:
+      text += " (ports below 1024 need root or the CAP_NET_BIND_SERVICE capability: choose a port "
+              "from 1024 up, or grant it with systemd's AmbientCapabilities=CAP_NET_BIND_SERVICE "
+              "or `setcap cap_net_bind_service=+ep` on the binary)";
+      break;
+    case EADDRNOTAVAIL:
+      text += " (the host part is not an address of this host: list them with `ip -brief "
+              "address`, or listen on :" + port + " for every IPv4 address)";
+      break;
+    default:
+      break;
+  }
+  return text;
+}
+
+ConnectionBudget fit_connections(unsigned worker_threads, unsigned connection_queue,
+                                 unsigned long available) {
+  // CivetWeb holds at most workers + queue accepted sockets, plus one that its master thread has
+  // accepted and waits to queue.
+  const unsigned long wanted = static_cast<unsigned long>(worker_threads) + connection_queue + 1;
+  if (available >= wanted) return {worker_threads, connection_queue, false};
+  if (available < 3) return {0, 0, true};
+  ConnectionBudget budget;
+  budget.reduced = true;
+  budget.worker_threads =
+      std::min(worker_threads, static_cast<unsigned>(std::max(1ul, (available - 1) * 3 / 4)));
+  budget.connection_queue = std::max(
+      1u, std::min(connection_queue, static_cast<unsigned>(available - 1 - budget.worker_threads)));
+  return budget;
+}
+
 struct HttpServer::Impl {
   HttpHandler handler;
   mg_context* context = nullptr;
   std::string listen_host;   // as the user wrote it; "" = every address
   std::string numeric_host;  // what CivetWeb bound: "" (every IPv4 address), "1.2.3.4", "[::1]"
+  std::string limited_path;
+  unsigned max_concurrent_requests = 0;
+  unsigned worker_threads = 0;
+  unsigned connection_queue = 0;
+  std::atomic<unsigned> in_flight{0};  // requests for limited_path being handled
+  std::atomic<int> connections{0};     // connections owned by a worker
+
+  std::mutex log_mutex;
+  std::string last_log;  // CivetWeb's last message, for a startup error nothing else explains
+
+  HttpResponse respond(const HttpRequest& request, bool has_body) {
+    // Nothing here reads a request body, and CivetWeb would read (and discard) an unread one
+    // with a fresh timeout for every piece a client trickles: a worker held for ever. So a body
+    // is refused without being read, and the connection closed.
+    if (has_body) {
+      return HttpResponse{413, "text/plain; charset=utf-8", {},
+                          "request bodies are not accepted\n"};
+    }
+    if (max_concurrent_requests == 0 || request.path != limited_path) return call_handler(request);
+    if (in_flight.fetch_add(1) >= max_concurrent_requests) {
+      in_flight.fetch_sub(1);
+      return HttpResponse{503, "text/plain; charset=utf-8", {},
+                          std::to_string(max_concurrent_requests) +
+                              " requests for " + limited_path +
+                              " are in progress, the most allowed at once; try again later\n"};
+    }
+    const Slot slot(&in_flight);
+    return call_handler(request);
+  }
+
+  HttpResponse call_handler(const HttpRequest& request) {
+    // Nothing may unwind into CivetWeb's C frames: that would terminate the process.
+    try {
+      return handler(request);
+    } catch (const std::exception& e) {
+      return HttpResponse{500, "text/plain; charset=utf-8", {}, std::string("error: ") + e.what() + "\n"};
+    } catch (...) {
+      return HttpResponse{500, "text/plain; charset=utf-8", {}, "error: unknown\n"};
+    }
+  }
+
+  static Impl* of(const mg_connection* connection) {
+    return static_cast<Impl*>(mg_get_user_data(mg_get_context(connection)));
+  }
 
   static int on_request(mg_connection* connection) {
-    auto* self = static_cast<Impl*>(mg_get_user_data(mg_get_context(connection)));
+    Impl* self = of(connection);
     const mg_request_info* info = mg_get_request_info(connection);
     HttpRequest request;
     request.method = info->request_method ? info->request_method : "";
@@ -155,31 +338,53 @@ struct HttpServer::Impl {
     request.accept_encoding = encoding ? encoding : "";
     const char* authorization = mg_get_header(connection, "Authorization");
     request.authorization = authorization ? authorization : "";
+    const bool has_body =
+        info->content_length > 0 || mg_get_header(connection, "Transfer-Encoding") != nullptr;
 
-    HttpResponse response;
-    // Nothing may unwind into CivetWeb's C frames: that would terminate the process.
-    try {
-      response = self->handler(request);
-    } catch (const std::exception& e) {
-      response = HttpResponse{500, "text/plain; charset=utf-8", {}, std::string("error: ") + e.what() + "\n"};
-    } catch (...) {
-      response = HttpResponse{500, "text/plain; charset=utf-8", {}, "error: unknown\n"};
-    }
-    std::string head = "HTTP/1.1 " + std::to_string(response.status) + " " +
-                       reason_phrase(response.status) + "\r\n";
-    head += "Content-Type: " + response.content_type + "\r\n";
-    head += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
-    for (const auto& [name, value] : response.headers) head += name + ": " + value + "\r\n";
-    head += "\r\n";
-    mg_write(connection, head.data(), head.size());
-    if (request.method != "HEAD" && !response.body.empty()) {
-      mg_write(connection, response.body.data(), response.body.size());
-    }
-    return static_cast<int>(response.status);  // non-zero: handled, CivetWeb does nothing more
+    const HttpResponse response = self->respond(request, has_body);
+
+    // Keep-alive must not starve new connections: an idle keep-alive connection holds a worker
+    // for up to keep_alive_timeout_ms, and one that keeps sending requests holds it for ever. So
+    // when three quarters of the workers are busy, each keep-alive connection is closed after its
+    // current response and its client reconnects through the queue like everyone else.
+    const bool workers_scarce =
+        static_cast<unsigned>(self->connections.load()) * 4 > self->worker_threads * 3;
+    const bool keep_alive = client_keeps_alive(info, mg_get_header(connection, "Connection"));
+    bool close = has_body || workers_scarce || !keep_alive;
+
+    std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " +
+                      reason_phrase(response.status) + "\r\n";
+    out += "Content-Type: " + response.content_type + "\r\n";
+    out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
+    for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
+    out += close ? "Connection: close\r\n" : "Connection: keep-alive\r\n";
+    out += "\r\n";
+    // One write: headers and body in separate writes would meet the client's delayed ACK and
+    // cost about 40 ms on every keep-alive request (TCP_NODELAY is set too).
+    if (request.method != "HEAD") out += response.body;
+    const int written = mg_write(connection, out.data(), out.size());
+    // A client that does not read its responses (CivetWeb gave up after request_timeout_ms) must
+    // lose the connection, or every request it pipelined would hold the worker that long again.
+    if (written < 0 || static_cast<std::size_t>(written) != out.size()) close = true;
+    if (close) close_after_response(connection);
+    return response.status;  // non-zero: handled, CivetWeb does nothing more
   }
 
-  static int on_log(const mg_connection*, const char* message) {
+  static int on_connection_open(const mg_connection* connection, void**) {
+    ++of(connection)->connections;
+    return 0;
+  }
+  static void on_connection_close(const mg_connection* connection) {
+    --of(connection)->connections;
+  }
+
+  static int on_log(const mg_connection* connection, const char* message) {
     log::debug(std::string("civetweb: ") + message);
+    if (connection != nullptr) {
+      Impl* self = of(connection);
+      const std::lock_guard<std::mutex> lock(self->log_mutex);
+      self->last_log = message;
+    }
     return 1;
   }
 };
@@ -190,6 +395,8 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   std::call_once(library_once, [] { mg_init_library(0); });
   impl_->handler = std::move(handler);
   impl_->listen_host = options.listen_address.substr(0, options.listen_address.rfind(':'));
+  impl_->limited_path = options.limited_path;
+  impl_->max_concurrent_requests = options.max_concurrent_requests;
 
   const std::string ports = options.civetweb_ports.empty()
                                 ? civetweb_listening_port(options.listen_address)
@@ -197,16 +404,68 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   if (const auto colon = ports.rfind(':'); colon != std::string::npos) {
     impl_->numeric_host = ports.substr(0, colon);
   }
-  const std::string threads = std::to_string(options.worker_threads);
-  const std::string timeout = std::to_string(options.request_timeout_ms);
+  if (options.worker_threads == 0) {
+    throw std::invalid_argument("the HTTP server needs at least one worker thread");
+  }
+
+  // Room for every connection CivetWeb may accept: raise the soft open-file limit towards the hard
+  // one if needed (as Go programs do), else serve fewer connections at once and say so.
+  const unsigned long reserve = fd_reserve(options);
+  const unsigned long open_now = open_fd_count() + 1;  // + the listening socket
+  const unsigned long wanted =
+      open_now + reserve + options.worker_threads + options.connection_queue + 1;
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < wanted) {
+    rlimit raised = limit;
+    raised.rlim_cur =
+        limit.rlim_max == RLIM_INFINITY ? wanted : std::min<rlim_t>(wanted, limit.rlim_max);
+    if (raised.rlim_cur > limit.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  unsigned long free_fds = wanted;
+  if (limit.rlim_cur != RLIM_INFINITY) {
+    const auto current = static_cast<unsigned long>(limit.rlim_cur);
+    free_fds = current > open_now + reserve ? current - open_now - reserve : 0;
+  }
+  const ConnectionBudget budget =
+      fit_connections(options.worker_threads, std::max(1u, options.connection_queue), free_fds);
+  const std::string remedy = "raise it to at least " + std::to_string(wanted) +
+                             " (`ulimit -n`, systemd LimitNOFILE=, docker run --ulimit nofile=)";
+  if (budget.worker_threads == 0) {
+    throw std::runtime_error("cannot listen on " + options.listen_address +
+                             ": the open-file limit (RLIMIT_NOFILE) is " +
+                             std::to_string(limit.rlim_cur) + " and " + std::to_string(open_now) +
+                             " files are open, which leaves no room for connections; " + remedy);
+  }
+  if (budget.reduced) {
+    log::warn("the open-file limit (RLIMIT_NOFILE) is " + std::to_string(limit.rlim_cur) +
+              ": serving at most " + std::to_string(budget.worker_threads) +
+              " connections at once, " + std::to_string(budget.connection_queue) +
+              " more waiting, instead of " + std::to_string(options.worker_threads) + " and " +
+              std::to_string(options.connection_queue) + "; " + remedy);
+  }
+  impl_->worker_threads = budget.worker_threads;
+  impl_->connection_queue = budget.connection_queue;
+
+  const std::string threads = std::to_string(budget.worker_threads);
+  const std::string queue = std::to_string(budget.connection_queue);
+  const std::string backlog = std::to_string(std::max(1u, options.listen_backlog));
+  const std::string timeout = std::to_string(std::max(1u, options.request_timeout_ms));
+  const std::string keep_alive_timeout = std::to_string(std::max(1u, options.keep_alive_timeout_ms));
   const char* civet_options[] = {"listening_ports", ports.c_str(),
                                  "num_threads", threads.c_str(),
+                                 "connection_queue", queue.c_str(),
+                                 "listen_backlog", backlog.c_str(),
                                  "request_timeout_ms", timeout.c_str(),
+                                 "keep_alive_timeout_ms", keep_alive_timeout.c_str(),
                                  "enable_keep_alive", "yes",
+                                 "tcp_nodelay", "1",
                                  nullptr};
   mg_callbacks callbacks{};
   callbacks.begin_request = &Impl::on_request;
   callbacks.log_message = &Impl::on_log;
+  callbacks.init_connection = &Impl::on_connection_open;
+  callbacks.connection_close = &Impl::on_connection_close;
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = impl_.get();
@@ -219,8 +478,17 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   error.text_buffer_size = sizeof error_text;
   impl_->context = mg_start2(&init, &error);
   if (impl_->context == nullptr) {
-    throw std::runtime_error("cannot listen on " + options.listen_address + ": " +
-                             (error_text[0] ? error_text : "CivetWeb failed to start"));
+    const std::string port = options.listen_address.substr(options.listen_address.rfind(':') + 1);
+    if (const int bind_error =
+            probe_bind(impl_->numeric_host, static_cast<unsigned>(std::stoul(port)))) {
+      throw std::runtime_error(describe_bind_error(options.listen_address, bind_error));
+    }
+    std::string detail = error_text[0] ? error_text : "CivetWeb failed to start";
+    {
+      const std::lock_guard<std::mutex> lock(impl_->log_mutex);
+      if (!impl_->last_log.empty()) detail += " (" + impl_->last_log + ")";
+    }
+    throw std::runtime_error("cannot listen on " + options.listen_address + ": " + detail);
   }
 }
 
@@ -263,6 +531,12 @@ unsigned HttpServer::port() const {
 
 std::string HttpServer::bound_address() const {
   return impl_->listen_host + ":" + std::to_string(port());
+}
+
+unsigned HttpServer::worker_threads() const { return impl_->worker_threads; }
+unsigned HttpServer::connection_queue() const { return impl_->connection_queue; }
+unsigned HttpServer::busy_workers() const {
+  return static_cast<unsigned>(std::max(0, impl_->connections.load()));
 }
 
 }  // namespace hwperf
