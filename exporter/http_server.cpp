@@ -147,12 +147,15 @@ std::string civetweb_listening_port(const std::string& listen_address,
 namespace {
 
 // How many file descriptors to keep free for everything but connections: logging, /proc and
-// sysfs reads, and a few per collection in progress.
-unsigned long fd_reserve(const HttpServerOptions& options) {
+// sysfs reads, and a few per collection in progress; under a small limit, a quarter of it (a
+// collection that then finds no descriptor fails alone, as a failed collector).
+unsigned long fd_reserve(const HttpServerOptions& options, rlim_t limit) {
   const unsigned collections = options.max_concurrent_requests == 0
                                    ? options.worker_threads
                                    : std::min(options.max_concurrent_requests, options.worker_threads);
-  return 8 + 2ul * collections;
+  const unsigned long wanted = 8 + 2ul * collections;
+  if (limit == RLIM_INFINITY) return wanted;
+  return std::min(wanted, std::max(8ul, static_cast<unsigned long>(limit) / 4));
 }
 
 unsigned long open_fd_count() {
@@ -380,8 +383,7 @@ struct HttpServer::Impl {
 
   static int on_log(const mg_connection* connection, const char* message) {
     log::debug(std::string("civetweb: ") + message);
-    if (connection != nullptr) {
-      Impl* self = of(connection);
+    if (Impl* self = connection != nullptr ? of(connection) : nullptr) {
       const std::lock_guard<std::mutex> lock(self->log_mutex);
       self->last_log = message;
     }
@@ -410,12 +412,11 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
 
   // Room for every connection CivetWeb may accept: raise the soft open-file limit towards the hard
   // one if needed (as Go programs do), else serve fewer connections at once and say so.
-  const unsigned long reserve = fd_reserve(options);
-  const unsigned long open_now = open_fd_count() + 1;  // + the listening socket
-  const unsigned long wanted =
-      open_now + reserve + options.worker_threads + options.connection_queue + 1;
   rlimit limit{};
   getrlimit(RLIMIT_NOFILE, &limit);
+  const unsigned long open_now = open_fd_count() + 1;  // + the listening socket
+  const unsigned long wanted = open_now + fd_reserve(options, RLIM_INFINITY) +
+                               options.worker_threads + options.connection_queue + 1;
   if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < wanted) {
     rlimit raised = limit;
     raised.rlim_cur =
@@ -424,6 +425,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   }
   unsigned long free_fds = wanted;
   if (limit.rlim_cur != RLIM_INFINITY) {
+    const unsigned long reserve = fd_reserve(options, limit.rlim_cur);
     const auto current = static_cast<unsigned long>(limit.rlim_cur);
     free_fds = current > open_now + reserve ? current - open_now - reserve : 0;
   }

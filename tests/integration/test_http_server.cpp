@@ -385,9 +385,7 @@ TEST_CASE("out of file descriptors: no spinning, one log line, recovery", "[http
     const rlimit limit{32, 32};
     if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(2);
     try {
-      HttpServerOptions options = test_options();
-      options.max_concurrent_requests = 4;
-      HttpServer server(options, simple_handler());
+      HttpServer server(test_options(), simple_handler());
       const unsigned port = server.port();
       if (::write(port_pipe[1], &port, sizeof port) != sizeof port) _exit(3);
       close(port_pipe[1]);
@@ -421,7 +419,7 @@ TEST_CASE("out of file descriptors: no spinning, one log line, recovery", "[http
   std::this_thread::sleep_for(std::chrono::seconds(2));
   const double cpu_seconds = static_cast<double>(cpu_ticks(child) - ticks_before) /
                              static_cast<double>(sysconf(_SC_CLK_TCK));
-  CHECK(cpu_seconds < 0.5);
+  CHECK(cpu_seconds < 0.2);  // spinning on accept(2) takes a whole core
 
   const std::string log = test::read_file(log_path);
   CHECK(std::count(log.begin(), log.end(), '\n') == 1);
