@@ -224,16 +224,22 @@ TEST_CASE("request bodies are refused unread and the connection closed", "[http]
   }
   const auto start = Clock::now();
   check_served_despite(server);
-  // Answered at once, without waiting for the body.
-  REQUIRE(until_no_busy_worker(server, 10.0));
-  CHECK(seconds_since(start) < 1.5);
-  for (auto& attacker : attackers) {
-    std::string buffer;
-    const Reply reply = read_reply(attacker.get(), buffer);
-    CHECK(reply.status == 413);
-    CHECK(reply.closed);
-    CHECK(closed_within(attacker.get(), 1.0));
+  // All but the first trickle their bodies, which would hold a worker for ever if CivetWeb read
+  // them: each piece restarts its read timeout.
+  while (server.busy_workers() > 0 && seconds_since(start) < 5.0) {
+    for (std::size_t i = 1; i < attackers.size(); ++i) {
+      ::send(attackers[i].get(), "x", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  // Answered at once, without waiting for the body.
+  CHECK(server.busy_workers() == 0);
+  CHECK(seconds_since(start) < 1.5);
+  std::string buffer;
+  const Reply reply = read_reply(attackers.front().get(), buffer);
+  CHECK(reply.status == 413);
+  CHECK(reply.closed);
+  for (auto& attacker : attackers) CHECK(closed_within(attacker.get(), 1.0));
 }
 
 TEST_CASE("a client that pipelines requests and never reads loses its connection", "[http]") {
