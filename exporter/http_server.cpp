@@ -35,6 +35,9 @@ namespace {
 const char* reason_phrase(int status) {
   switch (status) {
     case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
