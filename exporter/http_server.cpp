@@ -26,6 +26,11 @@
 namespace hwperf {
 namespace {
 
+// mg_error_data::code is a pointer to the caller's variable in CivetWeb 1.15 (Debian 12) and the
+// code itself in 1.16 (Debian 13); overloading on the field's type fits both.
+inline void point_error_code(unsigned*& field, unsigned& code) { field = &code; }
+inline void point_error_code(unsigned& /*field holds the code itself*/, unsigned& /*unused*/) {}
+
 const char* reason_phrase(int status) {
   switch (status) {
     case 200: return "OK";
@@ -207,7 +212,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   char error_text[256] = {};
   unsigned error_code = 0;
   mg_error_data error{};
-  error.code = &error_code;
+  point_error_code(error.code, error_code);
   error.text = error_text;
   error.text_buffer_size = sizeof error_text;
   impl_->context = mg_start2(&init, &error);
