@@ -3,6 +3,7 @@
 // to owners.
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <functional>
