@@ -92,8 +92,18 @@ for key in version revision source; do
 done
 grep -q "\"org.opencontainers.image.revision\":\"$revision\"" <<<"$labels" || fail "revision label is not $revision: $labels"
 
+# Resource limits for every container: podman's defaults (nofile 1048576) exceed what a host
+# without CAP_SYS_RESOURCE (this CI VM) lets even root set, and runc then cannot start the
+# container. 65536 open files (one perf fd per CPU and event) where the hard limit allows, else
+# the hard limit itself; 4096 processes (an owner thread per CPU event set), which runc could set
+# here where 65536 failed.
+nofile=$(ulimit -Hn); [ "$nofile" = unlimited ] || [ "$nofile" -gt 65536 ] && nofile=65536
+nproc=$(ulimit -Hu); [ "$nproc" = unlimited ] || [ "$nproc" -gt 4096 ] && nproc=4096
+limits=(--ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc")
+
 # 3. Every shared library resolves inside the image.
-ldd_out=$(pm run --rm --network none --entrypoint ldd "$image" /usr/bin/hwperf_exporter) \
+ldd_out=$(pm run --rm --network none --no-healthcheck "${limits[@]}" --entrypoint ldd "$image" \
+  /usr/bin/hwperf_exporter) \
   || fail "ldd /usr/bin/hwperf_exporter failed in the image"
 echo "$ldd_out" | sed 's/^/  ldd: /' >&2
 ! grep -q "not found" <<<"$ldd_out" || fail "libraries missing in the image: $(grep 'not found' <<<"$ldd_out")"
@@ -104,8 +114,9 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 cpus=$(nproc --all)
 devcpu=()
 [ -d /dev/cpu ] && devcpu=(-v /dev/cpu:/host/dev/cpu:ro)
-pm run -d --name "$container" --network host --privileged \
-  --ulimit nofile=65536:65536 --ulimit nproc=4096:4096 \
+# The image's HEALTHCHECK is run by hand below: podman schedules it with systemd timers, and
+# there may be no systemd here.
+pm run -d --name "$container" --network host --privileged "${limits[@]}" --health-interval disable \
   -v /sys:/host/sys:ro -v /proc:/host/proc:ro "${devcpu[@]}" \
   -e HWPERF_HEALTH_PORT="$port" \
   "$image" --config.file=/etc/hwperf/hwperf.yml --web.listen-address="127.0.0.1:$port" \
