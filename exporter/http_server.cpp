@@ -32,6 +32,11 @@
 namespace hwperf {
 namespace {
 
+// mg_error_data::code is a pointer to the caller's variable in CivetWeb 1.15 (Debian 12) and the
+// code itself in 1.16 (Debian 13); overloading on the field's type fits both.
+inline void point_error_code(unsigned*& field, unsigned& code) { field = &code; }
+inline void point_error_code(unsigned& /*field holds the code itself*/, unsigned& /*unused*/) {}
+
 const char* reason_phrase(int status) {
   switch (status) {
     case 200: return "OK";

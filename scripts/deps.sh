@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages hwperf_exporter builds and tests with, only those missing.
 # Idempotent and quiet; works as root (CI, containers) or through sudo.
+# --build-only: only what the build needs (no test tools); used by docker/Dockerfile.
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,22 @@ packages=(
   util-linux   # taskset, for the PAPI per-CPU test
   python3      # the PAPI per-CPU test's memory toucher
 )
+
+# --- Deployment checks (tests/deploy) and the container build; Debian 12 and 13 alike. ---------
+# systemd-analyze verifies the unit; kubectl renders the manifests. kubernetes-client only when no
+# kubectl is installed yet: another package may already own /usr/bin/kubectl, and the two conflict.
+packages+=(systemd)
+command -v kubectl >/dev/null || packages+=(kubernetes-client)
+# --build-only: what compiling the exporter needs, no test tools (docker/Dockerfile's build stage).
+if [ "${1:-}" = "--build-only" ]; then
+  test_only=" papi-tools hwloc catch2 prometheus util-linux python3 systemd kubernetes-client "
+  build_packages=()
+  for p in "${packages[@]}"; do
+    [[ $test_only == *" $p "* ]] || build_packages+=("$p")
+  done
+  packages=("${build_packages[@]}")
+fi
+# ------------------------------------------------------------------------------------------------
 
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# Builds docker/Dockerfile with podman and proves the image works on this machine:
+#   1. base image: a minimal Debian 13 root filesystem from mmdebstrap (cached in
+#      build-debian13/rootfs.tar, shared with scripts/debian13-test.sh), imported under the
+#      Dockerfile's base name, so nothing but Debian packages is downloaded;
+#   2. podman build (vfs storage, chroot isolation, host network for apt);
+#   3. every library of /usr/bin/hwperf_exporter resolves in the image (ldd, no "not found");
+#   4. the container runs as the README shows (privileged, host /sys, /proc and /dev/cpu read-only
+#      under /host, --path.* flags), on a free loopback port; its /metrics has hwperf_cpu_info and
+#      per-CPU PAPI software-event counts for every CPU, /-/healthy answers 200 and the image's
+#      HEALTHCHECK passes.
+# Run as root: sudo scripts/container-test.sh
+# Images and containers live in build-container/storage (HWPERF_CONTAINER_DIR moves it), apart
+# from the machine's own podman storage. Debian packages come from the mirror this machine's apt
+# uses (scripts/debian-mirror.sh). The last line says PASS or FAIL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+work=${HWPERF_CONTAINER_DIR:-$src/build-container}
+rootfs_cache=$src/build-debian13/rootfs.tar
+base=docker.io/library/debian:trixie-slim
+image=localhost/hwperf_exporter:test
+container=hwperf-container-test-$$
+started=$SECONDS
+
+fail() {
+  echo "container-test: FAIL: $*" >&2
+  exit 1
+}
+[ "$(id -u)" -eq 0 ] || fail "must run as root (mmdebstrap, podman with host devices)"
+
+missing=()
+for tool in podman:podman runc:runc mmdebstrap:mmdebstrap curl:curl; do
+  command -v "${tool%%:*}" >/dev/null || missing+=("${tool#*:}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "container-test: installing ${missing[*]}" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+mkdir -p "$work"
+# runc, cgroupfs: crun refuses this kind of host (hybrid cgroup v1/v2) and there is no systemd
+# session to manage cgroups for us. vfs needs no kernel overlay support and no fuse.
+pm() {
+  podman --root "$work/storage" --runroot "$work/run" --storage-driver vfs \
+    --runtime runc --cgroup-manager cgroupfs --events-backend file "$@"
+}
+
+cleanup() {
+  local status=$?
+  if [ -n "$(pm ps -a -q --filter "name=^$container\$" 2>/dev/null)" ]; then
+    [ "$status" -eq 0 ] || { echo "--- container log" >&2; pm logs "$container" >&2 || true; }
+    pm rm -f "$container" >/dev/null 2>&1 || true
+  fi
+  if [ "$status" -eq 0 ]; then
+    echo "container-test: PASS: image built, libraries resolved, metrics and health checked in $((SECONDS - started)) s"
+  else
+    echo "container-test: FAIL (exit $status) after $((SECONDS - started)) s; see the output above"
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# 1. The base image.
+if ! pm image exists "$base"; then
+  if [ ! -s "$rootfs_cache" ]; then
+    . scripts/debian-mirror.sh
+    mirror=$(debian_mirror)
+    echo "container-test: making a Debian 13 root filesystem from $mirror" >&2
+    mkdir -p "$(dirname "$rootfs_cache")"
+    # The same root filesystem as scripts/debian13-test.sh makes, so either script reuses it.
+    mmdebstrap --quiet --variant=minbase --include=ca-certificates,sudo trixie "$work/rootfs.part.tar" \
+      "deb $mirror trixie main" || fail "mmdebstrap could not make a trixie root filesystem from $mirror"
+    mv "$work/rootfs.part.tar" "$rootfs_cache"
+  fi
+  pm import --change 'CMD ["bash"]' "$rootfs_cache" "$base" >/dev/null
+fi
+
+# 2. The image.
+revision=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+version=$(sed -n 's/^project(hwperf_exporter VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+source_url=$(git remote get-url origin 2>/dev/null || echo unknown)
+echo "container-test: building $image (version $version, revision $revision)" >&2
+pm build --isolation chroot --network host --pull=never --format docker -f docker/Dockerfile \
+  --build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg SOURCE="$source_url" \
+  -t "$image" . || fail "podman build failed"
+
+labels=$(pm image inspect --format '{{json .Labels}}' "$image")
+for key in version revision source; do
+  grep -q "\"org.opencontainers.image.$key\":\"[^\"]" <<<"$labels" || fail "label org.opencontainers.image.$key missing: $labels"
+done
+grep -q "\"org.opencontainers.image.revision\":\"$revision\"" <<<"$labels" || fail "revision label is not $revision: $labels"
+
+# Resource limits for every container: podman's defaults (nofile 1048576) exceed what a host
+# without CAP_SYS_RESOURCE (this CI VM) lets even root set, and runc then cannot start the
+# container. 65536 open files (one perf fd per CPU and event) where the hard limit allows, else
+# the hard limit itself; 4096 processes (an owner thread per CPU event set), which runc could set
+# here where 65536 failed.
+nofile=$(ulimit -Hn); [ "$nofile" = unlimited ] || [ "$nofile" -gt 65536 ] && nofile=65536
+nproc=$(ulimit -Hu); [ "$nproc" = unlimited ] || [ "$nproc" -gt 4096 ] && nproc=4096
+limits=(--ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc")
+
+# 3. Every shared library resolves inside the image.
+ldd_out=$(pm run --rm --network none --no-healthcheck "${limits[@]}" --entrypoint ldd "$image" \
+  /usr/bin/hwperf_exporter) \
+  || fail "ldd /usr/bin/hwperf_exporter failed in the image"
+echo "$ldd_out" | sed 's/^/  ldd: /' >&2
+! grep -q "not found" <<<"$ldd_out" || fail "libraries missing in the image: $(grep 'not found' <<<"$ldd_out")"
+grep -q "libpapi" <<<"$ldd_out" || fail "ldd does not list libpapi: is this the right binary?"
+
+# 4. Run it as the README shows and scrape it.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cpus=$(nproc --all)
+devcpu=()
+[ -d /dev/cpu ] && devcpu=(-v /dev/cpu:/host/dev/cpu:ro)
+# The image's HEALTHCHECK is run by hand below: podman schedules it with systemd timers, and
+# there may be no systemd here.
+pm run -d --name "$container" --network host --privileged "${limits[@]}" --health-interval disable \
+  -v /sys:/host/sys:ro -v /proc:/host/proc:ro "${devcpu[@]}" \
+  -e HWPERF_HEALTH_PORT="$port" \
+  "$image" --config.file=/etc/hwperf/hwperf.yml --web.listen-address="127.0.0.1:$port" \
+  --path.sysfs=/host/sys --path.procfs=/host/proc --path.devfs=/host/dev >/dev/null
+
+metrics=""
+for _ in $(seq 1 50); do
+  if metrics=$(curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null); then break; fi
+  [ "$(pm inspect --format '{{.State.Running}}' "$container")" = true ] || fail "the exporter exited"
+  sleep 0.2
+done
+[ -n "$metrics" ] || fail "no answer on 127.0.0.1:$port/metrics within 10 s"
+
+for cpu in $(seq 0 $((cpus - 1))); do
+  grep -Eq "^hwperf_cpu_info\{cpu=\"$cpu\",core=\"[0-9]+\",package=\"[0-9]+\",numa_node=\"[0-9]*\"\} 1$" <<<"$metrics" \
+    || fail "no hwperf_cpu_info for CPU $cpu"
+  # Per-CPU PAPI counts of perf software events; every machine has page faults and context switches.
+  for family in hwperf_cpu_page_faults_total hwperf_cpu_context_switches_total; do
+    grep -Eq "^$family\{cpu=\"$cpu\",[^}]*\} [0-9.e+]+$" <<<"$metrics" || fail "no $family for CPU $cpu"
+  done
+done
+grep -q '^hwperf_scrape_collector_success{collector="papi"} 1$' <<<"$metrics" || fail "the papi collector failed"
+grep -q '^hwperf_scrape_collector_success{collector="topology"} 1$' <<<"$metrics" || fail "the topology collector failed"
+echo "container-test: metrics, e.g.:" >&2
+grep -E '^hwperf_(cpu_info|cpu_page_faults_total|cpu_context_switches_total|rapl_energy_available|build_info)' <<<"$metrics" | sed 's/^/  /' >&2
+grep -q "revision=\"$revision\"" <<<"$metrics" || fail "hwperf_build_info does not carry revision $revision"
+
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/-/healthy")" = 200 ] || fail "/-/healthy is not 200"
+pm healthcheck run "$container" || fail "the image's HEALTHCHECK fails"
+echo "container-test: HEALTHCHECK passes" >&2

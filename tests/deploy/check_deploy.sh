@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Checks the deployment files under docker/ with the real tools (run by CTest as deploy_manifests):
+#   Prometheus  promtool check config, check rules, test rules (docker/prometheus/rules_test.yml)
+#   Grafana     every query of docker/grafana/hwperf.json, its variables given concrete values,
+#               parsed by promtool as a rules file
+#   Kubernetes  kubectl reads every manifest offline; the fields that matter are asserted; the
+#               ConfigMap's configuration passes the exporter's own --check-config
+#   systemd     systemd-analyze verify on the unit, pointed at the built binary
+# A missing tool is a failure naming its Debian package (scripts/deps.sh installs them all).
+# Usage: check_deploy.sh SOURCE_DIR EXPORTER_BINARY
+set -euo pipefail
+src=${1:?usage: check_deploy.sh SOURCE_DIR EXPORTER_BINARY}
+exporter=${2:?usage: check_deploy.sh SOURCE_DIR EXPORTER_BINARY}
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+step() { echo "== $*"; }
+
+for need in promtool:prometheus kubectl:kubernetes-client systemd-analyze:systemd python3:python3; do
+  command -v "${need%%:*}" >/dev/null ||
+    { echo "FAIL: ${need%%:*} not found: install the Debian package ${need#*:} (scripts/deps.sh does)" >&2; exit 1; }
+done
+[ -x "$exporter" ] || { echo "FAIL: exporter binary $exporter missing" >&2; exit 1; }
+
+step "promtool check config docker/prometheus.yml (with its rule files)"
+promtool check config "$src/docker/prometheus.yml" || fail "docker/prometheus.yml"
+grep -q 'prometheus/rules.yml' "$src/docker/prometheus.yml" || fail "docker/prometheus.yml does not load prometheus/rules.yml"
+
+step "promtool check rules / test rules docker/prometheus/"
+promtool check rules "$src/docker/prometheus/rules.yml" || fail "docker/prometheus/rules.yml"
+(cd "$src/docker/prometheus" && promtool test rules rules_test.yml) || fail "docker/prometheus/rules_test.yml"
+
+step "Grafana: every query of docker/grafana/hwperf.json parses"
+python3 "$here/grafana_queries.py" "$src/docker/grafana/hwperf.json" "$tmp/grafana_rules.yml" ||
+  fail "docker/grafana/hwperf.json"
+if [ -s "$tmp/grafana_rules.yml" ]; then
+  promtool check rules "$tmp/grafana_rules.yml" || fail "a Grafana query does not parse (rules file: see above)"
+fi
+
+step "Kubernetes: kubectl reads docker/kubernetes/ offline; fields asserted"
+if kubectl label --local -f "$src/docker/kubernetes/" -o json hwperf-check=1 >"$tmp/manifests.json" 2>"$tmp/kubectl.err"; then
+  python3 "$here/k8s_manifests.py" "$tmp/manifests.json" "$tmp/configmap-hwperf.yml" || fail "docker/kubernetes/"
+else
+  cat "$tmp/kubectl.err" >&2
+  fail "kubectl cannot read docker/kubernetes/"
+fi
+if [ -s "$tmp/configmap-hwperf.yml" ]; then
+  # The ConfigMap's configuration must be valid for this exporter. Its paths point at /host/*,
+  # the pod's mounts; the flags (which override the file) point them at this machine.
+  if ! "$exporter" --config.file="$tmp/configmap-hwperf.yml" --check-config \
+       --path.sysfs=/sys --path.procfs=/proc --path.devfs=/dev >"$tmp/check-config.out" 2>&1; then
+    cat "$tmp/check-config.out" >&2
+    fail "the ConfigMap's hwperf.yml fails hwperf_exporter --check-config"
+  fi
+fi
+
+step "systemd-analyze verify docker/systemd/hwperf-exporter.service"
+unit=$src/docker/systemd/hwperf-exporter.service
+grep -q '^ExecStart=/usr/local/bin/hwperf_exporter ' "$unit" || fail "unexpected ExecStart in $unit"
+mkdir -p "$tmp/unit"
+sed "s|^ExecStart=/usr/local/bin/hwperf_exporter |ExecStart=$exporter |" "$unit" >"$tmp/unit/hwperf-exporter.service"
+if ! systemd-analyze verify "$tmp/unit/hwperf-exporter.service" >"$tmp/verify.out" 2>&1 || [ -s "$tmp/verify.out" ]; then
+  cat "$tmp/verify.out" >&2
+  fail "systemd-analyze verify reports problems in docker/systemd/hwperf-exporter.service"
+fi
+for directive in 'LimitNOFILE=65536' 'CapabilityBoundingSet=CAP_PERFMON CAP_SYS_RAWIO' \
+                 'SystemCallFilter=@system-service perf_event_open' 'ProtectSystem=strict'; do
+  grep -qx "$directive" "$unit" || fail "$unit lacks $directive"
+done
+
+if [ "$failures" -gt 0 ]; then
+  echo "deploy checks: $failures failed" >&2
+  exit 1
+fi
+echo "deploy checks: all passed"
