@@ -52,11 +52,6 @@ const char* reason_phrase(int status) {
   }
 }
 
-// CivetWeb 1.15 (Debian 12) reports the error code through a pointer in mg_error_data, 1.16
-// (Debian 13) in the struct itself; the overload that fits the field's type is the one chosen.
-inline void point_error_code(unsigned*& field, unsigned& storage) { field = &storage; }
-inline void point_error_code(unsigned& field, unsigned&) { field = 0; }
-
 bool all_digits(std::string_view text) {
   if (text.empty() || text.size() > 5) return false;
   for (char c : text) {
