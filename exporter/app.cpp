@@ -174,6 +174,8 @@ int run_exporter(const std::vector<std::string>& args) {
   if (const auto failed = startup_step([&] {
         HttpServerOptions options;
         options.listen_address = config.web.listen_address;
+        // The concurrency limit (503 beyond it) guards collections, wherever metrics are served.
+        options.limited_path = config.web.telemetry_path;
         options.civetweb_ports = listening_ports;
         const Exporter* routes = exporter.get();
         server = std::make_unique<HttpServer>(
