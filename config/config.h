@@ -112,6 +112,11 @@ inline constexpr EnumName<RaplDomain> kRaplDomainNames[] = {{RaplDomain::package
 // A wrap guard faster than the hardware updates its counters (about every millisecond) would
 // only burn CPU.
 inline constexpr double kMinWrapGuardIntervalSeconds = 0.001;
+// A guard slower than an hour would let any RAPL counter wrap unseen (the longest wraps in minutes
+// at full power), and a larger figure overflows the guard's timed wait.
+inline constexpr double kMaxWrapGuardIntervalSeconds = 3600;
+// No package draws 100 kW; a larger figure is a typo that would disable the plausibility check.
+inline constexpr double kMaxPowerWatts = 100000;
 
 struct RaplCollectorConfig {
   bool enabled = true;

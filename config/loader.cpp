@@ -13,7 +13,11 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
+
 #include "common/cpu_list.h"
+#include "common/files.h"
+#include "common/text.h"
 #include "common/enum_names.h"
 #include "config/errors.h"
 
@@ -175,6 +179,36 @@ Mapping::Handler read_enum(Problems& problems, const std::string& path, Enum& ou
   };
 }
 
+// Far beyond any real configuration; a bound so that a wrong file cannot exhaust memory.
+constexpr std::size_t kMaxConfigBytes = 1 << 20;
+// libpfm4 event names are a few dozen characters; PAPI copies names into fixed buffers (an
+// 8 KiB name overflows one inside libpapi 7.0), so nothing longer reaches it.
+constexpr std::size_t kMaxEventNameLength = 1024;
+// Machines have at most a few thousand CPUs (Linux NR_CPUS is 8192 at most); a synthetic
+// description of more is a typo that would make hwloc build millions of objects.
+constexpr std::uint64_t kMaxSyntheticCpus = 65536;
+
+// The number of PUs a synthetic description ("pack:2 core:4 pu:2", levels may carry
+// "(attributes)") stands for: the product of the level counts; 0 when it cannot be read.
+std::uint64_t synthetic_cpu_count(const std::string& description) {
+  std::uint64_t product = 1;
+  std::istringstream words(description);
+  std::string word;
+  bool any = false;
+  while (words >> word) {
+    const auto colon = word.find(':');
+    if (colon == std::string::npos) continue;
+    std::size_t end = colon + 1;
+    while (end < word.size() && std::isdigit(static_cast<unsigned char>(word[end]))) ++end;
+    const auto count = parse_u64(std::string_view(word).substr(colon + 1, end - colon - 1));
+    if (!count) return 0;
+    any = true;
+    if (*count != 0 && product > kMaxSyntheticCpus * 4 / *count) return kMaxSyntheticCpus * 4;
+    product *= *count;
+  }
+  return any ? product : 0;
+}
+
 bool valid_metric_base(const std::string& name) {
   if (name.empty()) return false;
   for (std::size_t i = 0; i < name.size(); ++i) {
@@ -200,6 +234,10 @@ void read_topology_source(Problems& problems, const YAML::Node& node, TopologyCo
   } else if (text.rfind("synthetic:", 0) == 0 && text.size() > 10) {
     out.kind = TopologyConfig::Kind::synthetic;
     out.argument = text.substr(10);
+    if (synthetic_cpu_count(out.argument) > kMaxSyntheticCpus) {
+      problems.add(problems.at(node), path + ": the synthetic description stands for more than " +
+                                          std::to_string(kMaxSyntheticCpus) + " CPUs");
+    }
   } else {
     problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
   }
@@ -236,6 +274,12 @@ void read_papi_events(Problems& problems, const YAML::Node& node, PapiCollectorC
       }
     } else {
       problems.add(item.Mark(), item_path + ": expected an event name or {event, metric, help}");
+      continue;
+    }
+    if (event.event.size() > kMaxEventNameLength) {
+      problems.add(item.Mark(), item_path + ": an event name of " +
+                                    std::to_string(event.event.size()) + " characters; PAPI event "
+                                    "names are at most " + std::to_string(kMaxEventNameLength));
       continue;
     }
     if (!event.metric.empty() && !valid_metric_base(event.metric)) {
@@ -346,18 +390,20 @@ Key enum_key(Problems& problems, const std::string& name, const std::string& pat
   return {name, read_enum(problems, path, value, table), dump_enum(value)};
 }
 
-// A number >= 0 where 0 means "decide for me", and otherwise at least `minimum`.
-Key zero_or_at_least_key(Problems& problems, const std::string& name, const std::string& path,
-                         double& value, double minimum, const std::string& zero_means,
-                         const std::string& unit) {
+// A number >= 0 where 0 means "decide for me", and otherwise between `minimum` and `maximum`.
+Key zero_or_between_key(Problems& problems, const std::string& name, const std::string& path,
+                        double& value, double minimum, double maximum,
+                        const std::string& zero_means, const std::string& unit) {
   return {name,
-          [&problems, path, &value, minimum, zero_means, unit](const YAML::Node& node) {
+          [&problems, path, &value, minimum, maximum, zero_means, unit](const YAML::Node& node) {
             read_non_negative(problems, path, value)(node);
             if (value > 0 && value < minimum) {
-              std::ostringstream text;
-              text << minimum;
               problems.add(problems.at(node), path + ": expected 0 (" + zero_means +
-                                                  ") or at least " + text.str() + " " + unit);
+                                                  ") or at least " + format_number(minimum) + " " +
+                                                  unit);
+            } else if (value > maximum) {
+              problems.add(problems.at(node), path + ": expected at most " +
+                                                  format_number(maximum) + " " + unit);
             }
           },
           dump_value(value)};
@@ -452,12 +498,13 @@ Section schema(Problems& problems, Config& config) {
                  },
                  [&rapl] { return !rapl.domains.empty(); }},
                 // Below 1 W every real energy delta would be rejected as implausible.
-                zero_or_at_least_key(problems, "max_power_watts", "collectors.rapl.max_power_watts",
-                                     rapl.max_power_watts, 1, "from the hardware", "watt"),
-                zero_or_at_least_key(problems, "wrap_guard_interval_seconds",
-                                     "collectors.rapl.wrap_guard_interval_seconds",
-                                     rapl.wrap_guard_interval_seconds,
-                                     kMinWrapGuardIntervalSeconds, "derived", "seconds")})}),
+                zero_or_between_key(problems, "max_power_watts", "collectors.rapl.max_power_watts",
+                                    rapl.max_power_watts, 1, kMaxPowerWatts, "from the hardware",
+                                    "watt"),
+                zero_or_between_key(problems, "wrap_guard_interval_seconds",
+                                    "collectors.rapl.wrap_guard_interval_seconds",
+                                    rapl.wrap_guard_interval_seconds, kMinWrapGuardIntervalSeconds,
+                                    kMaxWrapGuardIntervalSeconds, "derived", "seconds")})}),
   };
 }
 
@@ -488,14 +535,29 @@ Config parse_config_text(const std::string& yaml_text, const std::string& file_n
 
 Config load_config_file(const std::string& path) {
   if (path.empty()) return Config{};
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ConfigError({path + ": cannot read the configuration file (" +
-                       std::string(std::strerror(errno)) + ")"});
+  // A regular file, opened so that a FIFO cannot block and read up to a bound: a directory,
+  // /dev/zero or a pipe named by mistake is an error, not an empty or endless configuration.
+  const auto file = open_attribute(path);
+  if (!file.ok()) {
+    throw ConfigError({path + ": cannot read the configuration file (" + errno_text(file.error) +
+                       (file.error == ENOTSUP ? ": not a regular file" : "") + ")"});
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_config_text(text.str(), path);
+  std::string text;
+  char buffer[65536];
+  while (true) {
+    const ssize_t n = ::read(file.value.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw ConfigError({path + ": cannot read the configuration file (" + errno_text(errno) + ")"});
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+    if (text.size() > kMaxConfigBytes) {
+      throw ConfigError({path + ": larger than " + std::to_string(kMaxConfigBytes >> 20) +
+                         " MiB; not a configuration file"});
+    }
+  }
+  return parse_config_text(text, path);
 }
 
 std::string dump_config(const Config& config) {

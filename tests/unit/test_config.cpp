@@ -1,5 +1,7 @@
 #include "tests/catch.hpp"
 
+#include <sys/stat.h>
+
 #include <set>
 #include <string>
 
@@ -112,6 +114,10 @@ TEST_CASE("bad configuration files name file, line and column", "[config]") {
       {"collectors:\n  papi:\n    events:\n      - {evnt: X}\n", "bad.yml:4:10: unknown key \"evnt\" in collectors.papi.events[0]"},
       {"collectors:\n  papi:\n    events:\n      - event: X\n        metric: Bad-Name\n", "bad.yml:4:9: collectors.papi.events[0].metric: \"Bad-Name\" is not a valid metric name part"},
       {"collectors:\n  rapl:\n    domains: [package, gpu]\n", "bad.yml:3:24: collectors.rapl.domains: unknown domain \"gpu\""},
+      {"collectors:\n  rapl:\n    wrap_guard_interval_seconds: 1e10\n", "bad.yml:3:34: collectors.rapl.wrap_guard_interval_seconds: expected at most 3600 seconds"},
+      {"collectors:\n  rapl:\n    max_power_watts: 1e9\n", "bad.yml:3:22: collectors.rapl.max_power_watts: expected at most 100000 watt"},
+      {"topology:\n  source: \"synthetic:pack:1000 core:1000 pu:100\"\n", "bad.yml:2:11: topology.source: the synthetic description stands for more than 65536 CPUs"},
+      {"collectors:\n  papi:\n    events:\n      - " + std::string(8192, 'X') + "\n", "bad.yml:4:9: collectors.papi.events[0]: an event name of 8192 characters"},
       {"collectors:\n  rapl:\n    max_power_watts: -5\n", "bad.yml:3:22: collectors.rapl.max_power_watts: expected a number >= 0, got \"-5\""},
       {"topology:\n  source: lstopo\n", "bad.yml:2:11: topology.source: expected system, xml:PATH or synthetic:DESCRIPTION, got \"lstopo\""},
       {"web:\n  telemetry_path: metrics\n", "bad.yml:2:19: web.telemetry_path: expected a path starting with /"},
@@ -230,4 +236,26 @@ TEST_CASE("every enum has one spelling per value, and it reads back", "[config]"
   round_trips(kRaplInterfaceNames, 4);
   round_trips(kRaplDomainNames, 5);
   round_trips(kLogLevelNames, 4);
+}
+
+TEST_CASE("a configuration path that is no small regular file is refused at once", "[config]") {
+  test::TempDir dir;
+  auto error_of = [](const std::string& path) {
+    try {
+      load_config_file(path);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // A directory, a FIFO (which would block a plain open) and /dev/zero (which never ends).
+  CHECK_THAT(error_of(dir.path().string()), Catch::Contains("not a regular file"));
+  const auto fifo = dir.path() / "config.yml";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THAT(error_of(fifo.string()), Catch::Contains("not a regular file"));
+  CHECK_THAT(error_of("/dev/zero"), Catch::Contains("not a regular file"));
+  const auto huge = dir.write("huge.yml", "# " + std::string(2u << 20, 'x') + "\n");
+  CHECK_THAT(error_of(huge.string()), Catch::Contains("larger than 1 MiB"));
+  const auto fine = dir.write("fine.yml", "log: {level: warn}\n");
+  CHECK(load_config_file(fine.string()).log_level == LogLevel::warn);
 }
