@@ -60,17 +60,8 @@ std::vector<papi::EventSpec> typical_hardware_events() {
   return events;
 }
 
-FakeCounterSource::FakeCounterSource(std::size_t events, const std::vector<unsigned>& cpus) {
-  for (unsigned cpu : cpus) {
-    papi::EventSetInfo set;
-    set.cpu = cpu;
-    set.binding = "qualifier";
-    for (std::size_t event = 0; event < events; ++event) {
-      set.counters.push_back(layout_.counters.size());
-      layout_.counters.push_back({event, cpu});
-    }
-    layout_.event_sets.push_back(std::move(set));
-  }
+FakeCounterSource::FakeCounterSource(std::size_t events, const std::vector<unsigned>& cpus)
+    : layout_(papi::every_event_on_every_cpu(events, cpus)) {
   counts_.resize(layout_.counters.size());
   for (std::size_t i = 0; i < counts_.size(); ++i) counts_[i] = 3'600'000'000'000ull + 7919 * i;
 }

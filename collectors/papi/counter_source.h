@@ -72,4 +72,21 @@ class CounterSource {
   virtual void read(std::vector<std::uint64_t>& values) = 0;
 };
 
+// Every event counted on every CPU, one qualifier event set per CPU: the layout fake sources
+// (tests, the benchmark) start from.
+inline SourceLayout every_event_on_every_cpu(std::size_t events, const std::vector<unsigned>& cpus) {
+  SourceLayout layout;
+  for (unsigned cpu : cpus) {
+    EventSetInfo set;
+    set.cpu = cpu;
+    set.binding = "qualifier";
+    for (std::size_t event = 0; event < events; ++event) {
+      set.counters.push_back(layout.counters.size());
+      layout.counters.push_back({event, cpu});
+    }
+    layout.event_sets.push_back(std::move(set));
+  }
+  return layout;
+}
+
 }  // namespace hwperf::papi
