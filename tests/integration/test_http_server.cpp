@@ -167,6 +167,10 @@ bool wait_for(const std::function<bool()>& condition, double limit_seconds) {
 
 constexpr int kAttackers = 64;
 
+// "Within 1 s" as the issue asks, for the plain build; a sanitizer build runs every request
+// several times slower (HWPERF_SLOWDOWN, set by tests/CMakeLists.txt).
+constexpr double kAnswerWithinSeconds = 1.0 * HWPERF_SLOWDOWN;
+
 // While `attackers` hold their connections, a scrape and /-/healthy answer within 1 s.
 void check_served_despite(const HttpServer& server) {
   for (const char* path : {"/metrics", "/-/healthy"}) {
@@ -174,7 +178,7 @@ void check_served_despite(const HttpServer& server) {
     const auto start = Clock::now();
     const Reply reply = get(server.port(), path);
     CHECK(reply.status == 200);
-    CHECK(seconds_since(start) < 1.0);
+    CHECK(seconds_since(start) < kAnswerWithinSeconds);
   }
 }
 
@@ -332,10 +336,10 @@ TEST_CASE("requests beyond the concurrency limit get 503, /-/healthy is never li
   const Reply refused = get(server.port(), "/metrics");
   CHECK(refused.status == 503);
   CHECK_THAT(refused.body, Catch::Contains("3 requests for /metrics are in progress"));
-  CHECK(seconds_since(start) < 1.0);
+  CHECK(seconds_since(start) < kAnswerWithinSeconds);
   start = Clock::now();
   CHECK(get(server.port(), "/-/healthy").status == 200);
-  CHECK(seconds_since(start) < 1.0);
+  CHECK(seconds_since(start) < kAnswerWithinSeconds);
   {
     const std::lock_guard<std::mutex> lock(mutex);
     released = true;
