@@ -60,9 +60,10 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
     const auto lookup = papi::lookup_event(event.event);
     // A preset PAPI knows but has no definition of for this CPU (PAPI 7.0.0 stops at Ice Lake-SP
     // and Zen 3) is counted through the kernel's generic event where it means the same.
+    // The event itself was just looked up; only its generic twin costs a second lookup.
     counted_as[event.event] =
-        papi::choose_counted_as(event.event, [](const std::string& name) {
-          const auto found = papi::lookup_event(name);
+        papi::choose_counted_as(event.event, [&](const std::string& name) {
+          const auto found = name == event.event ? lookup : papi::lookup_event(name);
           return papi::EventStatus{found.known, found.available};
         });
     if (!lookup.known) {
