@@ -22,12 +22,16 @@ OrErrno<UniqueFd> open_attribute(const std::string& path) {
   return {std::move(fd), 0};
 }
 
-OrErrno<std::string> read_small_file(const std::string& path) {
+namespace {
+
+// The whole of a regular file up to `max_bytes`; past that, EFBIG or the first max_bytes.
+OrErrno<std::string> read_bounded(const std::string& path, std::size_t max_bytes,
+                                  bool larger_is_error) {
   auto opened = open_attribute(path);
   if (!opened.ok()) return {{}, opened.error};
   const UniqueFd fd = std::move(opened.value);
   std::string text;
-  char buffer[256];
+  char buffer[4096];
   while (true) {
     const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
     if (n < 0) {
@@ -36,9 +40,23 @@ OrErrno<std::string> read_small_file(const std::string& path) {
     }
     if (n == 0) break;
     text.append(buffer, static_cast<std::size_t>(n));
-    if (text.size() > 65536) break;  // sysfs attributes are one page at most
+    if (text.size() > max_bytes) {
+      if (larger_is_error) return {{}, EFBIG};
+      text.resize(max_bytes);
+      break;
+    }
   }
   return {std::move(text), 0};
+}
+
+}  // namespace
+
+OrErrno<std::string> read_small_file(const std::string& path) {
+  return read_bounded(path, 65536, false);  // sysfs attributes are one page at most
+}
+
+OrErrno<std::string> read_regular_file(const std::string& path, std::size_t max_bytes) {
+  return read_bounded(path, max_bytes, true);
 }
 
 OrErrno<std::uint64_t> read_u64_file(const std::string& path) {

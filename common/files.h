@@ -27,6 +27,11 @@ OrErrno<UniqueFd> open_attribute(const std::string& path);
 // For what is read at startup only; a counter read on every scrape is opened once and read with
 // pread_counter(). EINVAL is never produced here.
 OrErrno<std::string> read_small_file(const std::string& path);
+// Reads a whole regular file of at most `max_bytes` (a configuration file): ENOTSUP when it is
+// not a regular file (a directory, FIFO or device, which would block or never end), EFBIG when
+// it is larger.
+OrErrno<std::string> read_regular_file(const std::string& path, std::size_t max_bytes);
+
 // Reads a file holding one unsigned decimal number; a file that does not hold one gives EINVAL.
 OrErrno<std::uint64_t> read_u64_file(const std::string& path);
 

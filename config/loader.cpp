@@ -13,171 +13,17 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <unistd.h>
-
 #include "common/cpu_list.h"
 #include "common/files.h"
 #include "common/text.h"
 #include "common/enum_names.h"
 #include "config/errors.h"
+#include "config/yaml_reader.h"
 
 namespace hwperf {
 namespace {
 
-// Collects every problem instead of stopping at the first: a user fixing a config file should
-// see all of them in one run.
-class Problems {
- public:
-  explicit Problems(std::string file) : file_(std::move(file)) {}
-  void add(const YAML::Mark& mark, const std::string& message) {
-    problems_.push_back(where(mark).to_string() + ": " + message);
-  }
-  // An empty value ("key:" with nothing after it) has no position of its own; yaml-cpp marks it
-  // where the next token starts. The key is where the user should look.
-  YAML::Mark at(const YAML::Node& node) const { return node.IsNull() ? key_mark : node.Mark(); }
-  YAML::Mark key_mark;
-
-  SourceMark where(const YAML::Mark& mark) const {
-    return SourceMark{file_, mark.line + 1, mark.column + 1};
-  }
-  const std::vector<std::string>& list() const { return problems_; }
-
- private:
-  std::string file_;
-  std::vector<std::string> problems_;
-};
-
-std::string join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
-  return out;
-}
-
-// Visits the keys of one mapping, reporting unknown and duplicate keys against the schema.
-class Mapping {
- public:
-  using Handler = std::function<void(const YAML::Node& value)>;
-
-  Mapping(Problems& problems, std::string path) : problems_(problems), path_(std::move(path)) {}
-
-  Mapping& on(const std::string& key, Handler handler) {
-    keys_.push_back(key);
-    handlers_.emplace_back(key, std::move(handler));
-    return *this;
-  }
-
-  void visit(const YAML::Node& node) {
-    if (!node || node.IsNull()) return;  // an empty section keeps its defaults
-    if (!node.IsMap()) {
-      problems_.add(problems_.at(node), path_ + ": expected a mapping with keys " + join(keys_));
-      return;
-    }
-    std::set<std::string> seen;
-    for (const auto& entry : node) {
-      const std::string key = entry.first.as<std::string>();
-      if (!seen.insert(key).second) {
-        problems_.add(entry.first.Mark(), "duplicate key \"" + key + "\" in " + path_);
-        continue;
-      }
-      bool known = false;
-      for (auto& [name, handler] : handlers_) {
-        if (name == key) {
-          problems_.key_mark = entry.first.Mark();
-          handler(entry.second);
-          known = true;
-        }
-      }
-      if (!known) {
-        problems_.add(entry.first.Mark(), "unknown key \"" + key + "\" in " + path_ +
-                                              " (expected one of: " + join(keys_) + ")");
-      }
-    }
-  }
-
- private:
-  Problems& problems_;
-  std::string path_;
-  std::vector<std::string> keys_;
-  std::vector<std::pair<std::string, Handler>> handlers_;
-};
-
-bool is_scalar(Problems& problems, const YAML::Node& node, const std::string& path,
-               const std::string& expected) {
-  if (node.IsScalar()) return true;
-  problems.add(problems.at(node), path + ": expected " + expected);
-  return false;
-}
-
-Mapping::Handler read_string(Problems& problems, const std::string& path, std::string& out,
-                             SourceMark* mark = nullptr) {
-  return [&problems, path, &out, mark](const YAML::Node& node) {
-    if (!is_scalar(problems, node, path, "a string")) return;
-    out = node.as<std::string>();
-    if (mark) *mark = problems.where(node.Mark());
-  };
-}
-
-Mapping::Handler read_nonempty_string(Problems& problems, const std::string& path,
-                                      std::string& out) {
-  return [&problems, path, &out](const YAML::Node& node) {
-    if (!is_scalar(problems, node, path, "a non-empty string")) return;
-    const auto value = node.as<std::string>();
-    if (value.empty()) {
-      problems.add(problems.at(node), path + ": expected a non-empty string");
-      return;
-    }
-    out = value;
-  };
-}
-
-Mapping::Handler read_bool(Problems& problems, const std::string& path, bool& out) {
-  return [&problems, path, &out](const YAML::Node& node) {
-    const std::string expected = "true or false";
-    if (!is_scalar(problems, node, path, expected)) return;
-    const auto text = node.as<std::string>();
-    if (text == "true") {
-      out = true;
-    } else if (text == "false") {
-      out = false;
-    } else {
-      problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
-    }
-  };
-}
-
-Mapping::Handler read_non_negative(Problems& problems, const std::string& path, double& out) {
-  return [&problems, path, &out](const YAML::Node& node) {
-    const std::string expected = "a number >= 0";
-    if (!is_scalar(problems, node, path, expected)) return;
-    const auto text = node.as<std::string>();
-    try {
-      std::size_t used = 0;
-      const double value = std::stod(text, &used);
-      // stod also accepts "inf" and "nan"; neither is a usable power or period.
-      if (used != text.size() || !std::isfinite(value) || value < 0) {
-        throw std::invalid_argument(text);
-      }
-      out = value;
-    } catch (const std::exception&) {
-      problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
-    }
-  };
-}
-
-template <typename Enum, std::size_t N>
-Mapping::Handler read_enum(Problems& problems, const std::string& path, Enum& out,
-                           const EnumName<Enum> (&table)[N]) {
-  return [&problems, path, &out, &table](const YAML::Node& node) {
-    const std::string expected = "one of " + join_names(table);
-    if (!is_scalar(problems, node, path, expected)) return;
-    const auto text = node.as<std::string>();
-    if (const auto value = parse_name(table, text)) {
-      out = *value;
-      return;
-    }
-    problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
-  };
-}
+using namespace yaml_reader;
 
 // Far beyond any real configuration; a bound so that a wrong file cannot exhaust memory.
 constexpr std::size_t kMaxConfigBytes = 1 << 20;
@@ -535,29 +381,18 @@ Config parse_config_text(const std::string& yaml_text, const std::string& file_n
 
 Config load_config_file(const std::string& path) {
   if (path.empty()) return Config{};
-  // A regular file, opened so that a FIFO cannot block and read up to a bound: a directory,
-  // /dev/zero or a pipe named by mistake is an error, not an empty or endless configuration.
-  const auto file = open_attribute(path);
-  if (!file.ok()) {
-    throw ConfigError({path + ": cannot read the configuration file (" + errno_text(file.error) +
-                       (file.error == ENOTSUP ? ": not a regular file" : "") + ")"});
+  // A regular file read up to a bound: a directory, /dev/zero or a FIFO named by mistake is an
+  // error, not an empty or endless configuration, and cannot block startup.
+  const auto text = read_regular_file(path, kMaxConfigBytes);
+  if (text.error == EFBIG) {
+    throw ConfigError({path + ": larger than " + std::to_string(kMaxConfigBytes >> 20) +
+                       " MiB; not a configuration file"});
   }
-  std::string text;
-  char buffer[65536];
-  while (true) {
-    const ssize_t n = ::read(file.value.get(), buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw ConfigError({path + ": cannot read the configuration file (" + errno_text(errno) + ")"});
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<std::size_t>(n));
-    if (text.size() > kMaxConfigBytes) {
-      throw ConfigError({path + ": larger than " + std::to_string(kMaxConfigBytes >> 20) +
-                         " MiB; not a configuration file"});
-    }
+  if (!text.ok()) {
+    throw ConfigError({path + ": cannot read the configuration file (" + errno_text(text.error) +
+                       (text.error == ENOTSUP ? ": not a regular file" : "") + ")"});
   }
-  return parse_config_text(text, path);
+  return parse_config_text(text.value, path);
 }
 
 std::string dump_config(const Config& config) {

@@ -6,7 +6,8 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <string_view>
+
+#include "common/enum_names.h"
 
 namespace hwperf {
 
@@ -18,7 +19,19 @@ enum class ClientAuth {
   require_and_verify,       // RequireAndVerifyClientCert
 };
 
+inline constexpr EnumName<ClientAuth> kClientAuthNames[] = {
+    {ClientAuth::none, "NoClientCert"},
+    {ClientAuth::request, "RequestClientCert"},
+    {ClientAuth::require_any, "RequireAnyClientCert"},
+    {ClientAuth::verify_if_given, "VerifyClientCertIfGiven"},
+    {ClientAuth::require_and_verify, "RequireAndVerifyClientCert"},
+};
+
 enum class TlsVersion { tls10, tls11, tls12, tls13 };
+inline constexpr EnumName<TlsVersion> kTlsVersionNames[] = {{TlsVersion::tls10, "TLS10"},
+                                                            {TlsVersion::tls11, "TLS11"},
+                                                            {TlsVersion::tls12, "TLS12"},
+                                                            {TlsVersion::tls13, "TLS13"}};
 
 struct TlsServerConfig {
   std::string cert_file;  // PEM certificate (chain)
@@ -38,13 +51,7 @@ struct WebConfigFile {
 // are relative to the file's directory, as in exporter-toolkit.
 WebConfigFile load_web_config(const std::string& path);
 
-// Whether an Authorization header value ("Basic base64(user:password)") names a configured user
-// with the right password. The password is checked with bcrypt at the cost stored in the hash,
-// and the hashes are compared in constant time; an unknown user costs a bcrypt run as well, so
-// the time taken does not say which users exist. True when no users are configured.
-bool basic_auth_allows(const WebConfigFile& config, std::string_view authorization);
-
-// Whether `password` matches the bcrypt `hash` ($2a$, $2b$ or $2y$).
-bool bcrypt_matches(const std::string& password, const std::string& hash);
+// Whether `hash` has the form of a bcrypt hash ($2a$, $2b$ or $2y$, cost, 53 characters).
+bool is_bcrypt_hash(const std::string& hash);
 
 }  // namespace hwperf

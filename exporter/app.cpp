@@ -16,7 +16,7 @@
 #include "exporter/exposition.h"
 #include "exporter/http_server.h"
 #include "exporter/privileges.h"
-#include "exporter/web_config.h"
+#include "config/web_config.h"
 #include "exporter/router.h"
 #include "topology/topology.h"
 

@@ -9,7 +9,7 @@
 
 #include "collectors/collector_set.h"
 #include "exporter/http.h"
-#include "exporter/web_config.h"
+#include "exporter/basic_auth.h"
 
 namespace hwperf {
 

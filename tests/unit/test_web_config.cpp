@@ -6,7 +6,7 @@
 #include <string>
 
 #include "config/errors.h"
-#include "exporter/web_config.h"
+#include "exporter/basic_auth.h"
 #include "tests/support.h"
 
 using namespace hwperf;

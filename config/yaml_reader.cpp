@@ -1,0 +1,133 @@
+#include "config/yaml_reader.h"
+
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+namespace hwperf::yaml_reader {
+
+void Problems::add(const YAML::Mark& mark, const std::string& message) {
+  problems_.push_back(where(mark).to_string() + ": " + message);
+}
+
+SourceMark Problems::where(const YAML::Mark& mark) const {
+  return SourceMark{file_, mark.line + 1, mark.column + 1};
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
+  return out;
+}
+
+Mapping& Mapping::on(const std::string& key, Handler handler) {
+  keys_.push_back(key);
+  handlers_.emplace_back(key, std::move(handler));
+  return *this;
+}
+
+Mapping& Mapping::unsupported(const std::string& key, const std::string& why) {
+  handlers_.emplace_back(key, [this, key, why](const YAML::Node&) {
+    problems_.add(problems_.key_mark, path_ + "." + key + ": " + why + " (supported: " +
+                                          join(keys_) + ")");
+  });
+  return *this;
+}
+
+void Mapping::visit(const YAML::Node& node) {
+  if (!node || node.IsNull()) return;  // an empty section keeps its defaults
+  if (!node.IsMap()) {
+    problems_.add(problems_.at(node), path_ + ": expected a mapping with keys " + join(keys_));
+    return;
+  }
+  std::set<std::string> seen;
+  for (const auto& entry : node) {
+    // A complex key ("? [a, b]") cannot name anything here; as<std::string>() would throw.
+    if (!entry.first.IsScalar()) {
+      problems_.add(entry.first.Mark(), path_ + ": keys must be plain names");
+      continue;
+    }
+    const std::string key = entry.first.as<std::string>();
+    if (!seen.insert(key).second) {
+      problems_.add(entry.first.Mark(), "duplicate key \"" + key + "\" in " + path_);
+      continue;
+    }
+    bool known = false;
+    for (auto& [name, handler] : handlers_) {
+      if (name == key) {
+        problems_.key_mark = entry.first.Mark();
+        handler(entry.second);
+        known = true;
+      }
+    }
+    if (!known) {
+      problems_.add(entry.first.Mark(), "unknown key \"" + key + "\" in " + path_ +
+                                            " (expected one of: " + join(keys_) + ")");
+    }
+  }
+}
+
+bool is_scalar(Problems& problems, const YAML::Node& node, const std::string& path,
+               const std::string& expected) {
+  if (node.IsScalar()) return true;
+  problems.add(problems.at(node), path + ": expected " + expected);
+  return false;
+}
+
+Mapping::Handler read_string(Problems& problems, const std::string& path, std::string& out,
+                             SourceMark* mark) {
+  return [&problems, path, &out, mark](const YAML::Node& node) {
+    if (!is_scalar(problems, node, path, "a string")) return;
+    out = node.as<std::string>();
+    if (mark) *mark = problems.where(node.Mark());
+  };
+}
+
+Mapping::Handler read_nonempty_string(Problems& problems, const std::string& path,
+                                      std::string& out) {
+  return [&problems, path, &out](const YAML::Node& node) {
+    if (!is_scalar(problems, node, path, "a non-empty string")) return;
+    const auto value = node.as<std::string>();
+    if (value.empty()) {
+      problems.add(problems.at(node), path + ": expected a non-empty string");
+      return;
+    }
+    out = value;
+  };
+}
+
+Mapping::Handler read_bool(Problems& problems, const std::string& path, bool& out) {
+  return [&problems, path, &out](const YAML::Node& node) {
+    const std::string expected = "true or false";
+    if (!is_scalar(problems, node, path, expected)) return;
+    const auto text = node.as<std::string>();
+    if (text == "true") {
+      out = true;
+    } else if (text == "false") {
+      out = false;
+    } else {
+      problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
+    }
+  };
+}
+
+Mapping::Handler read_non_negative(Problems& problems, const std::string& path, double& out) {
+  return [&problems, path, &out](const YAML::Node& node) {
+    const std::string expected = "a number >= 0";
+    if (!is_scalar(problems, node, path, expected)) return;
+    const auto text = node.as<std::string>();
+    try {
+      std::size_t used = 0;
+      const double value = std::stod(text, &used);
+      // stod also accepts "inf" and "nan"; neither is a usable power or period.
+      if (used != text.size() || !std::isfinite(value) || value < 0) {
+        throw std::invalid_argument(text);
+      }
+      out = value;
+    } catch (const std::exception&) {
+      problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
+    }
+  };
+}
+
+}  // namespace hwperf::yaml_reader

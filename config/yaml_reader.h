@@ -1,0 +1,84 @@
+// Reading YAML strictly, for every configuration file this exporter reads (the main
+// configuration and --web.config.file): every problem collected with its file:line:column,
+// unknown and duplicate keys reported against the keys a mapping has, typed scalar readers.
+// Internal to config/: yaml-cpp's headers stay out of everything else.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "common/enum_names.h"
+#include "config/config.h"
+
+namespace hwperf::yaml_reader {
+
+// Collects every problem instead of stopping at the first: a user fixing a config file should
+// see all of them in one run.
+class Problems {
+ public:
+  explicit Problems(std::string file) : file_(std::move(file)) {}
+  void add(const YAML::Mark& mark, const std::string& message);
+  // An empty value ("key:" with nothing after it) has no position of its own; yaml-cpp marks it
+  // where the next token starts. The key is where the user should look.
+  YAML::Mark at(const YAML::Node& node) const { return node.IsNull() ? key_mark : node.Mark(); }
+  YAML::Mark key_mark;
+
+  SourceMark where(const YAML::Mark& mark) const;
+  const std::vector<std::string>& list() const { return problems_; }
+
+ private:
+  std::string file_;
+  std::vector<std::string> problems_;
+};
+
+std::string join(const std::vector<std::string>& words);
+
+// Visits the keys of one mapping, reporting unknown, duplicate and non-scalar keys against the
+// schema.
+class Mapping {
+ public:
+  using Handler = std::function<void(const YAML::Node& value)>;
+
+  Mapping(Problems& problems, std::string path) : problems_(problems), path_(std::move(path)) {}
+  Mapping& on(const std::string& key, Handler handler);
+  // A key of the format this exporter refuses by name rather than calling it unknown (settings of
+  // exporter-toolkit it does not implement).
+  Mapping& unsupported(const std::string& key, const std::string& why);
+  void visit(const YAML::Node& node);
+
+ private:
+  Problems& problems_;
+  std::string path_;
+  std::vector<std::string> keys_;
+  std::vector<std::pair<std::string, Handler>> handlers_;
+};
+
+bool is_scalar(Problems& problems, const YAML::Node& node, const std::string& path,
+               const std::string& expected);
+Mapping::Handler read_string(Problems& problems, const std::string& path, std::string& out,
+                             SourceMark* mark = nullptr);
+Mapping::Handler read_nonempty_string(Problems& problems, const std::string& path,
+                                      std::string& out);
+Mapping::Handler read_bool(Problems& problems, const std::string& path, bool& out);
+Mapping::Handler read_non_negative(Problems& problems, const std::string& path, double& out);
+
+template <typename Enum, std::size_t N>
+Mapping::Handler read_enum(Problems& problems, const std::string& path, Enum& out,
+                           const EnumName<Enum> (&table)[N]) {
+  return [&problems, path, &out, &table](const YAML::Node& node) {
+    const std::string expected = "one of " + join_names(table);
+    if (!is_scalar(problems, node, path, expected)) return;
+    const auto text = node.as<std::string>();
+    if (const auto value = parse_name(table, text)) {
+      out = *value;
+      return;
+    }
+    problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
+  };
+}
+
+}  // namespace hwperf::yaml_reader
