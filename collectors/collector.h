@@ -1,5 +1,6 @@
 // The one interface every collector implements. A collector builds fresh families on every
 // scrape and may throw; CollectorSet (collector_set.h) is the only caller and the only catch site.
+// What never changes is handed over once, at startup (collect_constant).
 #pragma once
 
 #include <string>
@@ -20,6 +21,10 @@ class Collector {
   virtual std::string name() const = 0;
   // Appends this collector's families. Must be safe to call from several threads at once.
   virtual void collect(std::vector<prometheus::MetricFamily>& out) = 0;
+  // Appends the families that never change once the collector is built (the topology, cache
+  // geometry). The exporter gathers them once at startup and serializes them once per format, so
+  // a scrape costs nothing for them however large the machine; collect() leaves them out.
+  virtual void collect_constant(std::vector<prometheus::MetricFamily>& out) const { (void)out; }
 };
 
 }  // namespace hwperf

@@ -48,6 +48,12 @@ std::vector<std::string> CollectorSet::names() const {
   return out;
 }
 
+std::vector<prometheus::MetricFamily> CollectorSet::collect_constant() const {
+  std::vector<prometheus::MetricFamily> families;
+  for (const auto& entry : entries_) entry->collector->collect_constant(families);
+  return families;
+}
+
 std::vector<prometheus::MetricFamily> CollectorSet::collect() const {
   auto success = make_family(success_name(),
                              "Whether the collector succeeded on this scrape (1) or failed (0).",

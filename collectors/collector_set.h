@@ -26,6 +26,9 @@ class CollectorSet {
 
   // Never throws for a collector's failure; safe to call from several threads at once.
   std::vector<prometheus::MetricFamily> collect() const;
+  // Every collector's constant families, in registry order; called once, at startup, where a
+  // failure is a startup error.
+  std::vector<prometheus::MetricFamily> collect_constant() const;
 
  private:
   struct Entry;

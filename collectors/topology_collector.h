@@ -10,8 +10,8 @@ namespace hwperf {
 
 class Topology;
 
-// Everything is computed here, once; a scrape copies prepared families and never touches hwloc.
-// The topology is not referenced after this returns. Families:
+// Everything is computed here, once, and handed over as constant families (collector.h): a scrape
+// never touches hwloc. The topology is not referenced after this returns. Families:
 //   hwperf_cpu_info{cpu,core,package,numa_node} 1
 //   hwperf_cpu_cache_size_bytes{cpu,cache}
 //   hwperf_cpu_cache_line_size_bytes{cpu,cache}

@@ -5,10 +5,9 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <sstream>
+#include <cstdint>
 #include <stdexcept>
 
-#include <prometheus/text_serializer.h>
 #include <zlib.h>
 
 #include "common/text.h"
@@ -56,45 +55,68 @@ std::vector<MediaRange> parse_list(std::string_view header) {
   return out;
 }
 
-std::string format_value(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+// Whole numbers below 2^53 (counts, bytes, microjoules: most samples) in plain digits, as
+// prometheus-cpp writes them, rather than the shortest form's "1e+06"; anything else as the
+// shortest text that reads back as the same double; NaN and the infinities as both formats
+// spell them.
+void append_value(std::string& out, double value) {
+  if (std::isnan(value)) {
+    out += "NaN";
+    return;
+  }
+  if (std::isinf(value)) {
+    out += value > 0 ? "+Inf" : "-Inf";
+    return;
+  }
   std::array<char, 64> buffer{};
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+  if (std::fabs(value) < kExactIntegers && value == std::trunc(value)) {
+    const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(),
+                                         static_cast<std::int64_t>(value));
+    if (ec != std::errc()) throw std::runtime_error("cannot format a sample value");
+    out.append(buffer.data(), end);
+    return;
+  }
   const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
   if (ec != std::errc()) throw std::runtime_error("cannot format a sample value");
-  return std::string(buffer.data(), end);
+  out.append(buffer.data(), end);
 }
 
-void write_escaped(std::ostream& out, const std::string& text, bool escape_quote) {
+// Both formats escape backslash and newline; label values (and OpenMetrics HELP) also '"'.
+void append_escaped(std::string& out, std::string_view text, bool escape_quote) {
   for (char c : text) {
     if (c == '\\') {
-      out << "\\\\";
+      out += "\\\\";
     } else if (c == '\n') {
-      out << "\\n";
+      out += "\\n";
     } else if (c == '"' && escape_quote) {
-      out << "\\\"";
+      out += "\\\"";
     } else {
-      out << c;
+      out += c;
     }
   }
 }
 
-void write_sample(std::ostream& out, const std::string& name,
-                  const std::vector<prometheus::ClientMetric::Label>& labels, double value) {
-  out << name;
+void append_sample(std::string& out, std::string_view name, std::string_view suffix,
+                   const std::vector<prometheus::ClientMetric::Label>& labels, double value) {
+  out += name;
+  out += suffix;
   if (!labels.empty()) {
-    out << '{';
+    out += '{';
     bool first = true;
     for (const auto& label : labels) {
-      if (!first) out << ',';
+      if (!first) out += ',';
       first = false;
-      out << label.name << "=\"";
-      write_escaped(out, label.value, true);
-      out << '"';
+      out += label.name;
+      out += "=\"";
+      append_escaped(out, label.value, true);
+      out += '"';
     }
-    out << '}';
+    out += '}';
   }
-  out << ' ' << format_value(value) << '\n';
+  out += ' ';
+  append_value(out, value);
+  out += '\n';
 }
 
 // This exporter builds counters and gauges only (its own timings are gauges, not histograms), so
@@ -104,47 +126,80 @@ void write_sample(std::ostream& out, const std::string& name,
                          " is a summary or histogram, which this exporter does not write");
 }
 
-// OpenMetrics 1.0: counters are typed under the name without "_total" and their samples carry
-// it; unknown replaces untyped; the exposition ends with "# EOF".
-void serialize_openmetrics(std::ostream& out,
-                           const std::vector<prometheus::MetricFamily>& families) {
-  for (const auto& family : families) {
-    std::string name = family.name;
-    const char* type = "unknown";
-    switch (family.type) {
-      case prometheus::MetricType::Counter:
-        type = "counter";
-        if (ends_with(name, "_total")) name.resize(name.size() - 6);
-        break;
-      case prometheus::MetricType::Gauge: type = "gauge"; break;
-      case prometheus::MetricType::Untyped: type = "unknown"; break;
-      case prometheus::MetricType::Summary:
-      case prometheus::MetricType::Histogram: unsupported_type(family);
-    }
-    out << "# TYPE " << name << ' ' << type << '\n';
-    if (!family.help.empty()) {
-      out << "# HELP " << name << ' ';
-      write_escaped(out, family.help, true);
-      out << '\n';
-    }
-    for (const auto& metric : family.metric) {
-      switch (family.type) {
-        case prometheus::MetricType::Counter:
-          write_sample(out, name + "_total", metric.label, metric.counter.value);
-          break;
-        case prometheus::MetricType::Gauge:
-          write_sample(out, name, metric.label, metric.gauge.value);
-          break;
-        case prometheus::MetricType::Untyped:
-          write_sample(out, name, metric.label, metric.untyped.value);
-          break;
-        case prometheus::MetricType::Summary:
-        case prometheus::MetricType::Histogram:
-          unsupported_type(family);
-      }
-    }
+double sample_value(const prometheus::MetricFamily& family, const prometheus::ClientMetric& metric) {
+  switch (family.type) {
+    case prometheus::MetricType::Counter: return metric.counter.value;
+    case prometheus::MetricType::Gauge: return metric.gauge.value;
+    case prometheus::MetricType::Untyped: return metric.untyped.value;
+    case prometheus::MetricType::Summary:
+    case prometheus::MetricType::Histogram: break;
   }
-  out << "# EOF\n";
+  unsupported_type(family);
+}
+
+// Text 0.0.4 (the format prometheus-cpp's TextSerializer writes, without its ostream and
+// per-value snprintf): HELP escapes backslash and newline only, counters keep "_total" in the
+// TYPE line, untyped is "untyped".
+void append_text_family(std::string& out, const prometheus::MetricFamily& family) {
+  const char* type = "untyped";
+  switch (family.type) {
+    case prometheus::MetricType::Counter: type = "counter"; break;
+    case prometheus::MetricType::Gauge: type = "gauge"; break;
+    case prometheus::MetricType::Untyped: break;
+    case prometheus::MetricType::Summary:
+    case prometheus::MetricType::Histogram: unsupported_type(family);
+  }
+  if (!family.help.empty()) {
+    out += "# HELP ";
+    out += family.name;
+    out += ' ';
+    append_escaped(out, family.help, false);
+    out += '\n';
+  }
+  out += "# TYPE ";
+  out += family.name;
+  out += ' ';
+  out += type;
+  out += '\n';
+  for (const auto& metric : family.metric) {
+    append_sample(out, family.name, {}, metric.label, sample_value(family, metric));
+  }
+}
+
+// OpenMetrics 1.0: counters are typed under the name without "_total" and their samples carry
+// it; unknown replaces untyped; TYPE comes before HELP.
+void append_openmetrics_family(std::string& out, const prometheus::MetricFamily& family) {
+  std::string_view name = family.name;
+  std::string_view suffix;
+  const char* type = "unknown";
+  switch (family.type) {
+    case prometheus::MetricType::Counter:
+      type = "counter";
+      if (ends_with(name, "_total")) {
+        name.remove_suffix(6);
+        suffix = "_total";
+      }
+      break;
+    case prometheus::MetricType::Gauge: type = "gauge"; break;
+    case prometheus::MetricType::Untyped: break;
+    case prometheus::MetricType::Summary:
+    case prometheus::MetricType::Histogram: unsupported_type(family);
+  }
+  out += "# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+  if (!family.help.empty()) {
+    out += "# HELP ";
+    out += name;
+    out += ' ';
+    append_escaped(out, family.help, true);
+    out += '\n';
+  }
+  for (const auto& metric : family.metric) {
+    append_sample(out, name, suffix, metric.label, sample_value(family, metric));
+  }
 }
 
 }  // namespace
@@ -180,20 +235,47 @@ bool accepts_gzip(std::string_view accept_encoding) {
   return false;
 }
 
+
 // Owns a deflate stream so that deflateEnd runs on every path, exceptions included.
 class DeflateStream {
  public:
   DeflateStream() {
-    // windowBits 15 + 16 selects the gzip wrapper rather than raw zlib.
-    if (deflateInit2(&stream_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-                     Z_DEFAULT_STRATEGY) != Z_OK) {
+    // windowBits 15 + 16 selects the gzip wrapper rather than raw zlib. The fastest level: an
+    // exposition repeats the same names and labels line after line, so level 1 already finds
+    // most of it, at a fraction of the default level's CPU on the node being measured.
+    if (deflateInit2(&stream_, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
       throw std::runtime_error("gzip: deflateInit2 failed");
+    }
+  }
+  // A stream that goes on from where `source` stands: its window, pending output and running
+  // CRC are copied (zlib's deflateCopy), and `source` is only read.
+  explicit DeflateStream(const DeflateStream& source, bool /*copy*/) {
+    if (deflateCopy(&stream_, const_cast<z_stream*>(&source.stream_)) != Z_OK) {
+      throw std::runtime_error("gzip: deflateCopy failed");
     }
   }
   ~DeflateStream() { deflateEnd(&stream_); }
   DeflateStream(const DeflateStream&) = delete;
   DeflateStream& operator=(const DeflateStream&) = delete;
-  z_stream* get() { return &stream_; }
+
+  // Compresses all of `data`, appending what deflate emits to `out`; Z_FINISH ends the stream.
+  void feed(std::string_view data, int flush, std::string& out) {
+    stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+    stream_.avail_in = static_cast<uInt>(data.size());
+    for (;;) {
+      const std::size_t used = out.size();
+      const std::size_t room =
+          std::max<std::size_t>(deflateBound(&stream_, stream_.avail_in), 4096);
+      out.resize(used + room);
+      stream_.next_out = reinterpret_cast<Bytef*>(out.data() + used);
+      stream_.avail_out = static_cast<uInt>(room);
+      const int rc = deflate(&stream_, flush);
+      out.resize(used + room - stream_.avail_out);
+      if (rc == Z_STREAM_END) return;
+      if (rc != Z_OK && rc != Z_BUF_ERROR) throw std::runtime_error("gzip: deflate failed");
+      if (flush != Z_FINISH && stream_.avail_in == 0 && stream_.avail_out != 0) return;
+    }
+  }
 
  private:
   z_stream stream_{};
@@ -201,45 +283,46 @@ class DeflateStream {
 
 std::string gzip_compress(std::string_view data) {
   DeflateStream deflater;
-  z_stream* stream = deflater.get();
   std::string out;
-  out.resize(deflateBound(stream, static_cast<uLong>(data.size())));
-  stream->next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  stream->avail_in = static_cast<uInt>(data.size());
-  stream->next_out = reinterpret_cast<Bytef*>(out.data());
-  stream->avail_out = static_cast<uInt>(out.size());
-  if (deflate(stream, Z_FINISH) != Z_STREAM_END) {
-    throw std::runtime_error("gzip: deflate did not finish");
-  }
-  out.resize(stream->total_out);
+  deflater.feed(data, Z_FINISH, out);
   return out;
+}
+
+PrefixedGzip::PrefixedGzip(std::string_view prefix) : prefix_stream_(std::make_unique<DeflateStream>()) {
+  prefix_stream_->feed(prefix, Z_NO_FLUSH, prefix_output_);
+}
+PrefixedGzip::~PrefixedGzip() = default;
+PrefixedGzip::PrefixedGzip(PrefixedGzip&&) noexcept = default;
+PrefixedGzip& PrefixedGzip::operator=(PrefixedGzip&&) noexcept = default;
+
+std::string PrefixedGzip::compress(std::string_view rest) const {
+  DeflateStream stream(*prefix_stream_, true);
+  std::string out = prefix_output_;
+  stream.feed(rest, Z_FINISH, out);
+  return out;
+}
+
+void append_families(std::string& out, const std::vector<prometheus::MetricFamily>& families,
+                     ExpositionFormat format) {
+  for (const auto& family : families) {
+    if (format == ExpositionFormat::openmetrics_1_0_0) {
+      append_openmetrics_family(out, family);
+    } else {
+      append_text_family(out, family);
+    }
+  }
+}
+
+std::string_view end_of_exposition(ExpositionFormat format) {
+  return format == ExpositionFormat::openmetrics_1_0_0 ? "# EOF\n" : "";
 }
 
 std::string serialize(const std::vector<prometheus::MetricFamily>& families,
                       ExpositionFormat format) {
-  std::ostringstream out;
-  if (format == ExpositionFormat::openmetrics_1_0_0) {
-    serialize_openmetrics(out, families);
-    return out.str();
-  }
-  // prometheus-cpp 1.0.1 writes HELP verbatim, so a backslash or newline in it would corrupt the
-  // exposition; the 0.0.4 format wants them escaped. Copy only the families that need it.
-  const auto needs_escape = [](const prometheus::MetricFamily& family) {
-    return family.help.find_first_of("\\\n") != std::string::npos;
-  };
-  if (std::none_of(families.begin(), families.end(), needs_escape)) {
-    prometheus::TextSerializer().Serialize(out, families);
-    return out.str();
-  }
-  std::vector<prometheus::MetricFamily> escaped = families;
-  for (auto& family : escaped) {
-    if (!needs_escape(family)) continue;
-    std::ostringstream help;
-    write_escaped(help, family.help, false);
-    family.help = help.str();
-  }
-  prometheus::TextSerializer().Serialize(out, escaped);
-  return out.str();
+  std::string out;
+  append_families(out, families, format);
+  out += end_of_exposition(format);
+  return out;
 }
 
 }  // namespace hwperf

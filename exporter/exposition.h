@@ -1,6 +1,7 @@
 // Exposition formats and content negotiation. Pure functions: no sockets, no CivetWeb.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,33 @@ const char* content_type(ExpositionFormat format);
 bool accepts_gzip(std::string_view accept_encoding);
 std::string gzip_compress(std::string_view data);
 
+class DeflateStream;
+
+// gzip of a constant prefix followed by a different rest each time: the prefix is compressed
+// once, and each call copies the compressor's state after it and compresses only the rest. The
+// output is one ordinary gzip stream (one member) of prefix + rest.
+class PrefixedGzip {
+ public:
+  explicit PrefixedGzip(std::string_view prefix);
+  ~PrefixedGzip();
+  PrefixedGzip(PrefixedGzip&&) noexcept;
+  PrefixedGzip& operator=(PrefixedGzip&&) noexcept;
+
+  // Safe to call from several threads at once: the saved state is only read.
+  std::string compress(std::string_view rest) const;
+
+ private:
+  std::unique_ptr<DeflateStream> prefix_stream_;
+  std::string prefix_output_;  // what deflate emitted while taking in the prefix
+};
+
+// Appends the families without the end-of-exposition marker, so that families serialized once
+// at startup and those of each scrape join into one exposition.
+void append_families(std::string& out, const std::vector<prometheus::MetricFamily>& families,
+                     ExpositionFormat format);
+// What closes an exposition: "# EOF\n" in OpenMetrics, nothing in the text format.
+std::string_view end_of_exposition(ExpositionFormat format);
+// A whole exposition: append_families, then end_of_exposition.
 std::string serialize(const std::vector<prometheus::MetricFamily>& families,
                       ExpositionFormat format);
 

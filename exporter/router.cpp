@@ -1,7 +1,8 @@
 #include "exporter/router.h"
 
+#include <iterator>
+
 #include "collectors/build_info.h"
-#include "exporter/exposition.h"
 
 namespace hwperf {
 namespace {
@@ -20,19 +21,58 @@ std::string html_escape(const std::string& text) {
   return out;
 }
 
+std::string serialized(const std::vector<prometheus::MetricFamily>& families,
+                       ExpositionFormat format) {
+  std::string out;
+  append_families(out, families, format);
+  return out;
+}
+
+std::vector<prometheus::MetricFamily> with_build_info(
+    std::vector<prometheus::MetricFamily> constant, prometheus::MetricFamily build_info) {
+  constant.push_back(std::move(build_info));
+  return constant;
+}
+
 }  // namespace
 
 Exporter::Exporter(std::string telemetry_path, CollectorSet collectors,
                    prometheus::MetricFamily build_info, WebConfigFile web_config)
     : telemetry_path_(std::move(telemetry_path)),
       collectors_(std::move(collectors)),
-      build_info_(std::move(build_info)),
+      constant_families_(with_build_info(collectors_.collect_constant(), std::move(build_info))),
+      constant_text_(serialized(constant_families_, ExpositionFormat::text_0_0_4)),
+      constant_openmetrics_(serialized(constant_families_, ExpositionFormat::openmetrics_1_0_0)),
+      gzip_text_(constant_text_),
+      gzip_openmetrics_(constant_openmetrics_),
       web_config_(std::move(web_config)) {}
 
 std::vector<prometheus::MetricFamily> Exporter::gather() const {
-  auto families = collectors_.collect();
-  families.push_back(build_info_);
+  auto families = constant_families_;
+  auto scraped = collectors_.collect();
+  families.insert(families.end(), std::make_move_iterator(scraped.begin()),
+                  std::make_move_iterator(scraped.end()));
   return families;
+}
+
+std::string Exporter::exposition(ExpositionFormat format, bool gzip) const {
+  const bool openmetrics = format == ExpositionFormat::openmetrics_1_0_0;
+  const auto scraped = collectors_.collect();
+  if (gzip) {
+    std::string rest;
+    append_families(rest, scraped, format);
+    rest += end_of_exposition(format);
+    return (openmetrics ? gzip_openmetrics_ : gzip_text_).compress(rest);
+  }
+  const std::string& constant = openmetrics ? constant_openmetrics_ : constant_text_;
+  std::string body;
+  // The constant part is the bulk on a large machine; one allocation for it and some room for
+  // the rest avoids copying it again as the body grows.
+  body.reserve(constant.size() + constant.size() / 2 + 4096);
+  body += constant;
+  append_families(body, scraped, format);
+  body += end_of_exposition(format);
+  return body;
 }
 
 HttpResponse Exporter::handle(const HttpRequest& request) const {
@@ -53,12 +93,10 @@ HttpResponse Exporter::handle(const HttpRequest& request) const {
     const auto format = negotiate_format(request.accept);
     HttpResponse response;
     response.content_type = content_type(format);
-    response.body = serialize(gather(), format);
+    const bool gzip = accepts_gzip(request.accept_encoding);
+    response.body = exposition(format, gzip);
     response.headers.emplace_back("Vary", "Accept, Accept-Encoding");
-    if (accepts_gzip(request.accept_encoding)) {
-      response.body = gzip_compress(response.body);
-      response.headers.emplace_back("Content-Encoding", "gzip");
-    }
+    if (gzip) response.headers.emplace_back("Content-Encoding", "gzip");
     return response;
   }
   if (request.path == "/") {

@@ -8,6 +8,7 @@
 #include <prometheus/metric_family.h>
 
 #include "collectors/collector_set.h"
+#include "exporter/exposition.h"
 #include "exporter/http.h"
 #include "exporter/basic_auth.h"
 
@@ -24,12 +25,22 @@ class Exporter {
   // Routes the telemetry path, /, /-/healthy; 404 otherwise, 405 for methods other than GET and
   // HEAD. Thread-safe; never throws for a collector's failure.
   HttpResponse handle(const HttpRequest& request) const;
+  // Every family a scrape serves: the constant ones first, then this scrape's.
   std::vector<prometheus::MetricFamily> gather() const;
 
  private:
+  // The body of a scrape in `format`: the constant families' text, serialized (and, for gzip,
+  // compressed) once, followed by this scrape's families.
+  std::string exposition(ExpositionFormat format, bool gzip) const;
+
   std::string telemetry_path_;
   CollectorSet collectors_;
-  prometheus::MetricFamily build_info_;  // constant: built once, copied into each scrape
+  // The collectors' constant families and hwperf_build_info, and their text in each format.
+  std::vector<prometheus::MetricFamily> constant_families_;
+  std::string constant_text_;
+  std::string constant_openmetrics_;
+  PrefixedGzip gzip_text_;
+  PrefixedGzip gzip_openmetrics_;
   WebConfigFile web_config_;
 };
 

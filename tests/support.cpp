@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <cctype>
 #include <cmath>
@@ -347,6 +348,28 @@ std::string base64(const std::string& text) {
   }
   if (bits > 0) out += alphabet[(buffer << (6 - bits)) & 0x3F];
   while (out.size() % 4 != 0) out += '=';
+  return out;
+}
+
+
+std::string gunzip(const std::string& data) {
+  z_stream stream{};
+  if (inflateInit2(&stream, 15 + 16) != Z_OK) throw std::runtime_error("gunzip: inflateInit2");
+  std::string out;
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream.avail_in = static_cast<uInt>(data.size());
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    const std::size_t used = out.size();
+    out.resize(used + 64 * 1024);
+    stream.next_out = reinterpret_cast<Bytef*>(out.data() + used);
+    stream.avail_out = 64 * 1024;
+    rc = inflate(&stream, Z_NO_FLUSH);
+    out.resize(used + 64 * 1024 - stream.avail_out);
+  }
+  const bool whole = rc == Z_STREAM_END && stream.avail_in == 0;
+  inflateEnd(&stream);
+  if (!whole) throw std::runtime_error("gunzip: not one complete gzip stream");
   return out;
 }
 

@@ -85,6 +85,8 @@ class RunningExporter {
 // A bcrypt hash of `password` at `cost`, made with libcrypt (as htpasswd -B would).
 std::string bcrypt_hash(const std::string& password, unsigned long cost);
 std::string base64(const std::string& text);
+// Decompresses one gzip stream; throws std::runtime_error when it is not one.
+std::string gunzip(const std::string& data);
 
 // One sample of a text exposition (0.0.4 or OpenMetrics).
 struct Sample {

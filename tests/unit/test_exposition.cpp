@@ -1,6 +1,9 @@
 #include "tests/catch.hpp"
 
-#include <zlib.h>
+#include <cmath>
+#include <limits>
+
+#include <prometheus/text_serializer.h>
 
 #include "collectors/collector_set.h"
 #include "collectors/metrics.h"
@@ -10,21 +13,6 @@
 using namespace hwperf;
 
 namespace {
-std::string gunzip(const std::string& data) {
-  z_stream stream{};
-  REQUIRE(inflateInit2(&stream, 15 + 16) == Z_OK);
-  std::string out(data.size() * 20 + 1024, '\0');
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  stream.avail_in = static_cast<uInt>(data.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  const int rc = inflate(&stream, Z_FINISH);
-  inflateEnd(&stream);
-  REQUIRE(rc == Z_STREAM_END);
-  out.resize(stream.total_out);
-  return out;
-}
-
 std::vector<prometheus::MetricFamily> sample_families() {
   auto counter = make_family(counter_name({"cpu", "instructions"}), "Instructions \\ retired\nper CPU.",
                              prometheus::MetricType::Counter);
@@ -73,7 +61,28 @@ TEST_CASE("gzip output decompresses to the input", "[exposition]") {
   CHECK(compressed.size() > 10);
   CHECK(static_cast<unsigned char>(compressed[0]) == 0x1f);
   CHECK(static_cast<unsigned char>(compressed[1]) == 0x8b);
-  CHECK(gunzip(compressed) == text);
+  CHECK(test::gunzip(compressed) == text);
+}
+
+TEST_CASE("a gzip stream over a prefix compressed once decompresses to prefix and rest",
+          "[exposition]") {
+  // A prefix longer than deflate's 32 KiB window, so the state copied is a full one.
+  std::string big;
+  for (int cpu = 0; big.size() < 200 * 1024; ++cpu) {
+    big += "hwperf_cpu_info{cpu=\"" + std::to_string(cpu) + "\",core=\"" +
+           std::to_string(cpu / 2) + "\"} 1\n";
+  }
+  for (const std::string& prefix : {std::string(), std::string("# TYPE x gauge\n"), big}) {
+    CAPTURE(prefix.size());
+    const PrefixedGzip gzip(prefix);
+    for (const std::string& rest :
+         {std::string(), serialize(sample_families(), ExpositionFormat::openmetrics_1_0_0)}) {
+      CAPTURE(rest.size());
+      // Twice: the saved state must not be consumed by the first call.
+      CHECK(test::gunzip(gzip.compress(rest)) == prefix + rest);
+      CHECK(test::gunzip(gzip.compress(rest)) == prefix + rest);
+    }
+  }
 }
 
 TEST_CASE("text 0.0.4 and OpenMetrics carry the same samples", "[exposition]") {
@@ -101,6 +110,49 @@ TEST_CASE("OpenMetrics types counters without _total and ends with # EOF", "[exp
   const std::string text = serialize(sample_families(), ExpositionFormat::text_0_0_4);
   CHECK_THAT(text, Catch::Contains("# TYPE hwperf_cpu_instructions_total counter\n"));
   CHECK_THAT(text, !Catch::Contains("# EOF"));
+}
+
+TEST_CASE("the text writer carries what prometheus-cpp's serializer carries, whole numbers in digits",
+          "[exposition]") {
+  auto counter = make_family(counter_name({"events"}), "Events.", prometheus::MetricType::Counter);
+  add_counter(counter, {{"cpu", "0"}, {"path", "a\"b\\c\nd"}}, std::uint64_t{12345678901234});
+  auto values = make_family(metric_name({"value", "forms"}), "Values of every form.",
+                            prometheus::MetricType::Gauge);
+  const double forms[] = {1e6,    16e6,    -3.5, 9007199254740991.0,
+                          1e300,  -1e-300, std::numeric_limits<double>::infinity(),
+                          -std::numeric_limits<double>::infinity()};
+  for (std::size_t i = 0; i < std::size(forms); ++i) {
+    add_gauge(values, {{"i", std::to_string(i)}}, forms[i]);
+  }
+  // prometheus-cpp 1.0.1 writes HELP unescaped and values with 16 significant digits, so the
+  // reference comparison uses plain HELP and values it writes exactly.
+  const std::vector<prometheus::MetricFamily> families = {counter, values};
+  const std::string ours = serialize(families, ExpositionFormat::text_0_0_4);
+  const auto mine = test::parse_exposition(ours);
+  const auto reference =
+      test::parse_exposition(prometheus::TextSerializer().Serialize(families));
+  REQUIRE(mine.size() == 1 + std::size(forms));
+  REQUIRE(reference.size() == mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    CAPTURE(i, mine[i].name);
+    CHECK(mine[i].name == reference[i].name);
+    CHECK(mine[i].labels == reference[i].labels);
+    CHECK(mine[i].value == reference[i].value);
+  }
+  // Whole numbers are written in digits, not "1e+06".
+  CHECK_THAT(ours, Catch::Contains("hwperf_value_forms{i=\"0\"} " +
+                                   std::to_string(static_cast<long long>(forms[0])) + "\n"));
+  CHECK_THAT(ours, Catch::Contains("hwperf_value_forms{i=\"3\"} " +
+                                   std::to_string(static_cast<long long>(forms[3])) + "\n"));
+  // What 16 digits would round, ours reads back exactly.
+  auto inexact = make_family(metric_name({"inexact"}), "Inexact.", prometheus::MetricType::Gauge);
+  const double sum = 0.1 + 0.2;
+  add_gauge(inexact, {}, sum);
+  for (auto format : {ExpositionFormat::text_0_0_4, ExpositionFormat::openmetrics_1_0_0}) {
+    const auto read = test::parse_exposition(serialize({inexact}, format));
+    REQUIRE(read.size() == 1);
+    CHECK(read.front().value == sum);
+  }
 }
 
 TEST_CASE("metric names are validated when built", "[exposition]") {
