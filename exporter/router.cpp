@@ -28,11 +28,6 @@ std::string serialized(const std::vector<prometheus::MetricFamily>& families,
   return out;
 }
 
-std::vector<prometheus::MetricFamily> with_build_info(
-    std::vector<prometheus::MetricFamily> constant, prometheus::MetricFamily build_info) {
-  constant.push_back(std::move(build_info));
-  return constant;
-}
 
 }  // namespace
 
@@ -40,15 +35,25 @@ Exporter::Exporter(std::string telemetry_path, CollectorSet collectors,
                    prometheus::MetricFamily build_info, WebConfigFile web_config)
     : telemetry_path_(std::move(telemetry_path)),
       collectors_(std::move(collectors)),
-      constant_families_(with_build_info(collectors_.collect_constant(), std::move(build_info))),
-      constant_text_(serialized(constant_families_, ExpositionFormat::text_0_0_4)),
-      constant_openmetrics_(serialized(constant_families_, ExpositionFormat::openmetrics_1_0_0)),
-      gzip_text_(constant_text_),
-      gzip_openmetrics_(constant_openmetrics_),
+      build_info_(std::move(build_info)),
+      constant_(constant_families()),
       web_config_(std::move(web_config)) {}
 
+Exporter::ConstantExposition::ConstantExposition(
+    const std::vector<prometheus::MetricFamily>& families)
+    : text(serialized(families, ExpositionFormat::text_0_0_4)),
+      openmetrics(serialized(families, ExpositionFormat::openmetrics_1_0_0)),
+      gzip_text(text),
+      gzip_openmetrics(openmetrics) {}
+
+std::vector<prometheus::MetricFamily> Exporter::constant_families() const {
+  auto families = collectors_.collect_constant();
+  families.push_back(build_info_);
+  return families;
+}
+
 std::vector<prometheus::MetricFamily> Exporter::gather() const {
-  auto families = constant_families_;
+  auto families = constant_families();
   auto scraped = collectors_.collect();
   families.insert(families.end(), std::make_move_iterator(scraped.begin()),
                   std::make_move_iterator(scraped.end()));
@@ -62,9 +67,9 @@ std::string Exporter::exposition(ExpositionFormat format, bool gzip) const {
     std::string rest;
     append_families(rest, scraped, format);
     rest += end_of_exposition(format);
-    return (openmetrics ? gzip_openmetrics_ : gzip_text_).compress(rest);
+    return (openmetrics ? constant_.gzip_openmetrics : constant_.gzip_text).compress(rest);
   }
-  const std::string& constant = openmetrics ? constant_openmetrics_ : constant_text_;
+  const std::string& constant = openmetrics ? constant_.openmetrics : constant_.text;
   std::string body;
   // The constant part is the bulk on a large machine; one allocation for it and some room for
   // the rest avoids copying it again as the body grows.

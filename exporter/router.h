@@ -32,15 +32,21 @@ class Exporter {
   // The body of a scrape in `format`: the constant families' text, serialized (and, for gzip,
   // compressed) once, followed by this scrape's families.
   std::string exposition(ExpositionFormat format, bool gzip) const;
+  std::vector<prometheus::MetricFamily> constant_families() const;
 
   std::string telemetry_path_;
   CollectorSet collectors_;
-  // The collectors' constant families and hwperf_build_info, and their text in each format.
-  std::vector<prometheus::MetricFamily> constant_families_;
-  std::string constant_text_;
-  std::string constant_openmetrics_;
-  PrefixedGzip gzip_text_;
-  PrefixedGzip gzip_openmetrics_;
+  prometheus::MetricFamily build_info_;
+  // The collectors' constant families and hwperf_build_info in each format (the families
+  // themselves stay with their collectors: at 512 CPUs a second copy would cost megabytes).
+  struct ConstantExposition {
+    explicit ConstantExposition(const std::vector<prometheus::MetricFamily>& families);
+    std::string text;
+    std::string openmetrics;
+    PrefixedGzip gzip_text;
+    PrefixedGzip gzip_openmetrics;
+  };
+  const ConstantExposition constant_;
   WebConfigFile web_config_;
 };
 
