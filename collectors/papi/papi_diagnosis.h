@@ -39,4 +39,30 @@ std::string describe_cpu(const ComponentReport& report);
 // The remedy text for permission errors, given kernel.perf_event_paranoid as read.
 std::string permission_remedy_text(const std::string& paranoid);
 
+// PAPI before 7.1.0 reads every event set with rdpmc when its perf_event component found rdpmc
+// usable (PAPI 7.0.0 perf_event.c: _pe_read takes _pe_rdpmc_read whenever
+// cmp_info.fast_counter_read is set and the set does not inherit). rdpmc reads the counter of
+// the CPU the reading thread runs on, so for a set counting another CPU, as every set here does
+// (PAPI_GRN_SYS, read from whichever HTTP worker scrapes), the value is silently wrong; the
+// kernel does not refuse. PAPI 7.1.0 reads such sets with read() (upstream commit 4f63dfe9b,
+// "don't use fast rdpmc counter reads in attach or syswide scenarios"). The flag lives in the
+// component's info, which PAPI_get_component_info returns a pointer to and _pe_read consults on
+// every read, so clearing it right after PAPI_library_init, before any event set exists, makes
+// PAPI 7.0 read() like 7.1.
+constexpr int kPapiVersionWithSafeFastRead = (7 << 24) | (1 << 16);  // PAPI_VERSION_NUMBER(7,1,0,0)
+
+// Clears the fast read flag of the perf_event component's info when this PAPI (its
+// PAPI_LIB_VERSION) would misuse it, and returns what was done, for the log and --check-config;
+// nothing when the flag was already off or this PAPI is safe. ComponentInfo is
+// PAPI_component_info_t, or a test's stand-in with the same field.
+template <typename ComponentInfo>
+std::optional<std::string> turn_off_unsafe_fast_read(int papi_version, ComponentInfo& info) {
+  if (papi_version >= kPapiVersionWithSafeFastRead || !info.fast_counter_read) return std::nullopt;
+  info.fast_counter_read = 0;
+  return std::string(
+      "rdpmc fast counter reads turned off: PAPI before 7.1.0 would read each CPU's counters "
+      "with rdpmc on whichever CPU the scrape runs, and get another CPU's counts (fixed in PAPI "
+      "7.1.0); every read is a read() system call instead");
+}
+
 }  // namespace hwperf::papi

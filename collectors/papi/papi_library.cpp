@@ -72,8 +72,8 @@ int Library::runtime_version() { return shared_state().version; }
 
 Library::~Library() { PAPI_shutdown(); }
 
-Library::Library(std::string multiplex_problem)
-    : multiplex_problem_(std::move(multiplex_problem)) {}
+Library::Library(std::string multiplex_problem, std::string fast_read_note)
+    : multiplex_problem_(std::move(multiplex_problem)), fast_read_note_(std::move(fast_read_note)) {}
 
 // A function-local static: initialised exactly once, thread-safely, on first use.
 const Library::State& Library::shared_state() {
@@ -134,7 +134,12 @@ Library::State Library::initialise() {
     state.component = std::move(report);
     return state;
   }
-  state.library.reset(new Library(std::move(multiplex_problem)));
+  // Before any event set exists. PAPI_get_component_info hands out a const pointer into the
+  // component's vector, a writable global (_perf_event_vector), so writing through it is sound.
+  const auto fast_read_note =
+      turn_off_unsafe_fast_read(state.version, *const_cast<PAPI_component_info_t*>(info));
+  state.library.reset(
+      new Library(std::move(multiplex_problem), fast_read_note.value_or(std::string())));
   return state;
 }
 

@@ -38,14 +38,17 @@ class Library {
 
   // Why PAPI_multiplex_init failed; "" when it did not.
   const std::string& multiplex_problem() const { return multiplex_problem_; }
+  // What was done about PAPI's rdpmc fast read (papi_diagnosis.h); "" when nothing was needed.
+  const std::string& fast_read_note() const { return fast_read_note_; }
 
  private:
   struct State;
-  explicit Library(std::string multiplex_problem);
+  Library(std::string multiplex_problem, std::string fast_read_note);
   static const State& shared_state();
   static State initialise();
 
   std::string multiplex_problem_;
+  std::string fast_read_note_;
 };
 
 // Initialises PAPI once per process (library, threads, multiplexing) and checks that its

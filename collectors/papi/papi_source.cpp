@@ -164,6 +164,7 @@ class PapiSource final : public CounterSource {
  public:
   PapiSource(std::shared_ptr<Library> library, const OpenRequest& request)
       : library_(std::move(library)) {
+    if (!library_->fast_read_note().empty()) layout_.notes.push_back(library_->fast_read_note());
     if (!library_->multiplex_problem().empty() && request.multiplex) {
       layout_.notes.push_back(library_->multiplex_problem() +
                               "; events that do not fit the counters move to further (qualifier) "

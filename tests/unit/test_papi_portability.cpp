@@ -167,3 +167,40 @@ TEST_CASE("the CPU is described by vendor, family and model, in decimal and hex"
                            std::to_string(model) + " (" + hex));
   CHECK(contains(text, report.cpu_model_name));
 }
+
+namespace {
+
+// The part of PAPI_component_info_t the fast read decision touches, laid out the same way.
+struct FakeComponentInfo {
+  unsigned int fast_counter_read : 1;
+};
+
+constexpr int papi_version(int major, int minor, int revision) {
+  return (major << 24) | (minor << 16) | (revision << 8);
+}
+
+}  // namespace
+
+TEST_CASE("PAPI before 7.1 gets its rdpmc fast read turned off before any event set",
+          "[papi][portability]") {
+  // Debian 12's PAPI and its patch release: rdpmc would read the scraping CPU's counters.
+  for (const int version : {papi_version(7, 0, 0), papi_version(7, 0, 1), papi_version(6, 0, 0)}) {
+    CAPTURE(version);
+    FakeComponentInfo info{1};
+    const auto note = turn_off_unsafe_fast_read(version, info);
+    CHECK(info.fast_counter_read == 0);
+    REQUIRE(note.has_value());
+    CHECK_THAT(*note, Catch::Contains("rdpmc") && Catch::Contains("7.1.0"));
+  }
+  // PAPI 7.1 and later already use read() for system-wide sets: the flag is left to PAPI.
+  for (const int version : {papi_version(7, 1, 0), papi_version(7, 2, 0), papi_version(8, 0, 0)}) {
+    CAPTURE(version);
+    FakeComponentInfo info{1};
+    CHECK_FALSE(turn_off_unsafe_fast_read(version, info).has_value());
+    CHECK(info.fast_counter_read == 1);
+  }
+  // Without rdpmc (no PMU, as in a VM) there is nothing to turn off and nothing to say.
+  FakeComponentInfo off{0};
+  CHECK_FALSE(turn_off_unsafe_fast_read(papi_version(7, 0, 0), off).has_value());
+  CHECK(off.fast_counter_read == 0);
+}
