@@ -47,10 +47,20 @@ double wrap_range_joules(const CounterScale& scale) noexcept {
   const auto per_joule = static_cast<double>(scale.counts_per_joule);
   switch (scale.rule) {
     case WrapRule::modulo_2_32: return 4294967296.0 / per_joule;
-    case WrapRule::modulo_2_64: return std::numeric_limits<double>::infinity();
+    case WrapRule::modulo_2_64:
+      return scale.range > 0 ? static_cast<double>(scale.range) / per_joule
+                             : std::numeric_limits<double>::infinity();
     case WrapRule::powercap_range: return static_cast<double>(scale.range) / per_joule;
   }
   return std::numeric_limits<double>::infinity();
+}
+
+std::uint64_t perf_update_range_counts(double hardware_unit_joules,
+                                       std::uint64_t counts_per_joule) noexcept {
+  const double counts = 2147483648.0 * hardware_unit_joules * static_cast<double>(counts_per_joule);
+  if (!(counts >= 1)) return 1;
+  if (counts >= 18446744073709551615.0) return std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(counts);
 }
 
 EnergyTotal::EnergyTotal(std::uint64_t counts_per_joule) noexcept

@@ -35,13 +35,20 @@ class DomainSet {
 // "Wrap-around, exactly").
 enum class WrapRule {
   modulo_2_32,     // MSR: the low 32 bits of the status register, in hardware energy units
-  modulo_2_64,     // perf: the kernel's 64-bit count, already wrap-corrected by the kernel
+  modulo_2_64,     // perf: the kernel's 64-bit count (but see CounterScale::range)
   powercap_range,  // powercap: energy_uj in [0, max_energy_range_uj], in microjoules
 };
 
 struct CounterScale {
   WrapRule rule = WrapRule::modulo_2_64;
-  // powercap_range only: the zone's own max_energy_range_uj. Ignored by the other rules.
+  // The most energy, in raw counts, the counter can take between two reads without losing any;
+  // 0 where the rule alone says it (MSR: 2^32). powercap_range: the zone's max_energy_range_uj.
+  // modulo_2_64 (perf): the kernel's count is 64-bit, but each update of it
+  // (arch/x86/events/rapl.c rapl_event_update, on every read() and on the kernel's own timer)
+  // adds the difference of two 32-bit hardware readings taken as a *signed* 32-bit number
+  // (shift = RAPL_CNTR_WIDTH, then an arithmetic shift back), so more than 2^31 hardware units
+  // between updates make the count go down or lose 2^32 units. The kernel's timer is sized for
+  // about 200 W; above that only our reads keep it whole. perf_update_range_counts() gives it.
   std::uint64_t range = 0;
   // Raw counts in one joule: 2^ESU for MSR, 10^6 for powercap, 1/.scale for perf. Never 0.
   std::uint64_t counts_per_joule = 1;
@@ -66,9 +73,20 @@ std::uint64_t powercap_counter_unit_uj(std::uint64_t max_energy_range_uj) noexce
 Delta counter_delta(const CounterScale& scale, std::uint64_t previous,
                     std::uint64_t current) noexcept;
 
-// Energy a counter can hold before it wraps, in joules; +infinity for 64-bit perf counts (the
-// kernel folds the hardware's 32-bit wraps into them).
+// Energy a counter can take between two reads before counts are lost, in joules (see
+// CounterScale::range); +infinity for a perf count without a known range.
 double wrap_range_joules(const CounterScale& scale) noexcept;
+
+// The RAPL energy status unit when nothing better is known: 2^-16 J (15.3 uJ), the smallest in
+// use (AMD Zen, and Intel server DRAM domains; Intel packages use 2^-14 J), so the range
+// derived from it is the shortest and the guard the most frequent.
+inline constexpr double kSmallestRaplUnitJoules = 1.0 / 65536;
+
+// perf: the energy the kernel's signed 32-bit update can carry (2^31 hardware units of
+// `hardware_unit_joules`), in the perf count's own units (`counts_per_joule`, 2^32 for the
+// kernel's 2^-32 J scale). At least 1.
+std::uint64_t perf_update_range_counts(double hardware_unit_joules,
+                                       std::uint64_t counts_per_joule) noexcept;
 
 // Monotonic energy, exact: whole joules plus a remainder in raw counts, so that no rounding
 // accumulates over months and the 64-bit joule part cannot overflow in practice (2^64 J).

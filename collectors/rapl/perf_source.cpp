@@ -222,6 +222,20 @@ std::optional<std::uint64_t> counts_per_joule_from_scale(std::string_view scale_
   return static_cast<std::uint64_t>(rounded);
 }
 
+std::optional<double> powercap_energy_unit_joules(const std::string& sysfs_root) {
+  std::optional<double> smallest;
+  std::error_code ec;
+  for (fs::directory_iterator it(sysfs_root + "/class/powercap", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (it->path().filename().string().rfind("intel-rapl", 0) != 0) continue;
+    const auto range = read_u64_file(it->path().string() + "/max_energy_range_uj");
+    if (!range.ok() || range.value == 0) continue;
+    const double unit = static_cast<double>(range.value) / 4294967295.0 / 1e6;
+    if (!smallest || unit < *smallest) smallest = unit;
+  }
+  return smallest;
+}
+
 ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& procfs_root,
                              const Topology& topology, DomainSet wanted) {
   const std::string devices = sysfs_root + "/bus/event_source/devices";
@@ -262,6 +276,9 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
 
   const auto packages = package_targets(pmu_dir, topology);
   const auto cores = topology.core_targets();
+  // What the kernel's 32-bit update can carry decides how often the guard reads (energy.h).
+  const double hardware_unit =
+      powercap_energy_unit_joules(sysfs_root).value_or(kSmallestRaplUnitJoules);
   auto source = std::make_unique<PerfSource>();
   std::vector<std::string> problems;
   for (const PmuEvent& event : events) {
@@ -292,7 +309,9 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
         info.package = target.package;
         info.die = target.die;
       }
-      info.scale = {WrapRule::modulo_2_64, 0, event.counts_per_joule};
+      info.scale = {WrapRule::modulo_2_64,
+                    perf_update_range_counts(hardware_unit, event.counts_per_joule),
+                    event.counts_per_joule};
       info.source = event.name + " on cpu " + std::to_string(target.cpu);
       source->add(std::move(info), std::move(fd));
     }

@@ -64,7 +64,7 @@ GuardPlan plan_wrap_guard(const std::vector<CounterInfo>& counters,
   GuardPlan plan;
   double shortest_wrap = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < counters.size(); ++i) {
-    if (counters[i].scale.rule == WrapRule::modulo_2_64) continue;
+    if (!std::isfinite(wrap_range_joules(counters[i].scale))) continue;
     const double watts = i < counter_ceilings.size() && counter_ceilings[i] > 0
                              ? counter_ceilings[i]
                              : kDefaultPackageWatts;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/rapl/perf_source.h"
 #include "collectors/rapl/powercap_source.h"
 #include "collectors/rapl/rapl_collector.h"
 #include "collectors/rapl/rapl_factory.h"
@@ -443,3 +444,95 @@ TEST_CASE("the guard period is a quarter of the shortest wrap at the ceiling, cl
   }
 }
 
+
+namespace {
+
+// The kernel's perf RAPL count as arch/x86/events/rapl.c keeps it: on each update (a read(), or
+// the kernel's own timer) rapl_event_update takes the 32-bit hardware counter's difference from
+// the previous update as a signed 32-bit number, scales it from hardware units (2^-esu J) to
+// 2^-32 J (rapl_scale) and adds it to a 64-bit count.
+struct KernelPerfCount {
+  unsigned esu;
+  std::uint32_t hardware = 0;
+  std::uint32_t previous = 0;
+  std::uint64_t count = 0;
+
+  void consume(std::uint64_t units) { hardware = static_cast<std::uint32_t>(hardware + units); }
+  std::uint64_t update() {
+    const auto delta = static_cast<std::int32_t>(hardware - previous);
+    previous = hardware;
+    count += static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) * (std::int64_t{1} << (32 - esu)));
+    return count;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("perf RAPL counts are guarded: the kernel's signed 32-bit update loses energy above "
+          "2^31 units between reads", "[rapl]") {
+  const unsigned esu = 16;  // AMD Zen: 15.3 uJ per hardware unit
+  const double unit_joules = std::ldexp(1.0, -static_cast<int>(esu));
+  const std::uint64_t per_joule = kTwoTo32;  // the perf event's .scale, 2^-32 J
+  const double watts = 400;                  // a large AMD package
+
+  // The model is the kernel's: 2^31 + 1 units between two updates make the count go down.
+  KernelPerfCount model{esu};
+  model.consume(1000);
+  const std::uint64_t before = model.update();
+  model.consume((std::uint64_t{1} << 31) + 1);
+  CHECK(static_cast<std::int64_t>(model.update() - before) < 0);
+
+  CounterInfo perf;
+  perf.domain = Domain::package;
+  perf.package = 0u;
+  perf.scale = {WrapRule::modulo_2_64, perf_update_range_counts(unit_joules, per_joule), per_joule};
+  perf.source = "energy-pkg on cpu 0";
+  const GuardPlan plan = plan_wrap_guard({perf}, {watts}, 0);
+  REQUIRE(plan.needed);
+  // Each guard period stays well inside what one kernel update can carry at this power.
+  const double carried_joules = std::ldexp(1.0, 31) * unit_joules;
+  CHECK(plan.interval_seconds * watts < carried_joules);
+
+  // Drive the counter at that power, reading once per guard period: every joule arrives.
+  auto state = std::make_shared<FakeState>();
+  state->values = {model.update()};
+  state->errors = {0};
+  ManualClock clock;
+  RaplEngine engine(std::make_unique<FakeSource>(std::vector<CounterInfo>{perf}, state), {watts},
+                    clock.fn());
+  const auto period = std::chrono::milliseconds(static_cast<std::int64_t>(plan.interval_seconds * 1000));
+  const std::uint64_t units_per_period =
+      static_cast<std::uint64_t>(watts * (period.count() / 1000.0) / unit_joules);
+  const int periods = 40;  // far more than 2^32 hardware units in all
+  for (int i = 0; i < periods; ++i) {
+    model.consume(units_per_period);
+    state->set(0, model.update());
+    clock.advance(period);
+    engine.sample();
+  }
+  const std::uint64_t expected_counts = units_per_period * periods << (32 - esu);
+  REQUIRE(units_per_period * periods > kTwoTo32);
+  const auto after = engine.snapshot();
+  CHECK(after.front().tally.energy.whole_joules() == expected_counts / per_joule);
+  CHECK(after.front().tally.energy.remainder_counts() == expected_counts % per_joule);
+  CHECK(after.front().tally.rejected == 0);
+}
+
+TEST_CASE("the RAPL hardware unit is read from powercap's ranges, the smallest one wins",
+          "[rapl]") {
+  test::TempDir sysfs;
+  // max_energy_range_uj is 0xFFFFFFFF units (intel_rapl_common.c): an Intel package in 2^-14 J
+  // and a server DRAM domain in 2^-16 J.
+  const auto range_uj = [](int esu) {
+    return std::to_string(static_cast<std::uint64_t>(
+        std::llround(4294967295.0 * std::ldexp(1.0, -esu) * 1e6)));
+  };
+  sysfs.write("class/powercap/intel-rapl:0/max_energy_range_uj", range_uj(14));
+  sysfs.write("class/powercap/intel-rapl:0:1/max_energy_range_uj", range_uj(16));
+  sysfs.write("class/powercap/dtpm/max_energy_range_uj", "1");  // not RAPL: ignored
+  const auto unit = powercap_energy_unit_joules(sysfs.path().string());
+  REQUIRE(unit.has_value());
+  CHECK(*unit == Approx(std::ldexp(1.0, -16)).epsilon(1e-9));
+  test::TempDir empty;
+  CHECK_FALSE(powercap_energy_unit_joules(empty.path().string()).has_value());
+}
