@@ -13,6 +13,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/collector_set.h"
+#include "common/open_files.h"
 #include "config/config.h"
 #include "topology/topology.h"
 
@@ -25,12 +26,17 @@ struct CollectorEntry {
   std::unique_ptr<Collector> (*make)(const Config& config, const Topology& topology);
   // --check-config: one line each on what this collector can do here. Throws like make().
   std::vector<std::string> (*check)(const Config& config, const Topology& topology);
+  // The file descriptors the collector will hold open (common/open_files.h); null for none.
+  FileNeed (*files)(const Config& config, const Topology& topology);
   // The hwperf_build_info label and value of the library the collector runs on, if any.
   const char* library_label;
   std::string (*library_version)();
 };
 
 const std::vector<CollectorEntry>& collector_registry();
+
+// What every enabled collector will hold open, for the startup check of the open-file limit.
+std::vector<FileNeed> collector_file_needs(const Config& config, const Topology& topology);
 
 // Every enabled collector, in registry order.
 CollectorSet build_collectors(const Config& config, const Topology& topology);

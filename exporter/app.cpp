@@ -10,6 +10,7 @@
 #include "collectors/build_info.h"
 #include "collectors/registry.h"
 #include "common/log.h"
+#include "common/open_files.h"
 #include "config/errors.h"
 #include "config/loader.h"
 #include "exporter/cli.h"
@@ -156,6 +157,12 @@ int run_exporter(const std::vector<std::string>& args) {
 
   std::unique_ptr<Exporter> exporter;
   if (const auto failed = startup_step([&] {
+        // Before any counter is opened: running out half way would look like PMU conflicts.
+        auto needs = collector_file_needs(config, *topology);
+        needs.push_back({"already open", open_file_count()});
+        if (!cli.once) needs.push_back({"HTTP server at the least", kMinimumHttpFiles});
+        const std::string shortfall = open_file_shortfall(needs, raise_open_file_limit());
+        if (!shortfall.empty()) throw std::runtime_error(shortfall);
         exporter = std::make_unique<Exporter>(config.web.telemetry_path,
                                               build_collectors(config, *topology),
                                               registry_build_info(), web_config);

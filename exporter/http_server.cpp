@@ -1,7 +1,6 @@
 // CivetWeb's C API rather than CivetServer: mg_start2 reports *why* it could not start (port in
 // use, permission denied), which CivetServer's constructor reduces to a generic exception. This is
 // the only file that includes CivetWeb's header.
-#include "common/unique_fd.h"
 #include "exporter/http_server.h"
 
 #include <arpa/inet.h>
@@ -28,6 +27,8 @@
 #include <civetweb.h>
 
 #include "common/log.h"
+#include "common/open_files.h"
+#include "common/unique_fd.h"
 
 namespace hwperf {
 namespace {
@@ -159,16 +160,6 @@ unsigned long fd_reserve(const HttpServerOptions& options, rlim_t limit) {
   const unsigned long wanted = 8 + 2ul * collections;
   if (limit == RLIM_INFINITY) return wanted;
   return std::min(wanted, std::max(8ul, static_cast<unsigned long>(limit) / 4));
-}
-
-unsigned long open_fd_count() {
-  unsigned long count = 0;
-  std::error_code error;
-  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", error);
-       !error && it != std::filesystem::directory_iterator(); it.increment(error)) {
-    ++count;
-  }
-  return count;  // includes the directory's own descriptor: one spare
 }
 
 // Where bind(2) fails, and why, for a clear message; CivetWeb only says "Failed to setup server
@@ -417,7 +408,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   // one if needed (as Go programs do), else serve fewer connections at once and say so.
   rlimit limit{};
   getrlimit(RLIMIT_NOFILE, &limit);
-  const unsigned long open_now = open_fd_count() + 1;  // + the listening socket
+  const unsigned long open_now = open_file_count() + 1;  // + the listening socket
   const unsigned long wanted = open_now + fd_reserve(options, RLIM_INFINITY) +
                                options.worker_threads + options.connection_queue + 1;
   if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < wanted) {

@@ -70,6 +70,10 @@ std::string describe_bind_error(const std::string& listen_address, int error_num
 // Connections the server may accept at once given the open-file limit. CivetWeb's master thread
 // spins on accept(2) without logging once the process is out of file descriptors, so the server
 // never accepts more connections than the limit leaves room for.
+// The fewest descriptors the server can work with: the listening socket, one connection, and
+// the reserve it keeps for collections (at least 8), with a little room.
+inline constexpr unsigned long kMinimumHttpFiles = 16;
+
 struct ConnectionBudget {
   unsigned worker_threads = 0;
   unsigned connection_queue = 0;

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <memory>
 #include <map>
 
 #include "collectors/papi/papi_events.h"
@@ -139,3 +141,32 @@ TEST_CASE("without permission to count, the error names perf_event_paranoid and 
 
 // ---- Real PMU only ---------------------------------------------------------------------------
 
+
+TEST_CASE("an open-file limit too small for the counters is a startup error naming the remedy",
+          "[papi][e2e]") {
+  // 40 CPUs x 4 events need 160 perf descriptors; the process may hold 64, soft and hard.
+  constexpr unsigned kCpus = 40;
+  constexpr unsigned kLimit = 64;
+  test::TempDir dir;
+  const auto path = dir.write(
+      "hwperf.yml", "topology:\n  source: \"synthetic:pack:1 core:" + std::to_string(kCpus) +
+                        " pu:1\"\n" +
+                        live_config_yaml("      - perf::CPU-CLOCK\n      - perf::TASK-CLOCK\n"
+                                         "      - perf::PAGE-FAULTS\n      - perf::CONTEXT-SWITCHES\n"));
+  const std::string command = "prlimit --nofile=" + std::to_string(kLimit) + ":" +
+                              std::to_string(kLimit) + " " + test::exporter_binary() +
+                              " --config.file=" + path.string() + " --once 2>&1; echo \"exit=$?\"";
+  std::string output;
+  {
+    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), &::pclose);
+    REQUIRE(pipe != nullptr);
+    char buffer[4096];
+    while (std::fgets(buffer, sizeof buffer, pipe.get()) != nullptr) output += buffer;
+  }
+  INFO(output);
+  CHECK_THAT(output, Catch::Contains("exit=1"));
+  CHECK_THAT(output, Catch::Contains("open-file limit (RLIMIT_NOFILE) is " + std::to_string(kLimit)) &&
+                         Catch::Contains("PAPI: " + std::to_string(kCpus) + " CPUs x 4 events: " +
+                                         std::to_string(kCpus * 4)) &&
+                         Catch::Contains("LimitNOFILE="));
+}

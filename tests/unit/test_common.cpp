@@ -5,8 +5,12 @@
 
 #include <cerrno>
 #include <string>
+#include <vector>
 
+#include "collectors/registry.h"
 #include "common/files.h"
+#include "common/open_files.h"
+#include "topology/topology.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -27,4 +31,41 @@ TEST_CASE("an attribute that is a FIFO, a folder or a device is refused at once"
   const auto value = read_u64_file(regular.string());
   REQUIRE(value.ok());
   CHECK(value.value == 262143328850ull);
+}
+
+TEST_CASE("the open-file budget of 512 CPUs x 11 events does not fit systemd's 1024",
+          "[common]") {
+  constexpr unsigned long kCpus = 512;
+  constexpr unsigned long kEvents = 11;
+  const std::vector<FileNeed> needs = {
+      {"PAPI: 512 CPUs x 11 events", kCpus * kEvents}, {"RAPL", 10}, {"already open", 12}};
+  const unsigned long total = kCpus * kEvents + 10 + 12;
+  const std::string shortfall = open_file_shortfall(needs, 1024);
+  CHECK_THAT(shortfall, Catch::Contains("needs about " + std::to_string(total) + " open files") &&
+                            Catch::Contains(std::to_string(kCpus * kEvents)) &&
+                            Catch::Contains("is 1024") && Catch::Contains("LimitNOFILE=") &&
+                            Catch::Contains("ulimit -n"));
+  CHECK(open_file_shortfall(needs, total).empty());
+  CHECK_FALSE(open_file_shortfall(needs, total - 1).empty());
+}
+
+TEST_CASE("the PAPI collector's open-file need is one descriptor per CPU and event", "[common][papi]") {
+  TopologyConfig synthetic;
+  synthetic.kind = TopologyConfig::Kind::synthetic;
+  synthetic.argument = "pack:2 core:64 pu:4";
+  const Topology topology = Topology::load(synthetic);
+  Config config;
+  config.collectors.rapl.enabled = false;
+  config.collectors.papi.events_given = true;
+  for (int i = 0; i < 11; ++i) {
+    PapiEventConfig event;
+    event.event = "perf::CPU-CLOCK";
+    config.collectors.papi.events.push_back(event);
+  }
+  const auto needs = collector_file_needs(config, topology);
+  REQUIRE(needs.size() == 1);
+  const unsigned long cpus = topology.cpus().size();
+  CHECK(cpus == 512);
+  CHECK(needs.front().count == cpus * config.collectors.papi.events.size());
+  CHECK_FALSE(open_file_shortfall(needs, 1024).empty());
 }
