@@ -166,6 +166,14 @@ std::optional<CpuIdentity> parse_cpuinfo(std::string_view text) {
   return cpu;
 }
 
+std::optional<CpuIdentity> read_cpu_identity(const std::string& procfs_root) {
+  const auto text = read_small_file(procfs_root + "/cpuinfo");
+  if (!text.ok()) return std::nullopt;
+  return parse_cpuinfo(text.value);
+}
+
+bool amd_rapl(const CpuIdentity& cpu) { return vendor_of(cpu) == Vendor::amd; }
+
 unsigned energy_unit_exponent(const CpuIdentity& cpu, Domain domain, std::uint64_t unit_register) {
   const auto esu = static_cast<unsigned>((unit_register >> 8) & 0x1F);
   if (vendor_of(cpu) != Vendor::intel) return esu;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/rapl/msr_source.h"
 #include "common/cpu_list.h"
 #include "common/log.h"
 
@@ -80,7 +81,8 @@ std::map<std::string, std::string> read_formats(const std::string& pmu_dir) {
 
 // One CPU per package, or per die where the PMU counts per die, taken from the PMU's cpumask
 // where it names one in that die, else the die's first CPU from the topology.
-std::vector<CpuTarget> package_targets(const std::string& pmu_dir, const Topology& topology) {
+std::vector<CpuTarget> package_targets(const std::string& pmu_dir, const Topology& topology,
+                                       bool per_die) {
   std::vector<unsigned> preferred;
   const auto mask = read_small_file(pmu_dir + "/cpumask");
   if (mask.ok()) {
@@ -90,7 +92,7 @@ std::vector<CpuTarget> package_targets(const std::string& pmu_dir, const Topolog
       log::warn("rapl: perf: ignoring " + pmu_dir + "/cpumask: " + e.what());
     }
   }
-  return topology.package_targets(preferred);
+  return topology.package_targets(preferred, per_die);
 }
 
 std::string paranoid_text(const std::string& procfs_root) {
@@ -274,7 +276,13 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
                                       "energy counters through perf");
   }
 
-  const auto packages = package_targets(pmu_dir, topology);
+  // AMD and Hygon count package energy once per socket. Kernels that scope the power PMU per
+  // die (arch/x86/events/rapl.c, 2024: the PMU's cpumask names one CPU per die, a CCD on AMD)
+  // would otherwise give one series per CCD, each the whole socket's energy; the MSR path reads
+  // die 0 only for the same reason.
+  const auto cpu = read_cpu_identity(procfs_root);
+  const bool amd = cpu && amd_rapl(*cpu);
+  const auto packages = package_targets(pmu_dir, topology, !amd);
   const auto cores = topology.core_targets();
   // What the kernel's 32-bit update can carry decides how often the guard reads (energy.h).
   const double hardware_unit =

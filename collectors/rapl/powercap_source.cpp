@@ -133,7 +133,14 @@ std::optional<ZoneName> parse_zone_name(std::string_view name) {
 }
 
 ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& topology,
-                                 DomainSet wanted) {
+                                 DomainSet wanted, const std::optional<CpuIdentity>& cpu) {
+  // On AMD and Hygon the kernel maps the `core` zone to the core energy register, which is per
+  // core (MSR 0xC001029A; drivers/powercap/intel_rapl_msr.c, AMD register table), and reads it
+  // on the package's lead CPU (rapl_msr_read_raw on rp->lead_cpu): one core's energy under a
+  // name that means all cores of the package. perf's power_core PMU and the msr interface read
+  // every core; this zone is left out rather than exported as something it is not.
+  const bool amd = cpu && amd_rapl(*cpu);
+  bool amd_core_logged = false;
   const std::string root = sysfs_root + "/class/powercap";
   std::vector<ZoneDir> dirs;
   {
@@ -230,6 +237,16 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
       if (hint > 0) hints[*zone->package] = std::max(hints[*zone->package], hint);
     }
     if (!wanted.contains(zone->domain)) continue;
+    if (amd && zone->domain == Domain::core) {
+      if (!amd_core_logged) {
+        log::info("rapl: powercap: leaving out " + path + " and the other `core` zones: on " +
+                  cpu->vendor + " CPUs each is one core's energy (the per-core register read on "
+                  "the package's first CPU), not the package's cores; interface perf (power_core) "
+                  "or msr reads every core");
+        amd_core_logged = true;
+      }
+      continue;
+    }
 
     const auto range = read_u64_file(path + "/max_energy_range_uj");
     if (!range.ok() || range.value == 0) {

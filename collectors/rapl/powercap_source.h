@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "collectors/rapl/energy_source.h"
+#include "collectors/rapl/msr_source.h"
 #include "topology/topology.h"
 
 namespace hwperf::rapl {
@@ -23,7 +24,9 @@ struct ZoneName {
 // "dram" (subzones, whose package comes from the parent). Anything else is not ours.
 std::optional<ZoneName> parse_zone_name(std::string_view name);
 
+// `cpu`, from --path.procfs: on AMD and Hygon the `core` subzone is left out (see the .cpp).
 ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& topology,
-                                 DomainSet wanted);
+                                 DomainSet wanted,
+                                 const std::optional<CpuIdentity>& cpu = std::nullopt);
 
 }  // namespace hwperf::rapl

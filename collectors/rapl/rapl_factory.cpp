@@ -50,7 +50,8 @@ std::vector<ProbeResult> probe_interfaces(RaplInterface choice, const PathsConfi
         result = open_perf_source(paths.sysfs, paths.procfs, topology, wanted);
         break;
       case RaplInterface::powercap:
-        result = open_powercap_source(paths.sysfs, topology, wanted);
+        result = open_powercap_source(paths.sysfs, topology, wanted,
+                                      read_cpu_identity(paths.procfs));
         break;
       case RaplInterface::msr:
       case RaplInterface::automatic:  // not in an order

@@ -166,6 +166,26 @@ TEST_CASE("perf: a PMU counting per die gives each die its counter", "[rapl]") {
   CHECK(dies == std::set<unsigned>{0, 1});
 }
 
+TEST_CASE("perf on AMD and Hygon counts package energy once per socket, not once per CCD",
+          "[rapl]") {
+  // A 2024 kernel scoping the power PMU per die: its cpumask names one CPU in each of the
+  // package's two dies (CCDs), and each die's event counts the whole socket.
+  for (const auto& [vendor, family] : {std::pair<std::string, unsigned>{"AuthenticAMD", 25},
+                                       {"HygonGenuine", 24}}) {
+    CAPTURE(vendor);
+    TempDir dir;
+    write_software_power_pmu(dir, "power", "0-1", {{"energy-pkg", kCpuClock}});
+    dir.write("proc/cpuinfo", cpuinfo(vendor, family, 17));
+    const Topology one_package({{0, 0, 0, 0, 0}, {1, 1, 0, 0, 1}}, {}, "test: 1 package, 2 CCDs");
+    auto probe = open_perf_source(sysfs(dir), procfs(dir), one_package, DomainSet::all());
+    REQUIRE(probe.source != nullptr);
+    REQUIRE(probe.source->counters().size() == one_package.packages().size());
+    const CounterInfo& info = probe.source->counters().front();
+    CHECK(info.package == 0u);
+    CHECK_FALSE(info.die.has_value());
+  }
+}
+
 TEST_CASE("perf: AMD's power_core PMU gives core energy per core", "[rapl]") {
   TempDir dir;
   write_software_power_pmu(dir, "power", "0", {{"energy-pkg", kCpuClock}});

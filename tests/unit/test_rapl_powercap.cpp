@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <filesystem>
@@ -416,4 +417,36 @@ TEST_CASE("powercap energy through the engine is exact across wraps of every zon
   std::uint64_t wraps = 0;
   for (const auto& s : series) wraps += s.tally.wraps;
   CHECK(wraps == below_top.size());
+}
+
+TEST_CASE("powercap on AMD and Hygon leaves out the core zone, which is one core's energy",
+          "[rapl]") {
+  TempDir dir;
+  const auto zones = two_package_zones();
+  write_powercap_tree(dir, zones);
+  const std::string sysfs = (dir.path() / "sys").string();
+  std::size_t core_zones = 0;
+  for (const auto& zone : zones) core_zones += zone.name == "core" ? 1 : 0;
+  REQUIRE(core_zones > 0);
+
+  // The same tree read for an Intel CPU keeps every core zone.
+  const auto intel = open_powercap_source(sysfs, two_package_topology(), DomainSet::all(),
+                                          parse_cpuinfo(cpuinfo("GenuineIntel", 6, 143)));
+  REQUIRE(intel.source != nullptr);
+  const auto count_core = [](const EnergySource& source) {
+    return std::count_if(source.counters().begin(), source.counters().end(),
+                         [](const CounterInfo& info) { return info.domain == Domain::core; });
+  };
+  CHECK(static_cast<std::size_t>(count_core(*intel.source)) == core_zones);
+
+  for (const auto& [vendor, family] : {std::pair<std::string, unsigned>{"AuthenticAMD", 25},
+                                       {"HygonGenuine", 24}}) {
+    CAPTURE(vendor);
+    const auto amd = open_powercap_source(sysfs, two_package_topology(), DomainSet::all(),
+                                          parse_cpuinfo(cpuinfo(vendor, family, 17)));
+    REQUIRE(amd.source != nullptr);
+    CHECK(count_core(*amd.source) == 0);
+    // Everything else is still there.
+    CHECK(amd.source->counters().size() == intel.source->counters().size() - core_zones);
+  }
 }
