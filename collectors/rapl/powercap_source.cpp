@@ -31,25 +31,39 @@ bool starts_with(std::string_view text, std::string_view prefix) {
   return text.substr(0, prefix.size()) == prefix;
 }
 
-// "intel-rapl:0:1" -> {mmio=false, index={0,1}}; the bare control-type directories
-// ("intel-rapl", "intel-rapl-mmio") and other powercap drivers are not zones of ours.
+// Which driver made a zone, in the order zones are preferred when two describe the same package
+// and die: the MSR driver's intel-rapl, then TPMI's (Granite Rapids, Sierra Forest and later:
+// drivers/powercap/intel_rapl_tpmi.c, whose control type is "intel-rapl" in mainline and was
+// "intel-rapl-tpmi" in some versions; its zones are "package-N-die-M" per power domain), then
+// intel-rapl-mmio, which repeats a package the MSR driver already has.
+enum class ZoneFamily { msr = 0, tpmi = 1, mmio = 2 };
+
+struct ZonePrefix {
+  std::string_view prefix;
+  ZoneFamily family;
+};
+constexpr ZonePrefix kZonePrefixes[] = {{"intel-rapl:", ZoneFamily::msr},
+                                        {"intel-rapl-tpmi:", ZoneFamily::tpmi},
+                                        {"intel-rapl-mmio:", ZoneFamily::mmio}};
+
+// "intel-rapl:0:1" -> {msr, index={0,1}}; the bare control-type directories ("intel-rapl",
+// "intel-rapl-mmio") and other powercap drivers are not zones of ours.
 struct ZoneDir {
   std::string dir_name;
-  bool mmio = false;
+  ZoneFamily family = ZoneFamily::msr;
   std::vector<unsigned> index;
 };
 
 std::optional<ZoneDir> parse_zone_dir(const std::string& dir_name) {
-  ZoneDir zone{dir_name, false, {}};
+  ZoneDir zone{dir_name, ZoneFamily::msr, {}};
   std::string_view rest = dir_name;
-  if (starts_with(rest, "intel-rapl-mmio:")) {
-    zone.mmio = true;
-    rest.remove_prefix(std::string_view("intel-rapl-mmio:").size());
-  } else if (starts_with(rest, "intel-rapl:")) {
-    rest.remove_prefix(std::string_view("intel-rapl:").size());
-  } else {
-    return std::nullopt;
+  const ZonePrefix* match = nullptr;
+  for (const auto& candidate : kZonePrefixes) {
+    if (starts_with(rest, candidate.prefix)) match = &candidate;
   }
+  if (match == nullptr) return std::nullopt;
+  zone.family = match->family;
+  rest.remove_prefix(match->prefix.size());
   while (true) {
     const auto colon = rest.find(':');
     const auto part = parse_unsigned(rest.substr(0, colon));
@@ -172,11 +186,11 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
   // MSR-backed zones before MMIO ones, parents before subzones, so that an MMIO zone that
   // duplicates a package is recognised as the duplicate, and a subzone finds its parent.
   std::sort(dirs.begin(), dirs.end(), [](const ZoneDir& a, const ZoneDir& b) {
-    return std::make_tuple(a.mmio, a.index.size(), a.index) <
-           std::make_tuple(b.mmio, b.index.size(), b.index);
+    return std::make_tuple(a.family, a.index.size(), a.index) <
+           std::make_tuple(b.family, b.index.size(), b.index);
   });
 
-  std::map<std::pair<bool, unsigned>, ZoneName> parents;  // (mmio, top index) -> its name
+  std::map<std::pair<ZoneFamily, unsigned>, ZoneName> parents;  // (driver, top index) -> name
   std::set<Key> seen;
   std::set<unsigned> warned_packages;
   std::vector<CounterInfo> counters;
@@ -205,9 +219,9 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
                    std::string(to_string(zone->domain)) + " without a package)");
         continue;
       }
-      parents[{dir.mmio, dir.index[0]}] = *zone;
+      parents[{dir.family, dir.index[0]}] = *zone;
     } else if (dir.index.size() == 2) {
-      const auto parent = parents.find({dir.mmio, dir.index[0]});
+      const auto parent = parents.find({dir.family, dir.index[0]});
       if (parent == parents.end() || parent->second.domain != Domain::package ||
           zone->domain == Domain::package || zone->domain == Domain::psys) {
         log::debug("rapl: powercap: skipping subzone " + path + ": no package zone above it");

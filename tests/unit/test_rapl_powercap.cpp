@@ -450,3 +450,53 @@ TEST_CASE("powercap on AMD and Hygon leaves out the core zone, which is one core
     CHECK(amd.source->counters().size() == intel.source->counters().size() - core_zones);
   }
 }
+
+TEST_CASE("powercap reads TPMI zones (Granite Rapids, Sierra Forest) once per package and die",
+          "[rapl]") {
+  // TPMI gives one package zone per power domain (die) and no perf events. Some kernels name
+  // its zones intel-rapl-tpmi:N, mainline intel-rapl:N; here the MSR driver adds psys and a
+  // package-0-die-0 zone that repeats TPMI's, which must be read once.
+  const std::uint64_t range = range_for_unit(61);
+  const std::vector<Zone> zones = {
+      {"intel-rapl-tpmi:0", "package-0-die-0", 1000000, range, 0},
+      {"intel-rapl-tpmi:0:0", "dram", 1100000, range, 0},
+      {"intel-rapl-tpmi:1", "package-0-die-1", 2000000, range, 0},
+      {"intel-rapl-tpmi:2", "package-1-die-0", 3000000, range, 0},
+      {"intel-rapl:0", "psys", 4000000, range, 0},
+      {"intel-rapl:1", "package-0-die-0", 5000000, range, 0},
+  };
+  TempDir dir;
+  dir.write("sys/class/powercap/intel-rapl-tpmi/enabled", "1\n");
+  write_powercap_tree(dir, zones);
+  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
+                                    DomainSet::all());
+  REQUIRE(probe.source != nullptr);
+  const EnergySource& source = *probe.source;
+  std::set<Key> keys;
+  for (const auto& info : source.counters()) keys.insert(key_of(info));
+  // Every (domain, package, die) once: the repeated package-0-die-0 is not a second counter.
+  std::set<Key> expected;
+  for (const auto& zone : zones) {
+    auto name = parse_zone_name(zone.name);
+    REQUIRE(name.has_value());
+    if (zone.dir.find(':', zone.dir.find(':') + 1) != std::string::npos) {
+      name->package = 0u;  // the dram subzone belongs to its parent, package 0 die 0
+      name->die = 0u;
+    }
+    expected.insert({name->domain, name->package, name->die});
+  }
+  CHECK(keys == expected);
+  CHECK(source.counters().size() == expected.size());
+  // Die 1 exists only through TPMI; die 0 is read once, from the MSR driver's zone, which is
+  // preferred where both describe the same package and die.
+  const CounterInfo* die1 = find_counter(source, Domain::package, 0u, 1u);
+  REQUIRE(die1 != nullptr);
+  CHECK_THAT(die1->source, Catch::Contains("intel-rapl-tpmi:1/"));
+  const CounterInfo* die0 = find_counter(source, Domain::package, 0u, 0u);
+  REQUIRE(die0 != nullptr);
+  CHECK_THAT(die0->source, Catch::Contains("intel-rapl:1/"));
+  const CounterInfo* dram = find_counter(source, Domain::dram, 0u, 0u);
+  REQUIRE(dram != nullptr);
+  CHECK_THAT(dram->source, Catch::Contains("intel-rapl-tpmi:0:0/"));
+  CHECK(find_counter(source, Domain::psys, std::nullopt, std::nullopt) != nullptr);
+}
