@@ -66,9 +66,11 @@ FakeCounterSource::FakeCounterSource(std::size_t events, const std::vector<unsig
   for (std::size_t i = 0; i < counts_.size(); ++i) counts_[i] = 3'600'000'000'000ull + 7919 * i;
 }
 
-void FakeCounterSource::read(std::vector<std::uint64_t>& values) {
-  for (std::size_t i = 0; i < counts_.size(); ++i) counts_[i] += 1'000'003 + 13 * i;
-  values = counts_;
+void FakeCounterSource::read(std::vector<std::int64_t>& values, std::vector<std::string>&) {
+  for (std::size_t i = 0; i < counts_.size(); ++i) {
+    counts_[i] += 1'000'003 + 13 * i;
+    values[i] = static_cast<std::int64_t>(counts_[i]);
+  }
 }
 
 TempTree::TempTree() {

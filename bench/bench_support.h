@@ -36,7 +36,9 @@ class FakeCounterSource final : public papi::CounterSource {
  public:
   FakeCounterSource(std::size_t events, const std::vector<unsigned>& cpus);
   const papi::SourceLayout& layout() const override { return layout_; }
-  void read(std::vector<std::uint64_t>& values) override;
+  void read(std::vector<std::int64_t>& values, std::vector<std::string>& failures) override;
+  void reset(std::size_t) override {}
+  std::string restart(std::size_t) override { return {}; }
 
  private:
   papi::SourceLayout layout_;

@@ -56,8 +56,8 @@ struct SourceLayout {
   std::vector<std::string> notes;  // startup decisions worth one log line each
 };
 
-// Counts that are already running. Fixed at construction: a source never adds, resets, stops
-// or restarts counters afterwards.
+// Counts that are already running. The layout is fixed at construction; the collector may zero
+// or restart an event set (reset, restart) but never adds or removes counters.
 class CounterSource {
  public:
   virtual ~CounterSource() = default;
@@ -66,10 +66,21 @@ class CounterSource {
   CounterSource& operator=(const CounterSource&) = delete;
 
   virtual const SourceLayout& layout() const = 0;
-  // Fills values[i] (already sized to layout().counters.size()) with the current raw count of
-  // layout().counters[i]. The collector serialises calls, so a source needs no lock of its own.
-  // Throws std::runtime_error when the counters cannot be read.
-  virtual void read(std::vector<std::uint64_t>& values) = 0;
+  // Fills values[i] (sized to layout().counters.size()) with layout().counters[i]'s count since
+  // the set started or was last reset, as PAPI returns it: signed, because PAPI 7.0's multiplex
+  // scaling (perf_event.c _pe_read_multiplexed: (enabled * 100 / running) * count in signed
+  // 64-bit) can overflow into a negative. failures[s] (sized to layout().event_sets.size()) is
+  // why event set s could not be read, "" when it was; a failed set's values are left as they
+  // were. One set failing (its CPU went offline, a pinned group was pushed off the PMU) never
+  // stops the others from being read. The collector serialises calls to all three methods, so a
+  // source needs no lock of its own.
+  virtual void read(std::vector<std::int64_t>& values, std::vector<std::string>& failures) = 0;
+  // Zeroes the counts of event set `set` (PAPI_reset), so that none grows without bound; the
+  // collector keeps the running totals.
+  virtual void reset(std::size_t set) = 0;
+  // Tries to make a set that failed to read count again (stopping and starting it re-enables
+  // events the kernel disabled); its counts start from zero. Returns "" on success, else why not.
+  virtual std::string restart(std::size_t set) = 0;
 };
 
 // Every event counted on every CPU, one qualifier event set per CPU: the layout fake sources

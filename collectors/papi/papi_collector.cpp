@@ -5,6 +5,7 @@
 #include "collectors/papi/papi_collector.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <set>
@@ -14,6 +15,7 @@
 #include "collectors/metrics.h"
 #include "collectors/papi/papi_events.h"
 #include "common/cpu_list.h"
+#include "common/log.h"
 #include "config/errors.h"
 #include "topology/topology.h"
 
@@ -134,13 +136,19 @@ class PapiCollector final : public Collector {
     if (!source_) throw std::invalid_argument("papi collector: no counter source");
     const auto& layout = source_->layout();
     raw_.assign(layout.counters.size(), 0);
-    last_.assign(layout.counters.size(), 0);
+    previous_.assign(layout.counters.size(), 0);
+    totals_.assign(layout.counters.size(), 0);
+    negative_logged_.assign(layout.counters.size(), false);
+    failures_.assign(layout.event_sets.size(), std::string());
+    sets_.assign(layout.event_sets.size(), SetHealth{});
+    for (const auto& set : layout.event_sets) read_errors_.emplace(set.cpu, 0);
     // Specs from resolve_event_specs are named already; naming again is cheap and covers
     // sources built directly (tests), through the same one function.
     std::vector<EventSpec> named = events;
     if (auto problems = papi::name_families(named, config.granularity); !problems.empty()) {
       throw ConfigError(std::move(problems));
     }
+    for (const auto& event : named) event_names_.push_back(event.event);
     build_event_families(config, named, topology);
     build_status_families(named);
   }
@@ -149,18 +157,15 @@ class PapiCollector final : public Collector {
 
   void collect(std::vector<prometheus::MetricFamily>& out) override {
     std::vector<std::uint64_t> values;
+    std::map<unsigned, std::uint64_t> read_errors;
     {
       // One lock for the whole read: overlapping scrapes must not interleave reads of one
-      // event set, and the guard below must see each reading in order.
+      // event set, and the totals must see each reading in order.
       std::lock_guard<std::mutex> lock(mutex_);
-      source_->read(raw_);
-      // Multiplexed counts are scaled estimates and can come out lower than the previous
-      // estimate; a Prometheus counter must never decrease, so each counter keeps its highest
-      // reading. Unscaled counts only grow, so for them this changes nothing.
-      for (std::size_t i = 0; i < raw_.size(); ++i) {
-        if (raw_[i] > last_[i]) last_[i] = raw_[i];
-      }
-      values = last_;
+      source_->read(raw_, failures_);
+      for (std::size_t s = 0; s < failures_.size(); ++s) fold_set(s);
+      values = totals_;
+      read_errors = read_errors_;
     }
     for (const auto& event : families_) {
       auto family = make_family(event.name, event.help, prometheus::MetricType::Counter);
@@ -176,9 +181,93 @@ class PapiCollector final : public Collector {
       out.push_back(std::move(family));
     }
     for (const auto& family : status_) out.push_back(family);
+    if (!read_errors.empty()) {
+      auto errors = make_family(counter_name({"papi", "read", "errors"}),
+                                "Failed reads of PAPI event sets, per CPU, since start. A failed "
+                                "set keeps its counters' last values while the CPU's other sets and "
+                                "all other CPUs are still read; the set is restarted with back-off.",
+                                prometheus::MetricType::Counter);
+      for (const auto& [cpu, count] : read_errors) {
+        add_counter(errors, {{"cpu", std::to_string(cpu)}}, count);
+      }
+      out.push_back(std::move(errors));
+    }
   }
 
  private:
+  // Multiplexed counts above this are zeroed after being added to the totals. PAPI 7.0 scales
+  // them as (enabled * 100 / running) * count in signed 64-bit: a count of 2^40 (5 minutes of
+  // cycles at 3.5 GHz) leaves room for a 2^16-fold multiplexing ratio before that overflows,
+  // where never resetting overflows after about 300 days at a ratio of 2.
+  static constexpr std::uint64_t kResetMultiplexedAbove = std::uint64_t{1} << 40;
+
+  struct SetHealth {
+    bool failing = false;
+    std::uint64_t consecutive_failures = 0;
+  };
+
+  // Adds event set s's reading to the totals, or counts its failure and, with back-off (after
+  // 1, 2, 4, 8, ... failed scrapes in a row), tries to restart it. Called with mutex_ held.
+  void fold_set(std::size_t s) {
+    const auto& set = source_->layout().event_sets[s];
+    SetHealth& health = sets_[s];
+    const std::string where =
+        "event set " + std::to_string(set.index) + " on CPU " + std::to_string(set.cpu);
+    if (!failures_[s].empty()) {
+      ++read_errors_[set.cpu];
+      ++health.consecutive_failures;
+      if (!health.failing) {
+        log::warn("papi: reading " + where + " failed: " + failures_[s] +
+                  " (the CPU went offline, or a pinned group was pushed off the counters?); its "
+                  "counters keep their last values, everything else is still read, and the set "
+                  "is restarted with back-off; hwperf_papi_read_errors_total counts the failures");
+        health.failing = true;
+      }
+      const std::uint64_t n = health.consecutive_failures;
+      if ((n & (n - 1)) == 0) {
+        const std::string problem = source_->restart(s);
+        if (problem.empty()) {
+          for (std::size_t i : set.counters) previous_[i] = 0;
+        } else if (n == 1) {
+          log::info("papi: restarting " + where + " failed: " + problem + "; will retry");
+        }
+      }
+      return;
+    }
+    if (health.failing) {
+      log::info("papi: " + where + " reads again after " +
+                std::to_string(health.consecutive_failures) + " failed scrapes");
+      health = SetHealth{};
+    }
+    bool reset = false;
+    for (std::size_t i : set.counters) {
+      const std::int64_t raw = raw_[i];
+      if (raw < 0) {
+        if (!negative_logged_[i]) {
+          log::warn("papi: " + where + " returned a negative count (" + std::to_string(raw) +
+                    ") for " + event_names_.at(source_->layout().counters[i].event) +
+                    ": PAPI's multiplex scaling overflowed; the reading is skipped and the set "
+                    "zeroed, the exported total keeps what was counted before");
+          negative_logged_[i] = true;
+        }
+        reset = true;
+        continue;
+      }
+      const auto count = static_cast<std::uint64_t>(raw);
+      // A multiplexed count is a scaled estimate and can come out below the previous one; a
+      // Prometheus counter must not go down, so only growth is added.
+      if (count > previous_[i]) {
+        totals_[i] += count - previous_[i];
+        previous_[i] = count;
+      }
+      if (set.multiplexed && count > kResetMultiplexedAbove) reset = true;
+    }
+    if (reset) {
+      source_->reset(s);
+      for (std::size_t i : set.counters) previous_[i] = 0;
+    }
+  }
+
   void build_event_families(const PapiCollectorConfig& config, const std::vector<EventSpec>& events,
                             const Topology& topology) {
     const auto& counters = source_->layout().counters;
@@ -300,10 +389,18 @@ class PapiCollector final : public Collector {
 
   std::unique_ptr<CounterSource> source_;
   std::vector<EventFamily> families_;
+  std::vector<std::string> event_names_;  // per event index, for messages
   std::vector<prometheus::MetricFamily> status_;
   std::mutex mutex_;
-  std::vector<std::uint64_t> raw_;   // guarded by mutex_: the latest raw reading
-  std::vector<std::uint64_t> last_;  // guarded by mutex_: the highest reading so far
+  // Guarded by mutex_, per layout counter: the latest reading, the reading last added to the
+  // total (0 after a reset or restart), and the running total that is exported.
+  std::vector<std::int64_t> raw_;
+  std::vector<std::uint64_t> previous_;
+  std::vector<std::uint64_t> totals_;
+  std::vector<bool> negative_logged_;
+  std::vector<std::string> failures_;              // per event set, from the last read
+  std::vector<SetHealth> sets_;                    // per event set
+  std::map<unsigned, std::uint64_t> read_errors_;  // per CPU with sets, since start
 };
 
 }  // namespace

@@ -185,23 +185,37 @@ class PapiSource final : public CounterSource {
 
   const SourceLayout& layout() const override { return layout_; }
 
-  void read(std::vector<std::uint64_t>& values) override {
-    for (const auto& set : reads_) {
+  void read(std::vector<std::int64_t>& values, std::vector<std::string>& failures) override {
+    for (std::size_t s = 0; s < reads_.size(); ++s) {
+      const ReadSet& set = reads_[s];
       if (const int rc = PAPI_read(set.handle, buffer_.data()); rc != PAPI_OK) {
-        throw std::runtime_error("papi: PAPI_read of event set " + std::to_string(set.index) +
-                                 " on CPU " + std::to_string(set.cpu) +
-                                 " failed: " + error_text(rc));
+        failures[s] = "PAPI_read failed: " + error_text(rc);
+        continue;
       }
+      failures[s].clear();
       for (std::size_t k = 0; k < set.counters.size(); ++k) {
-        // PAPI returns long long; a negative count only comes from a broken scale factor.
-        values[set.counters[k]] = buffer_[k] < 0 ? 0 : static_cast<std::uint64_t>(buffer_[k]);
+        values[set.counters[k]] = static_cast<std::int64_t>(buffer_[k]);
       }
     }
+  }
+
+  void reset(std::size_t set) override { PAPI_reset(reads_.at(set).handle); }
+
+  std::string restart(std::size_t set) override {
+    const ReadSet& read = reads_.at(set);
+    // On the thread that owns the set, as everything but reading is (papi_owner.h). PAPI_start
+    // resets the counts and enables the events again (perf_event.c _pe_start).
+    const int rc = read.owner->run([handle = read.handle] {
+      PAPI_stop(handle, nullptr);
+      return PAPI_start(handle);
+    });
+    return rc == PAPI_OK ? std::string() : "PAPI_start failed: " + error_text(rc);
   }
 
  private:
   struct ReadSet {
     int handle = PAPI_NULL;
+    OwnerThread* owner = nullptr;  // the thread the set belongs to (kept alive by owners_)
     unsigned cpu = 0;
     unsigned index = 0;
     std::vector<std::size_t> counters;  // PAPI's value k is layout counter counters[k]
@@ -288,7 +302,7 @@ class PapiSource final : public CounterSource {
         const FillResult result =
             owner->run([&] { return fill_set(*owner, binding, cpu, component, todo, request); });
         if (!result.placed.empty()) {
-          record_set(cpu, next_index++, binding, result);
+          record_set(cpu, next_index++, binding, result, *owner);
           if (fresh) owners_.add(std::move(fresh));
         }
         return outcome_of(cpu, binding, result, plans, request);
@@ -338,7 +352,8 @@ class PapiSource final : public CounterSource {
     return outcome;
   }
 
-  void record_set(unsigned cpu, unsigned index, Binding binding, const FillResult& result) {
+  void record_set(unsigned cpu, unsigned index, Binding binding, const FillResult& result,
+                  OwnerThread& owner) {
     EventSetInfo info;
     info.cpu = cpu;
     info.index = index;
@@ -347,6 +362,7 @@ class PapiSource final : public CounterSource {
     if (binding == Binding::cpu_attach) ++attached_sets_;
     ReadSet read;
     read.handle = result.handle;
+    read.owner = &owner;
     read.cpu = cpu;
     read.index = index;
     for (std::size_t event : result.placed) {

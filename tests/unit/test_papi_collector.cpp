@@ -6,6 +6,7 @@
 #include "tests/catch.hpp"
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -50,19 +51,46 @@ class FakeSource final : public CounterSource {
  public:
   explicit FakeSource(SourceLayout layout) : layout_(std::move(layout)) {
     values_.assign(layout_.counters.size(), 0);
+    base_.assign(layout_.counters.size(), 0);
   }
   const SourceLayout& layout() const override { return layout_; }
-  void read(std::vector<std::uint64_t>& values) override {
+  void read(std::vector<std::int64_t>& values, std::vector<std::string>& failures) override {
     if (fail_) throw std::runtime_error("fake source: read failed");
     ++reads_;
     for (auto& value : values_) value += step_;
-    values = values_;
+    for (std::size_t s = 0; s < layout_.event_sets.size(); ++s) {
+      if (failing_sets_.count(s) != 0) {
+        failures[s] = "PAPI_read failed: fake failure";
+        continue;
+      }
+      failures[s].clear();
+      for (std::size_t i : layout_.event_sets[s].counters) {
+        values[i] = static_cast<std::int64_t>(values_[i] - base_[i]);
+      }
+    }
+  }
+  // What PAPI_reset does: the set's counts start again from zero.
+  void reset(std::size_t set) override {
+    ++resets_;
+    for (std::size_t i : layout_.event_sets[set].counters) base_[i] = values_[i];
+  }
+  std::string restart(std::size_t set) override {
+    ++restarts_;
+    if (restart_fails_) return "fake restart failure";
+    failing_sets_.erase(set);
+    reset(set);
+    return {};
   }
 
   std::vector<std::uint64_t> values_;
+  std::vector<std::uint64_t> base_;
   std::uint64_t step_ = 0;
   std::atomic<bool> fail_{false};
   std::atomic<int> reads_{0};
+  std::set<std::size_t> failing_sets_;
+  bool restart_fails_ = false;
+  int resets_ = 0;
+  int restarts_ = 0;
 
  private:
   SourceLayout layout_;
@@ -366,4 +394,81 @@ TEST_CASE("overlapping scrapes are serialised: each reads once and sees a newer 
   CHECK(fake->reads_ == kThreads * kScrapes);
   // Unserialised reads would lose increments (and race); serialised ones lose none.
   CHECK(fake->values_[0] == static_cast<std::uint64_t>(kThreads * kScrapes));
+}
+
+TEST_CASE("one event set failing to read leaves the others served, counts the failures per CPU "
+          "and restarts the set with back-off", "[papi]") {
+  const Topology topology = two_socket_topology();
+  auto source = std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, {0, 1}));
+  auto* fake = source.get();
+  fake->step_ = 1000;
+  auto collector = make_papi_collector_from_source(config_with(Granularity::cpu),
+                                                   {spec("PAPI_TOT_INS", "instructions")}, topology,
+                                                   std::move(source));
+  CollectorSet set;
+  set.add(std::move(collector));
+  const std::map<std::string, std::string> cpu0 = {{"cpu", "0"}}, cpu1 = {{"cpu", "1"}};
+  const auto scrape_set = [&set] {
+    return test::parse_exposition(serialize(set.collect(), ExpositionFormat::text_0_0_4));
+  };
+  const auto before = scrape_set();
+  const double cpu0_before = value_of(before, "hwperf_cpu_instructions_total", cpu0);
+
+  // CPU 0's set fails from now on, and restarting it fails too.
+  fake->failing_sets_ = {0};
+  fake->restart_fails_ = true;
+  constexpr int kFailedScrapes = 8;
+  std::vector<Sample> during;
+  for (int i = 0; i < kFailedScrapes; ++i) during = scrape_set();
+  CHECK(value_of(during, "hwperf_scrape_collector_success", {{"collector", "papi"}}) == 1);
+  CHECK(value_of(during, "hwperf_cpu_instructions_total", cpu0) == cpu0_before);
+  CHECK(value_of(during, "hwperf_cpu_instructions_total", cpu1) >
+        value_of(before, "hwperf_cpu_instructions_total", cpu1));
+  CHECK(value_of(during, "hwperf_papi_read_errors_total", cpu0) == kFailedScrapes);
+  CHECK(value_of(during, "hwperf_papi_read_errors_total", cpu1) == 0);
+  // Back-off: restarts after 1, 2, 4, 8 failures in a row, not on every scrape.
+  int expected_restarts = 0;
+  for (int n = 1; n <= kFailedScrapes; n *= 2) ++expected_restarts;
+  CHECK(fake->restarts_ == expected_restarts);
+
+  // The next attempt (after 16 failures) succeeds: the set counts again from zero, and the
+  // exported total goes on from where it stood.
+  fake->restart_fails_ = false;
+  std::vector<Sample> after;
+  for (int i = kFailedScrapes; i < 2 * kFailedScrapes + 2; ++i) after = scrape_set();
+  CHECK(fake->failing_sets_.empty());
+  const double cpu0_after = value_of(after, "hwperf_cpu_instructions_total", cpu0);
+  CHECK(cpu0_after > cpu0_before);
+  CHECK(value_of(after, "hwperf_papi_read_errors_total", cpu0) == 2 * kFailedScrapes);
+}
+
+TEST_CASE("multiplexed counts are zeroed before PAPI's scaling can overflow, negative readings "
+          "are skipped, and the total stays exact", "[papi]") {
+  const Topology topology = two_socket_topology();
+  auto layout = papi::every_event_on_every_cpu(1, {0});
+  layout.event_sets.front().multiplexed = true;
+  auto source = std::make_unique<FakeSource>(layout);
+  auto* fake = source.get();
+  // Each scrape adds 2^39: the raw count passes 2^40 on the third scrape.
+  fake->step_ = std::uint64_t{1} << 39;
+  auto collector = make_papi_collector_from_source(config_with(Granularity::cpu),
+                                                   {spec("PAPI_TOT_CYC", "cycles")}, topology,
+                                                   std::move(source));
+  const std::map<std::string, std::string> cpu0 = {{"cpu", "0"}};
+  constexpr int kScrapes = 12;
+  double total = 0;
+  for (int i = 0; i < kScrapes; ++i) total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
+  CHECK(fake->resets_ > 0);
+  // Every count arrived although PAPI's own count was zeroed along the way.
+  CHECK(total == static_cast<double>(fake->step_ * kScrapes));
+  CHECK(fake->values_[0] - fake->base_[0] <= 2 * fake->step_);
+
+  // A negative reading (the scaling overflowed) adds nothing, zeroes the set, and counting
+  // goes on.
+  fake->base_[0] = fake->values_[0] + fake->step_ + 5;  // the next reading is -5
+  const int resets = fake->resets_;
+  CHECK(value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0) == total);
+  CHECK(fake->resets_ == resets + 1);
+  CHECK(value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0) ==
+        total + static_cast<double>(fake->step_));
 }
