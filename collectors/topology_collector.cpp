@@ -30,9 +30,30 @@ class TopologyCollector final : public Collector {
   const std::vector<prometheus::MetricFamily> families_;
 };
 
+const std::string& info_name() {
+  static const std::string name = metric_name({"cpu", "info"});
+  return name;
+}
+const std::string& cache_size_name() {
+  static const std::string name = metric_name({"cpu", "cache", "size", "bytes"});
+  return name;
+}
+const std::string& cache_line_name() {
+  static const std::string name = metric_name({"cpu", "cache", "line", "size", "bytes"});
+  return name;
+}
+const std::string& cache_ways_name() {
+  static const std::string name = metric_name({"cpu", "cache", "associativity", "ways"});
+  return name;
+}
+const std::string& cache_shared_name() {
+  static const std::string name = metric_name({"cpu", "cache", "shared", "cpus"});
+  return name;
+}
+
 prometheus::MetricFamily cpu_info_family(const Topology& topology) {
   auto family = make_family(
-      metric_name({"cpu", "info"}),
+      info_name(),
       "Where each CPU (Linux CPU number) sits in the machine; always 1. A core id is unique only "
       "together with its package. numa_node is empty when the machine reports no NUMA node.",
       prometheus::MetricType::Gauge);
@@ -59,21 +80,21 @@ double ways_of(const Cache& cache) {
 
 std::vector<prometheus::MetricFamily> cache_families(const Topology& topology) {
   auto size = make_family(
-      metric_name({"cpu", "cache", "size", "bytes"}),
+      cache_size_name(),
       "Size of the CPU cache instance this CPU uses, per cache (L1d, L1i, L2, L3). A shared cache "
       "appears once per CPU sharing it, so do not sum across cpu. Absent when unknown.",
       prometheus::MetricType::Gauge);
-  auto line = make_family(metric_name({"cpu", "cache", "line", "size", "bytes"}),
+  auto line = make_family(cache_line_name(),
                           "Line size of the CPU cache instance this CPU uses, per cache (L1d, L1i, "
                           "L2, L3). Absent when unknown.",
                           prometheus::MetricType::Gauge);
   auto ways = make_family(
-      metric_name({"cpu", "cache", "associativity", "ways"}),
+      cache_ways_name(),
       "Ways of associativity of the CPU cache instance this CPU uses, per cache (L1d, L1i, L2, "
       "L3). A fully associative cache reports its number of lines (size / line size), and is "
       "absent if either is unknown. Absent when the associativity is unknown.",
       prometheus::MetricType::Gauge);
-  auto shared = make_family(metric_name({"cpu", "cache", "shared", "cpus"}),
+  auto shared = make_family(cache_shared_name(),
                             "Number of CPUs, this one included, that use the same instance of "
                             "this cache (1 for a cache private to the CPU).",
                             prometheus::MetricType::Gauge);
@@ -97,6 +118,12 @@ std::vector<prometheus::MetricFamily> cache_families(const Topology& topology) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& topology_family_names() {
+  static const std::vector<std::string> names = {info_name(), cache_size_name(), cache_line_name(),
+                                                 cache_ways_name(), cache_shared_name()};
+  return names;
+}
 
 std::unique_ptr<Collector> make_topology_collector(const Topology& topology) {
   std::vector<prometheus::MetricFamily> families;

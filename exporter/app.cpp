@@ -184,6 +184,7 @@ int run_exporter(const std::vector<std::string>& args) {
         // The concurrency limit (503 beyond it) guards collections, wherever metrics are served.
         options.limited_path = config.web.telemetry_path;
         options.civetweb_ports = listening_ports;
+        if (cli.max_requests) options.max_concurrent_requests = *cli.max_requests;
         const Exporter* routes = exporter.get();
         server = std::make_unique<HttpServer>(
             options, [routes](const HttpRequest& request) { return routes->handle(request); });

@@ -2,7 +2,9 @@
 
 #include <functional>
 
+#include "common/text.h"
 #include "config/errors.h"
+#include "exporter/http_server.h"
 
 namespace hwperf {
 namespace {
@@ -32,6 +34,10 @@ const std::vector<Flag>& flags() {
         {"--web.config.file", "PATH",
          "TLS and basic authentication, in the exporter-toolkit web config format (default: "
          "none, plain HTTP)"},
+        {"--web.max-requests", "N",
+         "most scrapes collected at once, answered 503 beyond (as node_exporter); 0 for no "
+         "limit; at most one per HTTP worker, " + std::to_string(HttpServerOptions{}.worker_threads) +
+             " (default " + std::to_string(HttpServerOptions{}.max_concurrent_requests) + ")"},
         {"--runtime.user", "USER",
          "once every counter is open, run as USER (a name or uid) with no capabilities "
          "(default: keep the user it was started as)"},
@@ -98,6 +104,17 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
       else if (arg == "--log.level") options.log_level = parse_level(*value);
       else if (arg == "--web.config.file") options.web_config_file = value;
       else if (arg == "--runtime.user") options.runtime_user = value;
+      else if (arg == "--web.max-requests") {
+        const auto parsed = parse_u64(*value);
+        // A collection runs on an HTTP worker, so more than the workers can never be collecting.
+        const unsigned ceiling = HttpServerOptions{}.worker_threads;
+        if (!parsed || *parsed > ceiling) {
+          problems.push_back(arg + "=" + *value + ": expected a whole number from 0 (no limit) to " +
+                             std::to_string(ceiling));
+        } else {
+          options.max_requests = static_cast<unsigned>(*parsed);
+        }
+      }
       else if (arg == "--check-config") options.check_config = true;
       else if (arg == "--once") options.once = true;
       else if (arg == "--version") options.version = true;

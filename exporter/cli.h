@@ -20,6 +20,7 @@ struct CliOptions {
   std::optional<LogLevel> log_level;
   std::optional<std::string> web_config_file;  // TLS and basic auth (exporter-toolkit format)
   std::optional<std::string> runtime_user;     // drop to this user once every counter is open
+  std::optional<unsigned> max_requests;        // scrapes collected at once, 503 beyond; 0: no limit
   bool check_config = false;
   bool once = false;
   bool version = false;

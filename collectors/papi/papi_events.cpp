@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "collectors/metrics.h"
+#include "collectors/topology_collector.h"
 #include "common/cpu_list.h"
 #include "common/text.h"
 #include "config/errors.h"
@@ -322,6 +323,18 @@ std::vector<std::string> name_families(std::vector<EventSpec>& specs, Granularit
     } catch (const std::invalid_argument& e) {
       problems.push_back(where + "PAPI event \"" + spec.event + "\": " + e.what() +
                          "; set `metric:` to a name of [a-z_][a-z0-9_]*");
+      continue;
+    }
+    // OpenMetrics names a counter family without "_total": hwperf_cpu_info_total would be typed
+    // as hwperf_cpu_info, beside the topology collector's gauge of that name.
+    const std::string base = ends_with(spec.family, "_total")
+                                 ? spec.family.substr(0, spec.family.size() - 6)
+                                 : spec.family;
+    const auto& reserved = topology_family_names();
+    if (std::find(reserved.begin(), reserved.end(), base) != reserved.end()) {
+      problems.push_back(where + "PAPI event \"" + spec.event + "\" would be exported as " +
+                         spec.family + ", which OpenMetrics names " + base +
+                         ", like the topology collector's family; give it another `metric:` name");
       continue;
     }
     const auto [it, inserted] = by_family.emplace(spec.family, i);
