@@ -10,7 +10,7 @@
 
 using namespace hwperf;
 
-TEST_CASE("--web.max-requests takes 0 (no limit) up to one per HTTP worker", "[cli][http]") {
+TEST_CASE("the flag web.max-requests takes 0 (no limit) up to one per HTTP worker", "[cli][http]") {
   const unsigned workers = HttpServerOptions{}.worker_threads;
   for (const unsigned n : {0u, 1u, workers}) {
     CAPTURE(n);
