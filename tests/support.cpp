@@ -297,7 +297,9 @@ std::vector<Sample> find_samples(const std::vector<Sample>& samples, const std::
 }
 
 std::vector<Sample> scrape(Collector& collector) {
+  // As the exporter serves it: the constant families, then this scrape's.
   std::vector<prometheus::MetricFamily> families;
+  collector.collect_constant(families);
   collector.collect(families);
   return parse_exposition(serialize(families, ExpositionFormat::text_0_0_4));
 }

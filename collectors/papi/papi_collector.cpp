@@ -110,7 +110,10 @@ class UnavailablePapiCollector final : public Collector {
   explicit UnavailablePapiCollector(const std::string& reason)
       : status_(availability_family(reason)) {}
   std::string name() const override { return "papi"; }
-  void collect(std::vector<prometheus::MetricFamily>& out) override { out.push_back(status_); }
+  void collect(std::vector<prometheus::MetricFamily>&) override {}
+  void collect_constant(std::vector<prometheus::MetricFamily>& out) const override {
+    out.push_back(status_);
+  }
 
  private:
   const prometheus::MetricFamily status_;
@@ -155,6 +158,12 @@ class PapiCollector final : public Collector {
 
   std::string name() const override { return "papi"; }
 
+  // Availability, event info, dropped events and event-set shapes only change at startup:
+  // constant families (collector.h), serialized once.
+  void collect_constant(std::vector<prometheus::MetricFamily>& out) const override {
+    out.insert(out.end(), status_.begin(), status_.end());
+  }
+
   void collect(std::vector<prometheus::MetricFamily>& out) override {
     std::vector<std::uint64_t> values;
     std::map<unsigned, std::uint64_t> read_errors;
@@ -180,7 +189,6 @@ class PapiCollector final : public Collector {
       }
       out.push_back(std::move(family));
     }
-    for (const auto& family : status_) out.push_back(family);
     if (!read_errors.empty()) {
       auto errors = make_family(counter_name({"papi", "read", "errors"}),
                                 "Failed reads of PAPI event sets, per CPU, since start. A failed "
@@ -325,7 +333,7 @@ class PapiCollector final : public Collector {
     }
   }
 
-  // These only change at startup, so they are built once and copied into every scrape.
+  // Built once; see collect_constant.
   void build_status_families(const std::vector<EventSpec>& events) {
     const auto& layout = source_->layout();
     status_.push_back(availability_family("ok"));
