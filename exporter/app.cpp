@@ -19,6 +19,7 @@
 #include "exporter/privileges.h"
 #include "config/web_config.h"
 #include "exporter/router.h"
+#include "exporter/tls.h"
 #include "topology/topology.h"
 
 namespace hwperf {
@@ -84,13 +85,14 @@ int run_exporter(const std::vector<std::string>& args) {
         listening_ports = resolve_listen_address(config.web);
         if (cli.web_config_file) {
           web_config = load_web_config(*cli.web_config_file);
-          // Serving HTTPS is not wired into the server yet: refusing beats serving plain HTTP to
-          // someone who asked for TLS.
+          // Certificate and key are read now, so that a bad one is a configuration error before
+          // any counter opens.
           if (web_config.tls) {
-            throw ConfigError({*cli.web_config_file +
-                               ": tls_server_config: this exporter cannot serve HTTPS yet; remove "
-                               "the section and terminate TLS in front of it (a reverse proxy "
-                               "or a service mesh), keeping basic_auth_users if you use them"});
+            try {
+              check_tls_config(*web_config.tls);
+            } catch (const std::runtime_error& e) {
+              throw ConfigError({*cli.web_config_file + ": " + e.what()});
+            }
           }
         }
         if (cli.runtime_user) runtime_user = resolve_runtime_user(*cli.runtime_user);
@@ -185,6 +187,7 @@ int run_exporter(const std::vector<std::string>& args) {
         options.limited_path = config.web.telemetry_path;
         options.civetweb_ports = listening_ports;
         if (cli.max_requests) options.max_concurrent_requests = *cli.max_requests;
+        options.tls = web_config.tls;
         const Exporter* routes = exporter.get();
         server = std::make_unique<HttpServer>(
             options, [routes](const HttpRequest& request) { return routes->handle(request); });
@@ -204,6 +207,7 @@ int run_exporter(const std::vector<std::string>& args) {
   }
   log::info("Listening on " + server->bound_address() + " (metrics at " +
             config.web.telemetry_path + ")" +
+            (web_config.tls ? ", HTTPS only: " + describe_tls(*web_config.tls) : "") +
             (web_config.basic_auth_users.empty() ? "" : ", basic authentication required"));
 
   while (true) {

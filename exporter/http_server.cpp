@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "common/open_files.h"
 #include "common/unique_fd.h"
+#include "exporter/tls.h"
 
 namespace hwperf {
 namespace {
@@ -285,6 +286,9 @@ struct HttpServer::Impl {
   std::atomic<unsigned> in_flight{0};  // requests for limited_path being handled
   std::atomic<int> connections{0};     // connections owned by a worker
 
+  std::optional<TlsServerConfig> tls;
+  std::string tls_error;  // why init_ssl failed, for the startup error
+
   std::mutex log_mutex;
   std::string last_log;  // CivetWeb's last message, for a startup error nothing else explains
 
@@ -367,12 +371,34 @@ struct HttpServer::Impl {
     return response.status;  // non-zero: handled, CivetWeb does nothing more
   }
 
-  static int on_connection_open(const mg_connection* connection, void**) {
+  // CivetWeb calls on_connection_open only once a TLS handshake has succeeded, but
+  // on_connection_close for every connection, failed handshakes included, and keeps a worker's
+  // connection data from its previous connection: so a connection is marked when counted, and
+  // only a marked one is uncounted. (A connection still in its handshake is not counted: the
+  // handshake is bounded by request_timeout_ms like a request head.)
+  static int on_connection_open(const mg_connection* connection, void** connection_data) {
     ++of(connection)->connections;
+    *connection_data = of(connection);
     return 0;
   }
   static void on_connection_close(const mg_connection* connection) {
+    if (mg_get_user_connection_data(connection) == nullptr) return;
+    mg_set_user_connection_data(connection, nullptr);
     --of(connection)->connections;
+  }
+
+  // CivetWeb made the SSL_CTX (in mg_start2, on this thread); 1: everything is set up here, so
+  // CivetWeb's own certificate options stay unused.
+  static int on_init_ssl(void* ssl_ctx, void* user_data) {
+    Impl* self = static_cast<Impl*>(user_data);
+    if (!self->tls) return -1;
+    try {
+      configure_tls_context(ssl_ctx, *self->tls);
+      return 1;
+    } catch (const std::exception& e) {
+      self->tls_error = e.what();
+      return -1;
+    }
   }
 
   static int on_log(const mg_connection* connection, const char* message) {
@@ -394,9 +420,17 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   impl_->limited_path = options.limited_path;
   impl_->max_concurrent_requests = options.max_concurrent_requests;
 
-  const std::string ports = options.civetweb_ports.empty()
-                                ? civetweb_listening_port(options.listen_address)
-                                : options.civetweb_ports;
+  std::string ports = options.civetweb_ports.empty()
+                          ? civetweb_listening_port(options.listen_address)
+                          : options.civetweb_ports;
+  if (options.tls) {
+    // Every file is checked before CivetWeb starts, so its errors name the file; CivetWeb then
+    // gets the same settings through on_init_ssl.
+    check_tls_config(*options.tls);
+    load_civetweb_openssl();
+    impl_->tls = options.tls;
+    ports += "s";  // CivetWeb's suffix for a TLS-only port
+  }
   if (const auto colon = ports.rfind(':'); colon != std::string::npos) {
     impl_->numeric_host = ports.substr(0, colon);
   }
@@ -462,6 +496,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   callbacks.log_message = &Impl::on_log;
   callbacks.init_connection = &Impl::on_connection_open;
   callbacks.connection_close = &Impl::on_connection_close;
+  if (options.tls) callbacks.init_ssl = &Impl::on_init_ssl;
   mg_init_data init{};
   init.callbacks = &callbacks;
   init.user_data = impl_.get();
@@ -480,6 +515,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
       throw std::runtime_error(describe_bind_error(options.listen_address, bind_error));
     }
     std::string detail = error_text[0] ? error_text : "CivetWeb failed to start";
+    if (!impl_->tls_error.empty()) detail = impl_->tls_error;
     {
       const std::lock_guard<std::mutex> lock(impl_->log_mutex);
       if (!impl_->last_log.empty()) detail += " (" + impl_->last_log + ")";

@@ -3,9 +3,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "config/config.h"
+#include "config/web_config.h"
 #include "exporter/http.h"
 
 namespace hwperf {
@@ -53,6 +55,10 @@ struct HttpServerOptions {
   // landing page) are never limited. 0 means no limit.
   unsigned max_concurrent_requests = 40;
   std::string limited_path = "/metrics";
+
+  // Serve HTTPS only (plain HTTP on the port fails the handshake). The TLS handshake must finish
+  // within request_timeout_ms, like a request head.
+  std::optional<TlsServerConfig> tls;
 };
 
 // "[HOST]:PORT" -> CivetWeb's listening_ports syntax. Throws std::invalid_argument with a message
@@ -86,7 +92,8 @@ ConnectionBudget fit_connections(unsigned worker_threads, unsigned connection_qu
 class HttpServer {
  public:
   // Binds and starts serving, or throws std::runtime_error naming the address, the reason and the
-  // remedy (address in use, permission denied, not an address of this host). The handler must be
+  // remedy (address in use, permission denied, not an address of this host, a TLS file that
+  // cannot be used). The handler must be
   // thread-safe; an exception it throws becomes a 500 and never reaches CivetWeb's threads.
   HttpServer(const HttpServerOptions& options, HttpHandler handler);
   ~HttpServer();

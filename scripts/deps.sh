@@ -7,10 +7,11 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libpapi-dev papi-tools libhwloc-dev hwloc
-  prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev zlib1g-dev catch2
+  prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev zlib1g-dev libssl-dev catch2
   prometheus   # promtool and the server, for the end-to-end tests
   util-linux   # taskset, for the PAPI per-CPU test
   python3      # the PAPI per-CPU test's memory toucher
+  openssl curl # the HTTPS tests: certificates made per test, and a TLS client
 )
 
 # --- Deployment checks (tests/deploy) and the container build; Debian 12 and 13 alike. ---------
@@ -20,7 +21,7 @@ packages+=(systemd)
 command -v kubectl >/dev/null || packages+=(kubernetes-client)
 # --build-only: what compiling the exporter needs, no test tools (docker/Dockerfile's build stage).
 if [ "${1:-}" = "--build-only" ]; then
-  test_only=" papi-tools hwloc catch2 prometheus util-linux python3 systemd kubernetes-client "
+  test_only=" papi-tools hwloc catch2 prometheus util-linux python3 openssl curl systemd kubernetes-client "
   build_packages=()
   for p in "${packages[@]}"; do
     [[ $test_only == *" $p "* ]] || build_packages+=("$p")

@@ -326,6 +326,91 @@ Topology two_socket_topology() {
   return Topology(threads, {}, "test: 2 packages x 2 cores x 2 threads");
 }
 
+std::string run_shell(const std::string& command, int* exit_code) {
+  std::string output;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) {
+    *exit_code = -1;
+    return "popen failed";
+  }
+  char buffer[4096];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return output;
+}
+
+namespace {
+std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
+}  // namespace
+
+TestCertificates make_test_certificates(const TempDir& dir) {
+  // Extensions as a CA, a TLS server and a TLS client need them, so that OpenSSL and curl verify
+  // the chain as they would a real deployment's.
+  const fs::path extensions = dir.write("openssl-test.cnf",
+                                        "[req]\n"
+                                        "distinguished_name = dn\n"
+                                        "[dn]\n"
+                                        "[ca]\n"
+                                        "basicConstraints = critical,CA:TRUE\n"
+                                        "keyUsage = critical,keyCertSign,cRLSign\n"
+                                        "subjectKeyIdentifier = hash\n"
+                                        "[server]\n"
+                                        "basicConstraints = CA:FALSE\n"
+                                        "keyUsage = critical,digitalSignature\n"
+                                        "extendedKeyUsage = serverAuth\n"
+                                        "subjectAltName = IP:127.0.0.1,DNS:localhost\n"
+                                        "[client]\n"
+                                        "basicConstraints = CA:FALSE\n"
+                                        "keyUsage = critical,digitalSignature\n"
+                                        "extendedKeyUsage = clientAuth\n");
+  const fs::path& d = dir.path();
+  TestCertificates made{d / "ca.crt",     d / "server.crt", d / "server.key", d / "client.crt",
+                        d / "client.key", d / "rogue.crt",  d / "rogue.key"};
+  const std::string new_key = " -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 ";
+  const std::string config = " -config " + quoted(extensions) + " ";
+  const auto run = [](const std::string& command) {
+    int exit_code = -1;
+    const std::string output = run_shell(command, &exit_code);
+    if (exit_code != 0) throw std::runtime_error("openssl failed: " + command + "\n" + output);
+  };
+  const auto signed_by_ca = [&](const std::string& name, const std::string& section,
+                                const fs::path& cert, const fs::path& key) {
+    const fs::path request = d / (name + ".csr");
+    run("openssl req" + config + new_key + "-keyout " + quoted(key) + " -out " + quoted(request) +
+        " -subj /CN=" + name);
+    run("openssl x509 -req -in " + quoted(request) + " -CA " + quoted(made.ca_cert) + " -CAkey " +
+        quoted(d / "ca.key") + " -set_serial 0x" + std::to_string(name.size()) + "01 -days 2" +
+        " -extfile " + quoted(extensions) + " -extensions " + section + " -out " + quoted(cert));
+  };
+  run("openssl req -x509" + config + "-extensions ca" + new_key + "-keyout " +
+      quoted(d / "ca.key") + " -out " + quoted(made.ca_cert) + " -subj /CN=hwperf-test-ca");
+  signed_by_ca("127.0.0.1", "server", made.server_cert, made.server_key);
+  signed_by_ca("prometheus", "client", made.client_cert, made.client_key);
+  run("openssl req -x509" + config + "-extensions client" + new_key + "-keyout " +
+      quoted(made.rogue_key) + " -out " + quoted(made.rogue_cert) + " -subj /CN=rogue");
+  return made;
+}
+
+CurlResult curl(const std::vector<std::string>& args, const std::string& url) {
+  const fs::path body = unique_temp_path("hwperf-curl-");
+  std::string command = "curl --silent --show-error --max-time 10 --output " + quoted(body) +
+                        " --write-out '\\n%{http_code}'";
+  for (const auto& arg : args) command += " '" + arg + "'";
+  command += " '" + url + "'";
+  CurlResult result;
+  const std::string output = run_shell(command, &result.exit_code);
+  // The last line is the status curl writes out ("000" without a response); before it, errors.
+  const auto newline = output.rfind('\n');
+  const std::string status = newline == std::string::npos ? output : output.substr(newline + 1);
+  result.error = newline == std::string::npos ? "" : output.substr(0, newline);
+  result.status = std::atoi(status.c_str());
+  std::error_code ignored;
+  if (fs::exists(body, ignored)) result.body = read_file(body);
+  fs::remove(body, ignored);
+  return result;
+}
+
 std::string bcrypt_hash(const std::string& password, unsigned long cost) {
   crypt_data data{};
   const char* salt = crypt_gensalt_rn("$2b$", cost, nullptr, 0, data.setting, sizeof data.setting);

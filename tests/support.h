@@ -82,6 +82,30 @@ class RunningExporter {
   int exit_code_ = -1;
 };
 
+// Runs `command` with /bin/sh, stderr joined to stdout; *exit_code is its status (-1 when it did
+// not exit normally).
+std::string run_shell(const std::string& command, int* exit_code);
+
+// Certificates for HTTPS tests, made in `dir` with the openssl command: a CA, a certificate for
+// the server at 127.0.0.1 and one for a client, both signed by the CA, and a self-signed client
+// certificate that no configured CA vouches for. Throws with openssl's output when it fails.
+struct TestCertificates {
+  std::filesystem::path ca_cert;
+  std::filesystem::path server_cert, server_key;
+  std::filesystem::path client_cert, client_key;
+  std::filesystem::path rogue_cert, rogue_key;
+};
+TestCertificates make_test_certificates(const TempDir& dir);
+
+// One request with curl, a real TLS client; `args` come before the URL (--cacert, --cert, -u, ...).
+struct CurlResult {
+  int exit_code = -1;  // curl's: 0 once any HTTP response came, whatever its status
+  int status = 0;      // 0 when no HTTP response came (handshake refused, connection closed)
+  std::string body;
+  std::string error;   // what curl said on failure
+};
+CurlResult curl(const std::vector<std::string>& args, const std::string& url);
+
 // A bcrypt hash of `password` at `cost`, made with libcrypt (as htpasswd -B would).
 std::string bcrypt_hash(const std::string& password, unsigned long cost);
 std::string base64(const std::string& text);

@@ -50,17 +50,6 @@ bool have(const std::string& program) {
   return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
 }
 
-std::string run_shell(const std::string& command, int* exit_code) {
-  std::string output;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (!pipe) return "popen failed";
-  char buffer[4096];
-  while (fgets(buffer, sizeof buffer, pipe)) output += buffer;
-  const int status = pclose(pipe);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return output;
-}
-
 // Values that legitimately change between runs are replaced, so the rest can be compared
 // byte for byte with the golden file.
 std::string normalise(const std::string& exposition) {
@@ -111,7 +100,7 @@ TEST_CASE("promtool accepts the exposition", "[e2e]") {
   REQUIRE(result.exit_code == 0);
   const auto file = fixture.dir.write("once.prom", result.out);
   int exit_code = -1;
-  const std::string lint = run_shell("promtool check metrics < " + file.string(), &exit_code);
+  const std::string lint = test::run_shell("promtool check metrics < " + file.string(), &exit_code);
   INFO(lint);
   CHECK(exit_code == 0);
   CHECK(lint.empty());
@@ -225,14 +214,31 @@ TEST_CASE("serves, survives a port clash, and stops within a second on SIGTERM",
 
 TEST_CASE("a real Prometheus server scrapes the exporter", "[e2e][prometheus]") {
   if (!have("prometheus")) FAIL("prometheus not found: apt-get install prometheus (scripts/deps.sh does)");
+  // Plain HTTP, and HTTPS with basic authentication as node_exporter's users configure both.
+  const bool secured = GENERATE(false, true);
+  CAPTURE(secured);
   FixtureConfig fixture;
-  test::RunningExporter exporter(fixture.args);
+  auto args = fixture.args;
+  std::string scrape_security;
+  if (secured) {
+    const auto certificates = test::make_test_certificates(fixture.dir);
+    const auto web = fixture.dir.write(
+        "web.yml", "tls_server_config:\n  cert_file: " + certificates.server_cert.string() +
+                       "\n  key_file: " + certificates.server_key.string() +
+                       "\nbasic_auth_users:\n  prometheus: " + test::bcrypt_hash("s3cret", 4) + "\n");
+    args.push_back("--web.config.file=" + web.string());
+    scrape_security = "    scheme: https\n    tls_config:\n      ca_file: " +
+                      certificates.ca_cert.string() +
+                      "\n    basic_auth:\n      username: prometheus\n      password: s3cret\n";
+  }
+  test::RunningExporter exporter(args);
   const unsigned prometheus_port = free_port();
   const auto prometheus_config = fixture.dir.write(
       "prometheus.yml",
       "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-      "scrape_configs:\n  - job_name: hwperf\n    static_configs:\n      - targets: ['127.0.0.1:" +
-          std::to_string(exporter.port()) + "']\n");
+      "scrape_configs:\n  - job_name: hwperf\n" + scrape_security +
+          "    static_configs:\n      - targets: ['127.0.0.1:" + std::to_string(exporter.port()) +
+          "']\n");
   const std::string data = (fixture.dir.path() / "tsdb").string();
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
@@ -316,14 +322,14 @@ TEST_CASE("SIGTERM stops within a second with PAPI counting and an idle keep-ali
 TEST_CASE("the shipped Prometheus scrape configuration is valid", "[e2e]") {
   if (!have("promtool")) FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
   int exit_code = -1;
-  const std::string output = run_shell(
+  const std::string output = test::run_shell(
       "promtool check config " + std::string(HWPERF_SOURCE_DIR) + "/docker/prometheus.yml", &exit_code);
   INFO(output);
   CHECK(exit_code == 0);
   CHECK_THAT(output, Catch::Contains("SUCCESS"));
 }
 
-TEST_CASE("the binary with a web config: 401 without credentials, 200 with them, TLS refused",
+TEST_CASE("the binary with a web config: 401 without credentials, 200 with them",
           "[e2e][web_config]") {
   FixtureConfig fixture;
   test::TempDir dir;
@@ -343,13 +349,60 @@ TEST_CASE("the binary with a web config: 401 without credentials, 200 with them,
   CHECK(exporter.get("/-/healthy").status == 200);
   CHECK(exporter.stop() == 0);
 
-  dir.write("server.crt", "certificate\n");
-  dir.write("server.key", "key\n");
-  const auto tls = dir.write("tls.yml",
-                             "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
-  auto tls_args = fixture.args;
-  tls_args.push_back("--web.config.file=" + tls.string());
-  const auto refused = test::run_exporter(tls_args);
+}
+
+TEST_CASE("the binary with TLS and basic authentication: HTTPS only, 401 without the right "
+          "credentials",
+          "[e2e][web_config][tls]") {
+  FixtureConfig fixture;
+  test::TempDir dir;
+  const auto certificates = test::make_test_certificates(dir);
+  const std::string password = "correct horse";
+  // Relative paths are taken from the web config's folder, as in exporter-toolkit.
+  const auto web = dir.write("web.yml", "tls_server_config:\n  cert_file: server.crt\n"
+                                        "  key_file: server.key\n  min_version: TLS12\n"
+                                        "basic_auth_users:\n  prom: " +
+                                            test::bcrypt_hash(password, 5) + "\n");
+  auto args = fixture.args;
+  args.push_back("--web.config.file=" + web.string());
+  test::RunningExporter exporter(args);
+  const std::string base = "https://127.0.0.1:" + std::to_string(exporter.port());
+  const std::vector<std::string> trust = {"--cacert", certificates.ca_cert.string()};
+  const auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), trust.begin(), trust.end());
+    return extra;
+  };
+
+  const auto allowed = test::curl(with({"--user", "prom:" + password}), base + "/metrics");
+  INFO(allowed.error);
+  CHECK(allowed.status == 200);
+  CHECK_FALSE(test::find_samples(test::parse_exposition(allowed.body), "hwperf_cpu_info").empty());
+  CHECK(test::curl(trust, base + "/metrics").status == 401);
+  CHECK(test::curl(with({"--user", "prom:wrong"}), base + "/metrics").status == 401);
+  CHECK(test::curl(with({"--user", "nobody:" + password}), base + "/metrics").status == 401);
+  CHECK(test::curl(trust, base + "/-/healthy").status == 200);
+  // No plain HTTP on the port.
+  CHECK(test::curl({}, "http://127.0.0.1:" + std::to_string(exporter.port()) + "/-/healthy")
+            .status == 0);
+  CHECK(exporter.stop() == 0);
+  CHECK_THAT(exporter.stderr_text(), Catch::Contains("HTTPS only: TLS 1.2 or later, client "
+                                                     "certificates: NoClientCert") &&
+                                         Catch::Contains("basic authentication required"));
+}
+
+TEST_CASE("a TLS file that cannot be used is a configuration error naming it", "[e2e][web_config][tls]") {
+  FixtureConfig fixture;
+  test::TempDir dir;
+  const auto certificates = test::make_test_certificates(dir);
+  const auto not_a_certificate = dir.write("server.crt.txt", "certificate\n");
+  const auto web = dir.write("web.yml", "tls_server_config:\n  cert_file: " +
+                                            not_a_certificate.string() + "\n  key_file: " +
+                                            certificates.server_key.string() + "\n");
+  auto args = fixture.args;
+  args.push_back("--web.config.file=" + web.string());
+  const auto refused = test::run_exporter(args);
   CHECK(refused.exit_code == 2);
-  CHECK_THAT(refused.err, Catch::Contains("cannot serve HTTPS yet"));
+  CHECK_THAT(refused.err, Catch::Contains(web.string() + ": tls_server_config: cert_file " +
+                                          not_a_certificate.string() +
+                                          " holds no usable PEM certificate"));
 }

@@ -49,12 +49,20 @@ Exporter make_exporter(double value) {
                   build_info_family({{"papi_version", "papi-v"}, {"hwloc_version", "hwloc-v"}}));
 }
 
+HttpServerOptions served_options() {
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.worker_threads = 8;
+  options.request_timeout_ms = 10000;
+  return options;
+}
+
 struct Served {
   Exporter exporter;
   HttpServer server;
   explicit Served(double value)
       : exporter(make_exporter(value)),
-        server(HttpServerOptions{"127.0.0.1:0", "", 8, 10000},
+        server(served_options(),
                [this](const HttpRequest& r) { return exporter.handle(r); }) {}
 };
 }  // namespace

@@ -218,6 +218,69 @@ TEST_CASE("half-sent request heads are dropped at the request deadline", "[http]
   CHECK(closed_within(attackers.front().get(), 1.0));
 }
 
+TEST_CASE("TLS handshakes that never finish are dropped at the request deadline", "[http][tls]") {
+  test::TempDir dir;
+  const auto certificates = test::make_test_certificates(dir);
+  HttpServerOptions options = test_options();
+  TlsServerConfig tls;
+  tls.cert_file = certificates.server_cert.string();
+  tls.key_file = certificates.server_key.string();
+  options.tls = tls;
+  HttpServer server(options, simple_handler());
+  // Half say nothing; half send the start of a TLS record (a ClientHello's header) and stop.
+  std::vector<UniqueFd> attackers;
+  for (int i = 0; i < kAttackers; ++i) {
+    attackers.push_back(connect_to(server.port()));
+    if (i % 2 == 1) send_all(attackers.back().get(), std::string("\x16\x03\x01\x02\x00\x01", 6));
+  }
+  const auto start = Clock::now();
+  for (const char* path : {"/metrics", "/-/healthy"}) {
+    CAPTURE(path);
+    const auto asked = Clock::now();
+    const auto result = test::curl({"--cacert", certificates.ca_cert.string()},
+                                   "https://127.0.0.1:" + std::to_string(server.port()) + path);
+    INFO(result.error);
+    CHECK(result.status == 200);
+    // curl is a process of its own: its start is part of the time.
+    CHECK(seconds_since(asked) < kAnswerWithinSeconds);
+  }
+  // CivetWeb gives the handshake request_timeout_ms, polling every 50 ms.
+  for (auto& attacker : attackers) {
+    CHECK(closed_within(attacker.get(), options.request_timeout_ms / 1000.0 + 1.5 - seconds_since(start)));
+  }
+}
+
+TEST_CASE("failed TLS handshakes leave the count of busy workers right", "[http][tls]") {
+  test::TempDir dir;
+  const auto certificates = test::make_test_certificates(dir);
+  HttpServerOptions options = test_options();
+  options.worker_threads = 8;
+  TlsServerConfig tls;
+  tls.cert_file = certificates.server_cert.string();
+  tls.key_file = certificates.server_key.string();
+  options.tls = tls;
+  HttpServer server(options, simple_handler());
+  const std::string https = "https://127.0.0.1:" + std::to_string(server.port()) + "/metrics";
+  // A served connection is counted while it lasts, and only then.
+  const auto served = test::curl({"--cacert", certificates.ca_cert.string()}, https);
+  REQUIRE(served.status == 200);
+  REQUIRE(wait_for([&] { return server.busy_workers() == 0; }, 2.0));
+  // Each failed handshake closes a connection that was never counted; were it uncounted all the
+  // same, the count would go below zero and every keep-alive response would be cut short
+  // ("workers scarce").
+  for (int i = 0; i < 12; ++i) {
+    const auto refused = test::curl({"--cacert", certificates.rogue_cert.string()}, https);
+    CHECK(refused.status == 0);
+  }
+  const auto headers = dir.path() / "headers";
+  const auto kept = test::curl(
+      {"--cacert", certificates.ca_cert.string(), "--dump-header", headers.string()}, https);
+  REQUIRE(kept.status == 200);
+  std::string head = test::read_file(headers);
+  for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  CHECK_THAT(head, Catch::Contains("connection: keep-alive"));
+}
+
 TEST_CASE("request bodies are refused unread and the connection closed", "[http]") {
   HttpServer server(test_options(), simple_handler());
   std::vector<UniqueFd> attackers;

@@ -19,7 +19,7 @@ TEST_CASE("the flag web.max-requests takes 0 (no limit) up to one per HTTP worke
     CHECK(*options.max_requests == n);
   }
   CHECK_FALSE(parse_cli({}).max_requests.has_value());
-  for (const std::string bad : {std::to_string(workers + 1), std::string("-1"), std::string("x"),
+  for (const std::string& bad : {std::to_string(workers + 1), std::string("-1"), std::string("x"),
                                 std::string("99999999999999999999")}) {
     CAPTURE(bad);
     CHECK_THROWS_WITH(parse_cli({"--web.max-requests=" + bad}),

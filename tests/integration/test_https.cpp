@@ -1,0 +1,177 @@
+// HTTPS from tls_server_config: the in-process server with certificates made per test, a real TLS
+// client (curl), client certificate policies as Go's crypto/tls defines them (exporter-toolkit's
+// client_auth_type), the lowest protocol version, and files that cannot be used.
+#include "tests/catch.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "exporter/http_server.h"
+#include "exporter/tls.h"
+#include "tests/support.h"
+
+using namespace hwperf;
+
+namespace {
+
+HttpServerOptions tls_options(const test::TestCertificates& certificates) {
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.worker_threads = 8;
+  options.request_timeout_ms = 1000;
+  TlsServerConfig tls;
+  tls.cert_file = certificates.server_cert.string();
+  tls.key_file = certificates.server_key.string();
+  options.tls = tls;
+  return options;
+}
+
+HttpHandler answer(std::string body) {
+  return [body = std::move(body)](const HttpRequest& request) {
+    return HttpResponse{200, "text/plain; charset=utf-8", {}, request.path + ": " + body};
+  };
+}
+
+std::string url(const HttpServer& server, const std::string& path) {
+  return "https://127.0.0.1:" + std::to_string(server.port()) + path;
+}
+
+}  // namespace
+
+TEST_CASE("HTTPS: a TLS client gets the response, plain HTTP to the port gets none",
+          "[http][tls]") {
+  test::TempDir dir;
+  const auto certificates = test::make_test_certificates(dir);
+  HttpServer server(tls_options(certificates), answer("served over TLS"));
+
+  const auto scraped = test::curl({"--cacert", certificates.ca_cert.string()}, url(server, "/metrics"));
+  INFO(scraped.error);
+  CHECK(scraped.exit_code == 0);
+  CHECK(scraped.status == 200);
+  CHECK(scraped.body == "/metrics: served over TLS");
+
+  // The client checks the server too: a CA that did not sign the server's certificate fails.
+  const auto unverified =
+      test::curl({"--cacert", certificates.rogue_cert.string()}, url(server, "/metrics"));
+  CHECK(unverified.status == 0);
+  CHECK(unverified.exit_code != 0);
+
+  // Plain HTTP on the TLS port: the handshake fails and no HTTP response comes back.
+  bool plain_answered = false;
+  try {
+    plain_answered = test::http_get(server.port(), "/metrics").status != 0;
+  } catch (const std::exception&) {
+    plain_answered = false;  // the server closed the connection without an HTTP response
+  }
+  CHECK_FALSE(plain_answered);
+  const auto plain = test::curl({}, "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
+  CHECK(plain.status == 0);
+
+  // ... and the server keeps serving TLS clients.
+  CHECK(test::curl({"--cacert", certificates.ca_cert.string()}, url(server, "/-/healthy")).status ==
+        200);
+}
+
+TEST_CASE("HTTPS: min_version refuses older clients", "[http][tls]") {
+  test::TempDir dir;
+  const auto certificates = test::make_test_certificates(dir);
+  const std::vector<std::string> tls12_client = {"--cacert", certificates.ca_cert.string(),
+                                                 "--tls-max", "1.2"};
+  auto options = tls_options(certificates);
+
+  options.tls->min_version = TlsVersion::tls12;
+  {
+    HttpServer server(options, answer("ok"));
+    const auto result = test::curl(tls12_client, url(server, "/"));
+    INFO(result.error);
+    CHECK(result.status == 200);
+  }
+  options.tls->min_version = TlsVersion::tls13;
+  {
+    HttpServer server(options, answer("ok"));
+    const auto refused = test::curl(tls12_client, url(server, "/"));
+    CHECK(refused.status == 0);
+    CHECK(refused.exit_code != 0);
+    const auto tls13 = test::curl({"--cacert", certificates.ca_cert.string(), "--tlsv1.3"},
+                                  url(server, "/"));
+    INFO(tls13.error);
+    CHECK(tls13.status == 200);
+  }
+}
+
+TEST_CASE("HTTPS: client_auth_type policies", "[http][tls]") {
+  test::TempDir dir;
+  const auto certificates = test::make_test_certificates(dir);
+  enum class Presented { none, signed_by_ca, unknown_ca };
+  struct Row {
+    ClientAuth policy;
+    Presented presented;
+    bool served;  // Go's crypto/tls semantics, which exporter-toolkit's names stand for
+  };
+  const auto row = GENERATE(
+      Row{ClientAuth::none, Presented::none, true},
+      Row{ClientAuth::none, Presented::unknown_ca, true},
+      Row{ClientAuth::request, Presented::none, true},
+      Row{ClientAuth::request, Presented::unknown_ca, true},
+      Row{ClientAuth::require_any, Presented::none, false},
+      Row{ClientAuth::require_any, Presented::unknown_ca, true},
+      Row{ClientAuth::require_any, Presented::signed_by_ca, true},
+      Row{ClientAuth::verify_if_given, Presented::none, true},
+      Row{ClientAuth::verify_if_given, Presented::signed_by_ca, true},
+      Row{ClientAuth::verify_if_given, Presented::unknown_ca, false},
+      Row{ClientAuth::require_and_verify, Presented::none, false},
+      Row{ClientAuth::require_and_verify, Presented::signed_by_ca, true},
+      Row{ClientAuth::require_and_verify, Presented::unknown_ca, false});
+  CAPTURE(name_of(kClientAuthNames, row.policy), static_cast<int>(row.presented));
+
+  auto options = tls_options(certificates);
+  options.tls->client_auth = row.policy;
+  if (row.policy != ClientAuth::none) options.tls->client_ca_file = certificates.ca_cert.string();
+  HttpServer server(options, answer("ok"));
+
+  std::vector<std::string> args = {"--cacert", certificates.ca_cert.string()};
+  if (row.presented == Presented::signed_by_ca) {
+    args.insert(args.end(), {"--cert", certificates.client_cert.string(), "--key",
+                             certificates.client_key.string()});
+  } else if (row.presented == Presented::unknown_ca) {
+    args.insert(args.end(), {"--cert", certificates.rogue_cert.string(), "--key",
+                             certificates.rogue_key.string()});
+  }
+  const auto result = test::curl(args, url(server, "/metrics"));
+  INFO(result.error);
+  if (row.served) {
+    CHECK(result.status == 200);
+  } else {
+    // TLS 1.3 sends the refusal after the client's handshake ends: curl then fails on reading.
+    CHECK(result.status == 0);
+    CHECK(result.exit_code != 0);
+  }
+}
+
+TEST_CASE("HTTPS: files that cannot be used are errors naming the file", "[http][tls]") {
+  test::TempDir dir;
+  const auto certificates = test::make_test_certificates(dir);
+  auto options = tls_options(certificates);
+  std::string expected;
+  SECTION("a certificate file that holds no certificate") {
+    options.tls->cert_file = dir.write("not-a-cert.pem", "certificate\n").string();
+    expected = "cert_file " + options.tls->cert_file + " holds no usable PEM certificate";
+  }
+  SECTION("a key that is not the certificate's") {
+    options.tls->key_file = certificates.client_key.string();
+    expected = "key_file " + options.tls->key_file + " is not the key of the certificate in " +
+               options.tls->cert_file;
+  }
+  SECTION("a key file that holds no key") {
+    options.tls->key_file = certificates.server_cert.string();
+    expected = "key_file " + options.tls->key_file + " holds no usable PEM private key";
+  }
+  SECTION("a client CA file that holds no certificate") {
+    options.tls->client_auth = ClientAuth::require_and_verify;
+    options.tls->client_ca_file = certificates.server_key.string();
+    expected = "client_ca_file " + options.tls->client_ca_file + " holds no usable PEM certificate";
+  }
+  CHECK_THROWS_WITH(check_tls_config(*options.tls), Catch::Contains(expected));
+  CHECK_THROWS_WITH(HttpServer(options, answer("never")), Catch::Contains(expected));
+}
