@@ -8,7 +8,9 @@
 #   4. the container runs as the README shows (privileged, host /sys, /proc and /dev/cpu read-only
 #      under /host, --path.* flags), on a free loopback port; its /metrics has hwperf_cpu_info and
 #      per-CPU PAPI software-event counts for every CPU, /-/healthy answers 200 and the image's
-#      HEALTHCHECK passes.
+#      HEALTHCHECK passes;
+#   5. with a web config (certificates made here with openssl, mounted read-only) it serves HTTPS
+#      with basic authentication: 200 with the password, 401 without.
 # Run as root: sudo scripts/container-test.sh
 # Images and containers live in build-container/storage (HWPERF_CONTAINER_DIR moves it), apart
 # from the machine's own podman storage. Debian packages come from the mirror this machine's apt
@@ -101,10 +103,11 @@ nofile=$(ulimit -Hn); [ "$nofile" = unlimited ] || [ "$nofile" -gt 65536 ] && no
 nproc=$(ulimit -Hu); [ "$nproc" = unlimited ] || [ "$nproc" -gt 4096 ] && nproc=4096
 limits=(--ulimit "nofile=$nofile:$nofile" --ulimit "nproc=$nproc:$nproc")
 
-# 3. Every shared library resolves inside the image.
+# 3. Every shared library resolves inside the image, the binary's and those it loads for HTTPS.
 ldd_out=$(pm run --rm --network none --no-healthcheck "${limits[@]}" --entrypoint ldd "$image" \
-  /usr/bin/hwperf_exporter) \
-  || fail "ldd /usr/bin/hwperf_exporter failed in the image"
+  /usr/bin/hwperf_exporter /usr/lib/hwperf_exporter/libhwperf_civetweb_libssl.so \
+  /usr/lib/hwperf_exporter/libhwperf_civetweb_libcrypto.so) \
+  || fail "ldd /usr/bin/hwperf_exporter and its HTTPS libraries failed in the image"
 echo "$ldd_out" | sed 's/^/  ldd: /' >&2
 ! grep -q "not found" <<<"$ldd_out" || fail "libraries missing in the image: $(grep 'not found' <<<"$ldd_out")"
 grep -q "libpapi" <<<"$ldd_out" || fail "ldd does not list libpapi: is this the right binary?"
@@ -147,3 +150,35 @@ grep -q "revision=\"$revision\"" <<<"$metrics" || fail "hwperf_build_info does n
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/-/healthy")" = 200 ] || fail "/-/healthy is not 200"
 pm healthcheck run "$container" || fail "the image's HEALTHCHECK fails"
 echo "container-test: HEALTHCHECK passes" >&2
+pm rm -f "$container" >/dev/null
+
+# 5. HTTPS with basic authentication, from a web config mounted into the container.
+tls_dir=$(mktemp -d)
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 \
+  -addext subjectAltName=IP:127.0.0.1 -keyout "$tls_dir/server.key" -out "$tls_dir/server.crt" \
+  2>/dev/null || fail "openssl could not make a test certificate"
+password=container-test
+hash=$(python3 -c 'import crypt, sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=2**5)))' "$password" 2>/dev/null) \
+  || fail "python3 could not make a bcrypt hash"
+printf 'tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\nbasic_auth_users:\n  prometheus: %s\n' \
+  "$hash" >"$tls_dir/web.yml"
+chmod 0644 "$tls_dir"/*
+pm run -d --name "$container" --network host --privileged "${limits[@]}" --health-interval disable \
+  -v /sys:/host/sys:ro -v /proc:/host/proc:ro -v "$tls_dir:/etc/hwperf/tls:ro" \
+  "$image" --config.file=/etc/hwperf/hwperf.yml --web.listen-address="127.0.0.1:$port" \
+  --web.config.file=/etc/hwperf/tls/web.yml \
+  --path.sysfs=/host/sys --path.procfs=/host/proc --path.devfs=/host/dev >/dev/null
+status=000
+for _ in $(seq 1 50); do
+  status=$(curl -s -o "$tls_dir/metrics" -w '%{http_code}' --cacert "$tls_dir/server.crt" \
+    -u "prometheus:$password" "https://127.0.0.1:$port/metrics" || true)
+  [ "$status" = 200 ] && break
+  [ "$(pm inspect --format '{{.State.Running}}' "$container")" = true ] || fail "the exporter with TLS exited"
+  sleep 0.2
+done
+[ "$status" = 200 ] || fail "HTTPS scrape with the password answered $status"
+grep -q '^hwperf_cpu_info{cpu="0"' "$tls_dir/metrics" || fail "no hwperf_cpu_info over HTTPS"
+status=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$tls_dir/server.crt" "https://127.0.0.1:$port/metrics" || true)
+[ "$status" = 401 ] || fail "HTTPS scrape without the password answered $status, not 401"
+rm -rf "$tls_dir"
+echo "container-test: HTTPS with basic authentication: 200 with the password, 401 without" >&2
