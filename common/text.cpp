@@ -39,6 +39,31 @@ std::optional<std::uint64_t> parse_u64(std::string_view text, int base) {
   return value;
 }
 
+std::optional<std::uint64_t> parse_duration_ms(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  std::uint64_t total = 0;
+  while (!text.empty()) {
+    std::size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    const auto number = parse_u64(text.substr(0, digits));
+    text.remove_prefix(digits);
+    std::size_t unit_length = 0;
+    while (unit_length < text.size() && (text[unit_length] < '0' || text[unit_length] > '9')) {
+      ++unit_length;
+    }
+    const std::string_view unit = text.substr(0, unit_length);
+    text.remove_prefix(unit_length);
+    std::uint64_t scale = 0;
+    if (unit == "ms") scale = 1;
+    else if (unit == "s") scale = 1000;
+    else if (unit == "m") scale = 60 * 1000;
+    else if (unit == "h") scale = 60 * 60 * 1000;
+    if (!number || scale == 0 || *number > (UINT64_MAX - total) / scale) return std::nullopt;
+    total += *number * scale;
+  }
+  return total;
+}
+
 std::string to_lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -12,6 +12,9 @@ namespace hwperf {
 std::string_view trim(std::string_view text);
 // An unsigned number in `base` (16 accepts a 0x prefix); nullopt for anything else or overflow.
 std::optional<std::uint64_t> parse_u64(std::string_view text, int base = 10);
+// A duration as Prometheus writes them ("500ms", "5s", "1m30s"; units ms, s, m, h, whole numbers)
+// in milliseconds; nullopt for anything else or overflow.
+std::optional<std::uint64_t> parse_duration_ms(std::string_view text);
 std::string to_lower(std::string_view text);
 std::string to_upper(std::string_view text);
 bool ends_with(std::string_view text, std::string_view suffix);

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "collectors/registry.h"
 #include "common/log.h"
 #include "common/open_files.h"
+#include "common/text.h"
 #include "config/errors.h"
 #include "config/loader.h"
 #include "exporter/cli.h"
@@ -180,13 +182,20 @@ int run_exporter(const std::vector<std::string>& args) {
   }
 
   std::unique_ptr<HttpServer> server;
+  HttpServerOptions http_options;
   if (const auto failed = startup_step([&] {
-        HttpServerOptions options;
+        HttpServerOptions& options = http_options;
         options.listen_address = config.web.listen_address;
         // The concurrency limit (503 beyond it) guards collections, wherever metrics are served.
         options.limited_path = config.web.telemetry_path;
         options.civetweb_ports = listening_ports;
         if (cli.max_requests) options.max_concurrent_requests = *cli.max_requests;
+        if (cli.max_connections) options.worker_threads = *cli.max_connections;
+        if (cli.request_timeout_ms) options.request_timeout_ms = *cli.request_timeout_ms;
+        if (cli.keep_alive_timeout_ms) options.keep_alive_timeout_ms = *cli.keep_alive_timeout_ms;
+        // More scrapes at once than connections can never be collecting.
+        options.max_concurrent_requests =
+            std::min(options.max_concurrent_requests, options.worker_threads);
         options.tls = web_config.tls;
         const Exporter* routes = exporter.get();
         server = std::make_unique<HttpServer>(
@@ -205,6 +214,14 @@ int run_exporter(const std::vector<std::string>& args) {
     log::info("running as " + runtime_user->name + " (uid " + std::to_string(runtime_user->uid) +
               ") with no capabilities");
   }
+  log::info("HTTP: " + std::to_string(server->worker_threads()) + " connections served at once, " +
+            std::to_string(server->connection_queue()) + " more queued; request deadline " +
+            format_number(http_options.request_timeout_ms / 1000.0) + " s, keep-alive " +
+            format_number(http_options.keep_alive_timeout_ms / 1000.0) + " s; " +
+            (http_options.max_concurrent_requests == 0
+                 ? std::string("no limit on concurrent scrapes")
+                 : std::to_string(http_options.max_concurrent_requests) +
+                       " scrapes at once, 503 beyond"));
   log::info("Listening on " + server->bound_address() + " (metrics at " +
             config.web.telemetry_path + ")" +
             (web_config.tls ? ", HTTPS only: " + describe_tls(*web_config.tls) : "") +

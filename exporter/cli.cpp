@@ -19,6 +19,7 @@ struct Flag {
 const std::vector<Flag>& flags() {
   static const std::vector<Flag> all = [] {
     const Config defaults;
+    const HttpServerOptions http;
     return std::vector<Flag>{
         {"--config.file", "PATH", "YAML configuration file (default: none, built-in defaults)"},
         {"--web.listen-address", "[HOST]:PORT",
@@ -36,8 +37,19 @@ const std::vector<Flag>& flags() {
          "none, plain HTTP)"},
         {"--web.max-requests", "N",
          "most scrapes collected at once, answered 503 beyond (as node_exporter); 0 for no "
-         "limit; at most one per HTTP worker, " + std::to_string(HttpServerOptions{}.worker_threads) +
-             " (default " + std::to_string(HttpServerOptions{}.max_concurrent_requests) + ")"},
+         "limit; at most --web.max-connections (default " +
+             std::to_string(http.max_concurrent_requests) + ")"},
+        {"--web.max-connections", "N",
+         "connections served at once, each by a worker thread; more wait in a queue (default " +
+             std::to_string(http.worker_threads) + ", at most " +
+             std::to_string(kMaxConnectionsCeiling) + ")"},
+        {"--web.request-timeout", "DURATION",
+         "time a client has to send its request head (and finish a TLS handshake), and a "
+         "response write may stall, before its connection is closed (default " +
+             std::to_string(http.request_timeout_ms / 1000) + "s)"},
+        {"--web.keep-alive-timeout", "DURATION",
+         "time an idle keep-alive connection is kept (default " +
+             std::to_string(http.keep_alive_timeout_ms / 1000) + "s)"},
         {"--runtime.user", "USER",
          "once every counter is open, run as USER (a name or uid) with no capabilities "
          "(default: keep the user it was started as)"},
@@ -50,6 +62,31 @@ const std::vector<Flag>& flags() {
     };
   }();
   return all;
+}
+
+std::optional<unsigned> parse_count(const std::string& flag, const std::string& value,
+                                    unsigned low, unsigned high,
+                                    std::vector<std::string>& problems) {
+  const auto parsed = parse_u64(value);
+  if (!parsed || *parsed < low || *parsed > high) {
+    problems.push_back(flag + "=" + value + ": expected a whole number from " +
+                       std::to_string(low) + (low == 0 ? " (no limit)" : "") + " to " +
+                       std::to_string(high));
+    return std::nullopt;
+  }
+  return static_cast<unsigned>(*parsed);
+}
+
+std::optional<unsigned> parse_timeout(const std::string& flag, const std::string& value,
+                                      std::vector<std::string>& problems) {
+  const auto parsed = parse_duration_ms(value);
+  if (!parsed || *parsed < kMinTimeoutMs || *parsed > kMaxTimeoutMs) {
+    problems.push_back(flag + "=" + value + ": expected a duration from " +
+                       std::to_string(kMinTimeoutMs) + "ms to " +
+                       std::to_string(kMaxTimeoutMs / 1000) + "s, such as 500ms, 5s or 1m");
+    return std::nullopt;
+  }
+  return static_cast<unsigned>(*parsed);
 }
 
 LogLevel parse_level(const std::string& text) {
@@ -105,15 +142,13 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
       else if (arg == "--web.config.file") options.web_config_file = value;
       else if (arg == "--runtime.user") options.runtime_user = value;
       else if (arg == "--web.max-requests") {
-        const auto parsed = parse_u64(*value);
-        // A collection runs on an HTTP worker, so more than the workers can never be collecting.
-        const unsigned ceiling = HttpServerOptions{}.worker_threads;
-        if (!parsed || *parsed > ceiling) {
-          problems.push_back(arg + "=" + *value + ": expected a whole number from 0 (no limit) to " +
-                             std::to_string(ceiling));
-        } else {
-          options.max_requests = static_cast<unsigned>(*parsed);
-        }
+        options.max_requests = parse_count(arg, *value, 0, kMaxConnectionsCeiling, problems);
+      } else if (arg == "--web.max-connections") {
+        options.max_connections = parse_count(arg, *value, 1, kMaxConnectionsCeiling, problems);
+      } else if (arg == "--web.request-timeout") {
+        options.request_timeout_ms = parse_timeout(arg, *value, problems);
+      } else if (arg == "--web.keep-alive-timeout") {
+        options.keep_alive_timeout_ms = parse_timeout(arg, *value, problems);
       }
       else if (arg == "--check-config") options.check_config = true;
       else if (arg == "--once") options.once = true;
@@ -122,6 +157,13 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
     } catch (const ConfigError& e) {
       problems.insert(problems.end(), e.problems().begin(), e.problems().end());
     }
+  }
+  // A collection runs on an HTTP worker, so no more can ever be collecting than there are workers.
+  const unsigned connections = options.max_connections.value_or(HttpServerOptions{}.worker_threads);
+  if (options.max_requests && *options.max_requests > connections) {
+    problems.push_back("--web.max-requests=" + std::to_string(*options.max_requests) +
+                       ": at most one scrape per connection served at once, " +
+                       std::to_string(connections) + " (--web.max-connections)");
   }
   if (options.check_config && options.once) {
     problems.push_back("--check-config and --once cannot be combined");

@@ -21,11 +21,20 @@ struct CliOptions {
   std::optional<std::string> web_config_file;  // TLS and basic auth (exporter-toolkit format)
   std::optional<std::string> runtime_user;     // drop to this user once every counter is open
   std::optional<unsigned> max_requests;        // scrapes collected at once, 503 beyond; 0: no limit
+  std::optional<unsigned> max_connections;     // connections served at once (HTTP workers)
+  std::optional<unsigned> request_timeout_ms;  // request head (and TLS handshake) deadline
+  std::optional<unsigned> keep_alive_timeout_ms;
   bool check_config = false;
   bool once = false;
   bool version = false;
   bool help = false;
 };
+
+// Bounds of the HTTP flags: enough for hundreds of scrapers, and no value that would make a worker
+// thread per connection or a deadline absurd.
+inline constexpr unsigned kMaxConnectionsCeiling = 1024;
+inline constexpr unsigned kMinTimeoutMs = 100;
+inline constexpr unsigned kMaxTimeoutMs = 60 * 1000;
 
 // Throws ConfigError naming the flag and what it expects.
 CliOptions parse_cli(const std::vector<std::string>& args);

@@ -4,6 +4,7 @@
 #include <crypt.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -136,6 +137,37 @@ ProcessResult run_exporter(const std::vector<std::string>& args, int timeout_sec
   result.out = read_file(out);
   result.err = read_file(err);
   return result;
+}
+
+UniqueFd connect_to(unsigned port, int receive_buffer) {
+  UniqueFd socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!socket.valid()) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  if (receive_buffer > 0) {
+    setsockopt(socket.get(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
+  }
+  timeval timeout{5, 0};
+  setsockopt(socket.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  setsockopt(socket.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(socket.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
+  }
+  return socket;
+}
+
+bool closed_within(int fd, double seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 50) <= 0) continue;
+    char chunk[65536];
+    const auto n = ::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
+  }
+  return false;
 }
 
 HttpResponse http_get(unsigned port, const std::string& path, const Headers& headers) {

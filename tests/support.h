@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "common/unique_fd.h"
 #include "topology/topology.h"
 
 namespace hwperf::test {
@@ -56,6 +57,12 @@ struct HttpResponse {
   std::string body;                            // raw bytes as sent (not un-gzipped)
 };
 using Headers = std::vector<std::pair<std::string, std::string>>;
+// A TCP connection to 127.0.0.1:port with 5 s send and receive timeouts (and a small receive
+// buffer when `receive_buffer` > 0, for clients that should block the server's writes). Throws.
+UniqueFd connect_to(unsigned port, int receive_buffer = 0);
+// Whether the peer closed the connection within `seconds` (EOF or reset), discarding data.
+bool closed_within(int fd, double seconds);
+
 // A plain HTTP/1.1 GET to 127.0.0.1:port (Connection: close). Throws on connection failure.
 HttpResponse http_get(unsigned port, const std::string& path, const Headers& headers = {});
 

@@ -319,6 +319,25 @@ TEST_CASE("SIGTERM stops within a second with PAPI counting and an idle keep-ali
   CHECK(took.count() < 1.0);
 }
 
+TEST_CASE("the HTTP limit flags reach the server", "[e2e][http]") {
+  FixtureConfig fixture;
+  auto args = fixture.args;
+  args.insert(args.end(), {"--web.max-connections=3", "--web.max-requests=2",
+                           "--web.request-timeout=1s", "--web.keep-alive-timeout=500ms"});
+  test::RunningExporter exporter(args);
+  CHECK_THAT(exporter.stderr_text(),
+             Catch::Contains("HTTP: 3 connections served at once") &&
+                 Catch::Contains("request deadline 1 s, keep-alive 0.5 s; 2 scrapes at once"));
+  // A connection that sends nothing is closed at the 1 s deadline (the default is 5 s), checked
+  // after each of CivetWeb's waits of the deadline itself.
+  const auto idle = test::connect_to(exporter.port());
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(test::closed_within(idle.get(), 4.0));
+  CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+        1.0 + 1.5 * HWPERF_SLOWDOWN);
+  CHECK(exporter.get("/-/healthy").status == 200);
+}
+
 TEST_CASE("the shipped Prometheus scrape configuration is valid", "[e2e]") {
   if (!have("promtool")) FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
   int exit_code = -1;

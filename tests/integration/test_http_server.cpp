@@ -36,6 +36,8 @@
 
 using namespace hwperf;
 using Clock = std::chrono::steady_clock;
+using test::closed_within;
+using test::connect_to;
 
 namespace {
 
@@ -60,25 +62,6 @@ HttpHandler simple_handler(std::string metrics_body = "metric 1\n") {
   return [body = std::move(metrics_body)](const HttpRequest& request) {
     return text(request.path == "/metrics" ? body : "ok\n");
   };
-}
-
-UniqueFd connect_to(unsigned port, int receive_buffer = 0) {
-  UniqueFd socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!socket.valid()) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
-  if (receive_buffer > 0) {
-    setsockopt(socket.get(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
-  }
-  timeval timeout{5, 0};
-  setsockopt(socket.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  setsockopt(socket.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(socket.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
-  }
-  return socket;
 }
 
 void send_all(int fd, const std::string& data) {
@@ -131,19 +114,6 @@ Reply get(unsigned port, const std::string& path) {
   send_all(socket.get(), "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   std::string buffer;
   return read_reply(socket.get(), buffer);
-}
-
-// Whether the peer closed the connection within `seconds` (EOF or reset), discarding data.
-bool closed_within(int fd, double seconds) {
-  const auto start = Clock::now();
-  while (seconds_since(start) < seconds) {
-    pollfd p{fd, POLLIN, 0};
-    if (::poll(&p, 1, 50) <= 0) continue;
-    char chunk[65536];
-    const auto n = ::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
-  }
-  return false;
 }
 
 // Waits until the server serves no connection; returns how long that took (or nullopt).

@@ -1,15 +1,19 @@
-// common/: kernel attribute reads that cannot be made to hang or to read the wrong kind of file.
+// common/: kernel attribute reads that cannot be made to hang or to read the wrong kind of file,
+// open-file budgets, durations.
 #include "tests/catch.hpp"
 
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "collectors/registry.h"
 #include "common/files.h"
 #include "common/open_files.h"
+#include "common/text.h"
 #include "topology/topology.h"
 #include "tests/support.h"
 
@@ -68,4 +72,21 @@ TEST_CASE("the PAPI collector's open-file need is one descriptor per CPU and eve
   CHECK(cpus == 512);
   CHECK(needs.front().count == cpus * config.collectors.papi.events.size());
   CHECK_FALSE(open_file_shortfall(needs, 1024).empty());
+}
+
+TEST_CASE("durations are read as Prometheus writes them", "[common]") {
+  struct Row {
+    const char* text;
+    std::optional<std::uint64_t> ms;
+  };
+  const auto row = GENERATE(Row{"500ms", 500}, Row{"5s", 5 * 1000}, Row{"1m", 60 * 1000},
+                            Row{"1m30s", 90 * 1000}, Row{"2h", 2 * 3600 * 1000},
+                            Row{"1s500ms", 1500}, Row{"0s", 0}, Row{"", std::nullopt},
+                            Row{"5", std::nullopt}, Row{"s", std::nullopt},
+                            Row{"1.5s", std::nullopt}, Row{"-1s", std::nullopt},
+                            Row{"5 s", std::nullopt}, Row{"3d", std::nullopt},
+                            Row{"99999999999999999999ms", std::nullopt},
+                            Row{"9999999999999999h", std::nullopt});
+  CAPTURE(row.text);
+  CHECK(parse_duration_ms(row.text) == row.ms);
 }
