@@ -87,21 +87,26 @@ inline double value_on(const std::vector<Sample>& samples, const std::string& na
   return found.front().value;
 }
 
+// Pins the calling thread to `cpu`; returns what went wrong ("" when nothing did).
+inline std::string pin_this_thread(unsigned cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
+    return "cannot pin a thread to CPU " + std::to_string(cpu);
+  }
+  sched_yield();  // let the scheduler move it before the work starts
+  return "";
+}
+
 // Runs `work` on a thread pinned to `cpu` and returns what went wrong ("" when nothing did).
 // Only that thread is pinned: the test process keeps its own affinity, so the tests that run after
 // this one are not confined to one CPU.
 inline std::string run_pinned(unsigned cpu, const std::function<std::string()>& work) {
   std::string problem;
   std::thread worker([&] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) {
-      problem = "cannot pin a thread to CPU " + std::to_string(cpu);
-      return;
-    }
-    sched_yield();  // let the scheduler move it before the work starts
-    problem = work();
+    problem = pin_this_thread(cpu);
+    if (problem.empty()) problem = work();
   });
   worker.join();
   return problem;

@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cmath>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -168,6 +169,30 @@ bool closed_within(int fd, double seconds) {
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
   }
   return false;
+}
+
+CapturedStderr::CapturedStderr() : path_(unique_temp_path("hwperf-stderr-")) {
+  std::fflush(stderr);
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error("cannot create " + path_.string());
+  saved_fd_ = ::dup(2);
+  ::dup2(fd, 2);
+  ::close(fd);
+}
+
+CapturedStderr::~CapturedStderr() {
+  std::fflush(stderr);
+  if (saved_fd_ >= 0) {
+    ::dup2(saved_fd_, 2);
+    ::close(saved_fd_);
+  }
+  std::error_code ignored;
+  fs::remove(path_, ignored);
+}
+
+std::string CapturedStderr::text() const {
+  std::fflush(stderr);
+  return read_file(path_);
 }
 
 HttpResponse http_get(unsigned port, const std::string& path, const Headers& headers) {

@@ -113,6 +113,21 @@ struct CurlResult {
 };
 CurlResult curl(const std::vector<std::string>& args, const std::string& url);
 
+// What this process writes to stderr (the log, common/log.h) while it lives: fd 2 goes to a
+// temporary file and is restored on destruction. For tests of what gets logged in-process.
+class CapturedStderr {
+ public:
+  CapturedStderr();
+  ~CapturedStderr();
+  CapturedStderr(const CapturedStderr&) = delete;
+  CapturedStderr& operator=(const CapturedStderr&) = delete;
+  std::string text() const;  // everything written so far
+
+ private:
+  std::filesystem::path path_;
+  int saved_fd_ = -1;
+};
+
 // A bcrypt hash of `password` at `cost`, made with libcrypt (as htpasswd -B would).
 std::string bcrypt_hash(const std::string& password, unsigned long cost);
 std::string base64(const std::string& text);

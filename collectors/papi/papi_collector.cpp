@@ -141,7 +141,6 @@ class PapiCollector final : public Collector {
     raw_.assign(layout.counters.size(), 0);
     previous_.assign(layout.counters.size(), 0);
     totals_.assign(layout.counters.size(), 0);
-    negative_logged_.assign(layout.counters.size(), false);
     failures_.assign(layout.event_sets.size(), std::string());
     sets_.assign(layout.event_sets.size(), SetHealth{});
     for (const auto& set : layout.event_sets) read_errors_.emplace(set.cpu, 0);
@@ -251,13 +250,13 @@ class PapiCollector final : public Collector {
     for (std::size_t i : set.counters) {
       const std::int64_t raw = raw_[i];
       if (raw < 0) {
-        if (!negative_logged_[i]) {
-          log::warn("papi: " + where + " returned a negative count (" + std::to_string(raw) +
-                    ") for " + event_names_.at(source_->layout().counters[i].event) +
-                    ": PAPI's multiplex scaling overflowed; the reading is skipped and the set "
-                    "zeroed, the exported total keeps what was counted before");
-          negative_logged_[i] = true;
-        }
+        // Every one is logged, not just a counter's first: each loses what the set counted
+        // since the previous reading, and they stay rare, since the set is zeroed below and has
+        // to overflow afresh before the next.
+        log::warn("papi: " + where + " returned a negative count (" + std::to_string(raw) +
+                  ") for " + event_names_.at(source_->layout().counters[i].event) +
+                  ": PAPI's multiplex scaling overflowed; the reading is skipped and the set "
+                  "zeroed, the exported total keeps what was counted before");
         reset = true;
         continue;
       }
@@ -405,7 +404,6 @@ class PapiCollector final : public Collector {
   std::vector<std::int64_t> raw_;
   std::vector<std::uint64_t> previous_;
   std::vector<std::uint64_t> totals_;
-  std::vector<bool> negative_logged_;
   std::vector<std::string> failures_;              // per event set, from the last read
   std::vector<SetHealth> sets_;                    // per event set
   std::map<unsigned, std::uint64_t> read_errors_;  // per CPU with sets, since start

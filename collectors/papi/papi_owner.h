@@ -1,6 +1,7 @@
 // Threads that own PAPI event sets, because PAPI ties sets to threads (papi_source.cpp explains
-// why every qualifier set needs one). Work reaches an owner only at startup; scrapes never talk
-// to owners.
+// why every qualifier set needs one). Work reaches an owner at startup (building and starting its
+// sets) and when a scrape restarts a set that failed to read (PAPI_stop and PAPI_start run on the
+// set's own thread, as papi_source.cpp explains); reading needs no owner.
 #pragma once
 
 #include <algorithm>
@@ -18,7 +19,8 @@
 namespace hwperf::papi {
 
 // A thread that owns event sets for PAPI's sake (see the top of this file). Work reaches it only
-// through run(), at startup; once told to stop it tears its sets down itself, newest first.
+// through run(), at startup or to restart a set; once told to stop it tears its sets down itself,
+// newest first.
 class OwnerThread {
  public:
   OwnerThread() : thread_([this] { loop(); }) {}

@@ -28,9 +28,10 @@
 // then it stops, cleans up and destroys them and unregisters. The source tells every owner to stop
 // before joining any, so hundreds of owners tear down in parallel and a SIGTERM exit stays fast
 // on a large machine. Owners exist only because PAPI ties
-// sets to threads. A scrape never talks to them: PAPI_read finds a set by handle and uses its
+// sets to threads. A read does not go through them: PAPI_read finds a set by handle and uses its
 // owner's (or CPU's) context, from any thread, so a scrape is one lock (the collector's) and one
-// PAPI_read per event set.
+// PAPI_read per event set. Only restarting a set that failed to read (restart()) hands work to its
+// owner, since PAPI tracks which set runs per thread (see qualifier above).
 //
 // More events than counters: when adding an event fails with PAPI_ECNFLCT or PAPI_ECOUNT, the set
 // is switched to (kernel) multiplexing with PAPI_set_multiplex and the add retried; PAPI then

@@ -104,8 +104,9 @@ class RaplCollector final : public Collector {
 
     if (guard_) {
       auto guard = make_family(guard_name_,
-                               "How often the wrap guard reads every 32-bit energy counter, so "
-                               "that none wraps twice between reads.",
+                               "How often the wrap guard reads every energy counter, so that "
+                               "none wraps twice (perf: passes 2^31 hardware units, which one "
+                               "kernel update cannot carry) between reads.",
                                MetricType::Gauge);
       add_gauge(guard, {}, plan_.interval_seconds);
       out.push_back(std::move(guard));
@@ -250,7 +251,9 @@ std::unique_ptr<Collector> build_rapl_collector(std::vector<ProbeResult> probes,
 
   double largest = 0;
   for (const auto& entry : ceilings.package_watts) largest = std::max(largest, entry.second);
-  std::string guard_text = "no wrap guard (64-bit counts)";
+  // Every interface has a range now (perf's is what one kernel update carries), so this shows
+  // only for a source whose counters cannot lose counts between reads.
+  std::string guard_text = "no wrap guard (no counter can wrap between reads)";
   if (plan.needed) {
     guard_text = "wrap guard every " + format_number(plan.interval_seconds) + " s (" +
                  (plan.configured ? "configured" : "derived") + "; counters can wrap after " +

@@ -49,7 +49,7 @@ inline constexpr double kGuardMinSeconds = 0.05;  // below this the guard would 
 inline constexpr double kGuardMaxSeconds = 60;    // cap: keeps the guard observable
 
 struct GuardPlan {
-  bool needed = false;           // false when every counter is 64-bit (perf)
+  bool needed = false;           // false only when no counter has a range (energy.h)
   double interval_seconds = 0;   // what the guard uses
   double derived_seconds = 0;    // what the counters and ceilings call for (before clamping)
   bool configured = false;       // interval_seconds came from wrap_guard_interval_seconds

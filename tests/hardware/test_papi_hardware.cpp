@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 
 #include "collectors/papi/papi_events.h"
@@ -18,6 +19,7 @@
 using namespace hwperf;
 using namespace hwperf::test::papi_live;
 using test::find_samples;
+using test::Sample;
 using test::scrape;
 
 TEST_CASE("PAPI_TOT_INS and PAPI_TOT_CYC count on a real PMU", "[.hardware]") {
@@ -41,6 +43,71 @@ TEST_CASE("PAPI_TOT_INS and PAPI_TOT_CYC count on a real PMU", "[.hardware]") {
   for (const auto& sample : find_samples(after, "hwperf_papi_event_set_events")) {
     CHECK(sample.labels.at("binding") == "cpu_attach");
   }
+}
+
+TEST_CASE("per-CPU PAPI_TOT_INS read from another CPU: a busy CPU counts far more than the idle "
+          "one the scrape runs on", "[.hardware]") {
+  require_system_wide_perf();
+  if (!has_hardware_pmu()) {
+    FAIL("no hardware PMU here (/sys/bus/event_source/devices/cpu): this test counts PAPI_TOT_INS "
+         "on CPUs 0 and 1 through PAPI_CPU_ATTACH; run it on a physical machine or a VM with PMU "
+         "passthrough");
+  }
+  const Topology topology = live_topology();
+  if (topology.find(0) == nullptr || topology.find(1) == nullptr) {
+    FAIL("this test needs CPUs 0 and 1 online");
+  }
+  // PAPI 7.0's rdpmc fast read (issue 8, item 1) reads the counter of the CPU that calls
+  // PAPI_read, whatever CPU the set is attached to: scraping from CPU 0 would then give CPU 1 the
+  // counts of idle CPU 0. So the scrapes run pinned to CPU 0 while a thread spins on CPU 1.
+  auto collector = make_papi_collector(config_for({"PAPI_TOT_INS"}, "0-1"), topology);
+  for (const auto& sample : find_samples(scrape(*collector), "hwperf_papi_event_set_events")) {
+    CHECK(sample.labels.at("binding") == "cpu_attach");
+  }
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> pinned{0};           // 1 once the spinner runs on CPU 1, -1 if it cannot
+  std::atomic<std::uint64_t> spins{0};  // at least one instruction each
+  std::thread spinner([&] {
+    if (!pin_this_thread(1).empty()) {
+      pinned = -1;
+      return;
+    }
+    pinned = 1;
+    while (!stop.load(std::memory_order_relaxed)) spins.fetch_add(1, std::memory_order_relaxed);
+  });
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Joiner() {
+      stop = true;
+      thread.join();
+    }
+  } joiner{stop, spinner};
+
+  while (pinned.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (pinned.load() < 0) FAIL("cannot pin a thread to CPU 1");
+
+  std::vector<Sample> before;
+  std::vector<Sample> after;
+  std::uint64_t spun = 0;  // spins between the end of the first scrape and the start of the second
+  const std::string problem = run_pinned(0, [&]() -> std::string {
+    before = scrape(*collector);
+    const std::uint64_t first = spins.load();
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // CPU 0 idles meanwhile
+    spun = spins.load() - first;
+    after = scrape(*collector);
+    return "";
+  });
+  if (!problem.empty()) FAIL(problem);
+
+  const double busy = delta_on(before, after, "hwperf_cpu_instructions_total", 1);
+  const double idle = delta_on(before, after, "hwperf_cpu_instructions_total", 0);
+  CAPTURE(busy, idle, spun);
+  CHECK(busy >= static_cast<double>(spun));
+  // CPU 0 runs only the sleeping scraper and whatever else the machine does; with the fast
+  // read on, both series would show CPU 0's count.
+  CHECK(idle < 0.5 * busy);
 }
 
 TEST_CASE("more hardware events than counters are multiplexed and every one is counted",

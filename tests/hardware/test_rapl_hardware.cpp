@@ -25,7 +25,9 @@ TEST_CASE("every available RAPL interface measures the same package energy", "[.
   const PathsConfig paths;  // the host's /sys, /proc, /dev
   std::vector<ProbeResult> probes;
   probes.push_back(open_perf_source(paths.sysfs, paths.procfs, topology, DomainSet::all()));
-  probes.push_back(open_powercap_source(paths.sysfs, topology, DomainSet::all()));
+  // With the CPU, as the exporter opens it: on AMD the one-core `core` zone is left out.
+  probes.push_back(open_powercap_source(paths.sysfs, topology, DomainSet::all(),
+                                        read_cpu_identity(paths.procfs)));
   probes.push_back(open_msr_source(paths, topology, DomainSet::all()));
 
   std::map<std::string, std::unique_ptr<RaplEngine>> engines;

@@ -142,31 +142,88 @@ TEST_CASE("without permission to count, the error names perf_event_paranoid and 
 // ---- Real PMU only ---------------------------------------------------------------------------
 
 
+namespace {
+
+// More perf descriptors than a soft limit of 64 allows: 40 CPUs x 4 events.
+constexpr unsigned kFdHungryCpus = 40;
+const std::vector<std::string> kFdHungryEvents = {"perf::CPU-CLOCK", "perf::TASK-CLOCK",
+                                                  "perf::PAGE-FAULTS", "perf::CONTEXT-SWITCHES"};
+
+struct LimitedRun {
+  int exit_code = -1;
+  std::string out;  // the exposition (--once)
+  std::string log;
+};
+
+// The binary once, with a configuration counting kFdHungryEvents on kFdHungryCpus synthetic
+// CPUs, under `prlimit --nofile=soft:hard`.
+LimitedRun run_fd_hungry(unsigned soft, unsigned hard) {
+  test::TempDir dir;
+  std::string events;
+  for (const auto& event : kFdHungryEvents) events += "      - " + event + "\n";
+  const auto path = dir.write("hwperf.yml", "topology:\n  source: \"synthetic:pack:1 core:" +
+                                                std::to_string(kFdHungryCpus) + " pu:1\"\n" +
+                                                live_config_yaml(events));
+  const auto log = dir.path() / "stderr";
+  const std::string command = "prlimit --nofile=" + std::to_string(soft) + ":" +
+                              std::to_string(hard) + " " + test::exporter_binary() +
+                              " --config.file=" + path.string() + " --once 2>" + log.string();
+  LimitedRun run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) FAIL("cannot run " << command);
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) run.out += buffer;
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  run.log = test::read_file(log);
+  return run;
+}
+
+}  // namespace
+
 TEST_CASE("an open-file limit too small for the counters is a startup error naming the remedy",
           "[papi][e2e]") {
-  // 40 CPUs x 4 events need 160 perf descriptors; the process may hold 64, soft and hard.
-  constexpr unsigned kCpus = 40;
+  // The process may hold 64 files, soft and hard: fewer than the perf descriptors alone.
   constexpr unsigned kLimit = 64;
-  test::TempDir dir;
-  const auto path = dir.write(
-      "hwperf.yml", "topology:\n  source: \"synthetic:pack:1 core:" + std::to_string(kCpus) +
-                        " pu:1\"\n" +
-                        live_config_yaml("      - perf::CPU-CLOCK\n      - perf::TASK-CLOCK\n"
-                                         "      - perf::PAGE-FAULTS\n      - perf::CONTEXT-SWITCHES\n"));
-  const std::string command = "prlimit --nofile=" + std::to_string(kLimit) + ":" +
-                              std::to_string(kLimit) + " " + test::exporter_binary() +
-                              " --config.file=" + path.string() + " --once 2>&1; echo \"exit=$?\"";
-  std::string output;
-  {
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), &::pclose);
-    REQUIRE(pipe != nullptr);
-    char buffer[4096];
-    while (std::fgets(buffer, sizeof buffer, pipe.get()) != nullptr) output += buffer;
+  const std::size_t needed = kFdHungryCpus * kFdHungryEvents.size();
+  REQUIRE(needed > kLimit);
+  const LimitedRun run = run_fd_hungry(kLimit, kLimit);
+  INFO(run.log);
+  CHECK(run.exit_code == 1);
+  CHECK_THAT(run.log, Catch::Contains("open-file limit (RLIMIT_NOFILE) is " + std::to_string(kLimit)) &&
+                          Catch::Contains("PAPI: " + std::to_string(kFdHungryCpus) + " CPUs x " +
+                                          std::to_string(kFdHungryEvents.size()) + " events: " +
+                                          std::to_string(needed)) &&
+                          Catch::Contains("LimitNOFILE="));
+}
+
+TEST_CASE("a small soft open-file limit under a large hard one is raised, and every counter opens",
+          "[papi][e2e]") {
+  // What systemd gives a service (soft 1024, hard 512K) in small: the soft limit alone is too
+  // small for the perf descriptors the configuration needs, the hard one is not. The same
+  // configuration exits 1 at 64:64 (above), so starting here means the soft limit was raised.
+  constexpr unsigned kSoft = 64;
+  constexpr unsigned kHard = 4096;
+  const std::size_t needed = kFdHungryCpus * kFdHungryEvents.size();
+  REQUIRE(needed > kSoft);
+  REQUIRE(needed < kHard);
+  const LimitedRun run = run_fd_hungry(kSoft, kHard);
+  INFO(run.log);
+  CHECK(run.exit_code == 0);
+  CHECK_THAT(run.log, !Catch::Contains("RLIMIT_NOFILE"));
+  // Every event counted on each of the synthetic CPUs this machine has; only those it lacks are
+  // dropped, none as a PMU conflict.
+  const auto cpus = live_topology().cpus();
+  const auto here = static_cast<std::size_t>(
+      std::count_if(cpus.begin(), cpus.end(), [](unsigned cpu) { return cpu < kFdHungryCpus; }));
+  const auto samples = parse_exposition(run.out);
+  for (const char* family : {"hwperf_cpu_cpu_clock_seconds_total", "hwperf_cpu_task_clock_seconds_total",
+                             "hwperf_cpu_page_faults_total", "hwperf_cpu_context_switches_total"}) {
+    CAPTURE(family);
+    CHECK(find_samples(samples, family).size() == here);
   }
-  INFO(output);
-  CHECK_THAT(output, Catch::Contains("exit=1"));
-  CHECK_THAT(output, Catch::Contains("open-file limit (RLIMIT_NOFILE) is " + std::to_string(kLimit)) &&
-                         Catch::Contains("PAPI: " + std::to_string(kCpus) + " CPUs x 4 events: " +
-                                         std::to_string(kCpus * 4)) &&
-                         Catch::Contains("LimitNOFILE="));
+  for (const auto& dropped : find_samples(samples, "hwperf_papi_event_dropped")) {
+    CAPTURE(dropped.labels);
+    CHECK(dropped.value == static_cast<double>(kFdHungryCpus - here));
+  }
 }

@@ -252,3 +252,61 @@ TEST_CASE("a source with hundreds of qualifier sets is torn down within a second
   CHECK(seconds < 1.0);
 }
 
+
+TEST_CASE("restarting a real event set zeroes it, on its owner thread, and it counts again",
+          "[papi][live]") {
+  require_system_wide_perf();
+  const Topology topology = live_topology();
+  if (topology.cpus().size() < 2) FAIL("this test needs at least 2 CPUs online");
+  // What the collector does to a set that failed to read (restart()): PAPI_stop and PAPI_start
+  // handed to the set's owner thread from the scraping one. With a hardware PMU the sets are
+  // attached and share one owner; without, each is a qualifier set with an owner of its own.
+  papi::OpenRequest request;
+  request.events = {"perf::CPU-CLOCK"};
+  request.cpus = {0, 1};
+  papi::init_library(PathsConfig{}.procfs);
+  auto source = papi::open_papi_source(request);
+  const auto& layout = source->layout();
+  REQUIRE(layout.dropped.empty());
+  REQUIRE(layout.event_sets.size() == request.cpus.size());
+  std::size_t restarted = 0;  // the set on CPU 0, and its one counter
+  for (std::size_t s = 0; s < layout.event_sets.size(); ++s) {
+    if (layout.event_sets[s].cpu == 0) restarted = s;
+  }
+  const std::size_t on_cpu0 = layout.event_sets[restarted].counters.at(0);
+  const std::size_t on_cpu1 = layout.event_sets[1 - restarted].counters.at(0);
+
+  std::vector<std::string> failures(layout.event_sets.size());
+  const auto read = [&] {
+    std::vector<std::int64_t> values(layout.counters.size());
+    source->read(values, failures);
+    for (const auto& failure : failures) CHECK(failure.empty());
+    return values;
+  };
+  const auto pause = std::chrono::milliseconds(300);
+  const double pause_ns = std::chrono::duration<double, std::nano>(pause).count();
+  read();
+  std::this_thread::sleep_for(pause);
+  const auto before = read();
+  REQUIRE(static_cast<double>(before[on_cpu0]) >= 0.98 * pause_ns);  // counting since open
+
+  const auto t0 = Clock::now();
+  CHECK(source->restart(restarted).empty());
+  const auto zeroed = read();
+  const auto t1 = Clock::now();
+  std::this_thread::sleep_for(pause);
+  const auto t2 = Clock::now();
+  const auto later = read();
+  const auto t3 = Clock::now();
+  const double shortest = std::chrono::duration<double, std::nano>(t2 - t1).count();
+  const double longest = std::chrono::duration<double, std::nano>(t3 - t0).count();
+  CAPTURE(before[on_cpu0], zeroed[on_cpu0], later[on_cpu0], shortest, longest);
+  // Counting from zero again: what the set held is gone, and it advances with wall time.
+  CHECK(static_cast<double>(zeroed[on_cpu0]) < 0.5 * pause_ns);
+  const auto advanced = static_cast<double>(later[on_cpu0] - zeroed[on_cpu0]);
+  CHECK(advanced >= 0.98 * shortest);
+  CHECK(static_cast<double>(later[on_cpu0]) <= 1.02 * longest);
+  // The other CPU's set was not touched.
+  CHECK(zeroed[on_cpu1] >= before[on_cpu1]);
+  CHECK(later[on_cpu1] - before[on_cpu1] >= static_cast<std::int64_t>(0.98 * shortest));
+}

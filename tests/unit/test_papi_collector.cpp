@@ -472,3 +472,37 @@ TEST_CASE("multiplexed counts are zeroed before PAPI's scaling can overflow, neg
   CHECK(value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0) ==
         total + static_cast<double>(fake->step_));
 }
+
+TEST_CASE("every negative reading is logged, not only a counter's first", "[papi]") {
+  const Topology topology = two_socket_topology();
+  auto layout = papi::every_event_on_every_cpu(1, {0});
+  layout.event_sets.front().multiplexed = true;
+  auto source = std::make_unique<FakeSource>(layout);
+  auto* fake = source.get();
+  fake->step_ = 1000;
+  auto collector = make_papi_collector_from_source(config_with(Granularity::cpu),
+                                                   {spec("PAPI_TOT_CYC", "cycles")}, topology,
+                                                   std::move(source));
+  const test::CapturedStderr log;
+  // Two overflows of the same counter with good readings between them; each reading comes out
+  // `below` under zero (read() adds one step before it subtracts the base).
+  const std::int64_t first_below = 5;
+  const std::int64_t second_below = 7;
+  std::vector<std::string> expected;
+  for (const std::int64_t below : {first_below, second_below}) {
+    fake->base_[0] = fake->values_[0] + fake->step_ + static_cast<std::uint64_t>(below);
+    scrape(*collector);
+    expected.push_back("negative count (" + std::to_string(-below) + ") for PAPI_TOT_CYC");
+    scrape(*collector);  // a good reading from the zeroed set
+  }
+  const std::string text = log.text();
+  CAPTURE(text);
+  std::size_t logged = 0;
+  for (std::size_t at = text.find("negative count"); at != std::string::npos;
+       at = text.find("negative count", at + 1)) {
+    ++logged;
+  }
+  CHECK(logged == expected.size());
+  for (const auto& line : expected) CHECK_THAT(text, Catch::Contains(line));
+  CHECK(fake->resets_ == static_cast<int>(expected.size()));
+}

@@ -437,10 +437,13 @@ TEST_CASE("the guard period is a quarter of the shortest wrap at the ceiling, cl
     const auto plan = plan_wrap_guard(counters, {1, 1}, 0);
     CHECK(plan.interval_seconds == kGuardMaxSeconds);
   }
-  SECTION("64-bit perf counters need no guard") {
-    CounterInfo perf = counters[0];
-    perf.scale = {WrapRule::modulo_2_64, 0, std::uint64_t{1} << 32};
-    CHECK_FALSE(plan_wrap_guard({perf}, {1000}, 0).needed);
+  SECTION("only a count without a range needs no guard; perf's range is one kernel update") {
+    CounterInfo unbounded = counters[0];
+    unbounded.scale = {WrapRule::modulo_2_64, 0, std::uint64_t{1} << 32};
+    CHECK_FALSE(plan_wrap_guard({unbounded}, {1000}, 0).needed);
+    CounterInfo perf = unbounded;
+    perf.scale.range = perf_update_range_counts(kSmallestRaplUnitJoules, perf.scale.counts_per_joule);
+    CHECK(plan_wrap_guard({perf}, {1000}, 0).needed);
   }
 }
 
@@ -466,14 +469,51 @@ struct KernelPerfCount {
   }
 };
 
+// The hardware energy counter and the kernel's count of it, shared by the test (which makes the
+// hardware consume energy) and the source below (whose reads are the kernel's updates).
+struct KernelPerfState {
+  std::mutex mutex;
+  KernelPerfCount kernel;
+  std::atomic<std::uint64_t> reads{0};
+
+  explicit KernelPerfState(unsigned esu) : kernel{esu} {}
+  void consume(std::uint64_t units) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    kernel.consume(units);
+  }
+};
+
+// A perf energy counter whose kernel-side count is updated only when it is read, as a read() of
+// the perf event runs rapl_event_update: every update is one the engine asked for, by a guard
+// tick or a scrape. The kernel's own timer, sized for about 200 W, is left out: above that power
+// it cannot keep up, so only the exporter's reads can.
+class KernelPerfSource final : public EnergySource {
+ public:
+  KernelPerfSource(CounterInfo counter, std::shared_ptr<KernelPerfState> state)
+      : counters_{std::move(counter)}, state_(std::move(state)) {}
+  RaplInterface interface() const override { return RaplInterface::perf; }
+  const std::vector<CounterInfo>& counters() const override { return counters_; }
+  OrErrno<std::uint64_t> read(std::size_t) override {
+    const std::lock_guard<std::mutex> lock(state_->mutex);
+    ++state_->reads;
+    return {state_->kernel.update(), 0};
+  }
+  std::map<unsigned, double> package_power_hints() const override { return {}; }
+
+ private:
+  std::vector<CounterInfo> counters_;
+  std::shared_ptr<KernelPerfState> state_;
+};
+
 }  // namespace
 
 TEST_CASE("perf RAPL counts are guarded: the kernel's signed 32-bit update loses energy above "
-          "2^31 units between reads", "[rapl]") {
+          "2^31 units between reads", "[rapl][concurrency]") {
   const unsigned esu = 16;  // AMD Zen: 15.3 uJ per hardware unit
   const double unit_joules = std::ldexp(1.0, -static_cast<int>(esu));
   const std::uint64_t per_joule = kTwoTo32;  // the perf event's .scale, 2^-32 J
-  const double watts = 400;                  // a large AMD package
+  const std::uint64_t counts_per_unit = per_joule >> esu;
+  const double watts = 400;  // a large AMD package
 
   // The model is the kernel's: 2^31 + 1 units between two updates make the count go down.
   KernelPerfCount model{esu};
@@ -487,35 +527,56 @@ TEST_CASE("perf RAPL counts are guarded: the kernel's signed 32-bit update loses
   perf.package = 0u;
   perf.scale = {WrapRule::modulo_2_64, perf_update_range_counts(unit_joules, per_joule), per_joule};
   perf.source = "energy-pkg on cpu 0";
+  // The derived period stays well inside what one kernel update can carry at this power.
   const GuardPlan plan = plan_wrap_guard({perf}, {watts}, 0);
-  REQUIRE(plan.needed);
-  // Each guard period stays well inside what one kernel update can carry at this power.
-  const double carried_joules = std::ldexp(1.0, 31) * unit_joules;
-  CHECK(plan.interval_seconds * watts < carried_joules);
+  CHECK(plan.needed);
+  CHECK(plan.interval_seconds * watts < std::ldexp(1.0, 31) * unit_joules);
 
-  // Drive the counter at that power, reading once per guard period: every joule arrives.
-  auto state = std::make_shared<FakeState>();
-  state->values = {model.update()};
-  state->errors = {0};
-  ManualClock clock;
-  RaplEngine engine(std::make_unique<FakeSource>(std::vector<CounterInfo>{perf}, state), {watts},
-                    clock.fn());
-  const auto period = std::chrono::milliseconds(static_cast<std::int64_t>(plan.interval_seconds * 1000));
-  const std::uint64_t units_per_period =
-      static_cast<std::uint64_t>(watts * (period.count() / 1000.0) / unit_joules);
-  const int periods = 40;  // far more than 2^32 hardware units in all
-  for (int i = 0; i < periods; ++i) {
-    model.consume(units_per_period);
-    state->set(0, model.update());
-    clock.advance(period);
-    engine.sample();
+  // The collector as the exporter builds it, its guard ticking every 5 ms (a ceiling high enough
+  // that steps this large are plausible so soon), over a counter read by nothing else.
+  auto state = std::make_shared<KernelPerfState>(esu);
+  std::vector<ProbeResult> probes(1);
+  probes[0].interface = RaplInterface::perf;
+  probes[0].source = std::make_unique<KernelPerfSource>(perf, state);
+  RaplCollectorConfig config;
+  config.wrap_guard_interval_seconds = 0.005;
+  config.max_power_watts = 1e9;
+  auto collector = build_rapl_collector(std::move(probes), config, two_packages());
+  const std::map<std::string, std::string> package0 = {{"package", "0"}};
+  const double first = value_of(scrape(*collector), "hwperf_rapl_package_joules_total", package0);
+
+  // Between the two scrapes, steps of 3/4 of what one update carries, each seen by the guard
+  // (two reads after it: the second began after the step), far more than 2^31 units in all.
+  const std::uint64_t step = 3 * (std::uint64_t{1} << 29) + 12345;
+  const int steps = 6;
+  const std::uint64_t total = step * steps;
+  REQUIRE(total > (std::uint64_t{1} << 31));
+  bool guard_read = true;
+  for (int i = 0; i < steps; ++i) {
+    state->consume(step);
+    const auto seen = state->reads.load();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (guard_read && state->reads.load() < seen + 2) {
+      if (std::chrono::steady_clock::now() > deadline) guard_read = false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
-  const std::uint64_t expected_counts = units_per_period * periods << (32 - esu);
-  REQUIRE(units_per_period * periods > kTwoTo32);
-  const auto after = engine.snapshot();
-  CHECK(after.front().tally.energy.whole_joules() == expected_counts / per_joule);
-  CHECK(after.front().tally.energy.remainder_counts() == expected_counts % per_joule);
-  CHECK(after.front().tally.rejected == 0);
+  const auto samples = scrape(*collector);
+  CHECK(guard_read);  // else no guard ran: the scrapes were the only reads
+
+  // Every unit arrives, exactly: total units of 2^-esu J, counted in the perf count's 2^-32 J.
+  const std::uint64_t counts = total * counts_per_unit;
+  const double expected = static_cast<double>(counts / per_joule) +
+                          static_cast<double>(counts % per_joule) / static_cast<double>(per_joule);
+  CAPTURE(total, expected);
+  CHECK(value_of(samples, "hwperf_rapl_package_joules_total", package0) - first == expected);
+  CHECK(value_of(samples, "hwperf_rapl_rejected_deltas_total",
+                 {{"domain", "package"}, {"package", "0"}}) == 0);
+  // Read at the two scrapes alone, the kernel would have carried a different amount.
+  KernelPerfCount scrapes_only{esu};
+  const std::uint64_t at_first = scrapes_only.update();
+  scrapes_only.consume(total);
+  CHECK(scrapes_only.update() - at_first != counts);
 }
 
 TEST_CASE("the RAPL hardware unit is read from powercap's ranges, the smallest one wins",

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "collectors/rapl/powercap_source.h"
@@ -94,5 +95,33 @@ TEST_CASE("make_rapl_collector on empty trees serves, with energy unavailable", 
   for (const char* interface : {"perf", "powercap", "msr"}) {
     CAPTURE(interface);
     CHECK(value_of(samples, "hwperf_rapl_interface_probe_success", {{"interface", interface}}) == 0);
+  }
+}
+
+TEST_CASE("make_rapl_collector reads the CPU from --path.procfs: on AMD powercap's core zone is "
+          "left out", "[rapl]") {
+  namespace fixture = hwperf::test::rapl_fixture;
+  const auto zones = fixture::amd_two_package_zones();
+  std::size_t packages = 0;
+  std::size_t core_zones = 0;
+  for (const auto& zone : zones) (zone.name == "core" ? core_zones : packages) += 1;
+  REQUIRE(core_zones > 0);
+  RaplCollectorConfig config;
+  config.interface = RaplInterface::powercap;
+  // The same tree under two /proc/cpuinfo files: only the vendor there decides.
+  for (const auto& [vendor, family, cores_exported] :
+       {std::tuple<std::string, unsigned, std::size_t>{"AuthenticAMD", 0x19, 0},
+        {"GenuineIntel", 6, core_zones}}) {
+    CAPTURE(vendor);
+    TempDir dir;
+    fixture::write_powercap_tree(dir, zones);
+    dir.write("dev/.keep", "");
+    dir.write("proc/cpuinfo", fixture::cpuinfo(vendor, family, 0x11));
+    auto collector = make_rapl_collector(config, fixture::paths_under(dir), two_packages());
+    REQUIRE(collector != nullptr);
+    const auto samples = scrape(*collector);
+    CHECK(value_of(samples, "hwperf_rapl_interface_info", {{"interface", "powercap"}}) == 1);
+    CHECK(find_samples(samples, "hwperf_rapl_package_joules_total").size() == packages);
+    CHECK(find_samples(samples, "hwperf_rapl_core_joules_total").size() == cores_exported);
   }
 }

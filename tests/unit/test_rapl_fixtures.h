@@ -122,6 +122,21 @@ inline std::vector<Zone> two_package_zones(std::uint64_t package_unit_uj = 61,
   };
 }
 
+// An AMD EPYC (family 17h/19h) with two sockets as the kernel's intel_rapl_msr driver lays it out
+// (AMD register table in drivers/powercap/intel_rapl_msr.c): a package zone per socket with one
+// `core` subzone each, and no uncore, dram, psys or MMIO zones. The unit is 2^-16 J, which
+// intel_rapl_common.c keeps as 15258 nJ (truncated), so every zone's max_energy_range_uj is
+// 0xFFFFFFFF x 15258 / 1000, as AMD machines show it.
+inline std::vector<Zone> amd_two_package_zones() {
+  const std::uint64_t range = 0xFFFFFFFFull * 15258 / 1000;
+  return {
+      {"intel-rapl:0", "package-0", 1100000, range, 0},
+      {"intel-rapl:0:0", "core", 1200000, range, 0},
+      {"intel-rapl:1", "package-1", 2100000, range, 0},
+      {"intel-rapl:1:0", "core", 2200000, range, 0},
+  };
+}
+
 // --path.sysfs, --path.procfs and --path.devfs under one fixture root.
 inline PathsConfig paths_under(const TempDir& root) {
   PathsConfig paths;

@@ -451,6 +451,38 @@ TEST_CASE("powercap on AMD and Hygon leaves out the core zone, which is one core
   }
 }
 
+TEST_CASE("powercap on an AMD EPYC (intel_rapl_msr, family 17h/19h) reads each package and "
+          "leaves out its core zone", "[rapl]") {
+  TempDir dir;
+  const auto zones = amd_two_package_zones();
+  write_powercap_tree(dir, zones);
+  const std::string sysfs = (dir.path() / "sys").string();
+  for (const auto& [family, model] : {std::pair<unsigned, unsigned>{0x17, 0x31},  // Rome
+                                      {0x19, 0x11}}) {                            // Genoa
+    CAPTURE(family, model);
+    const auto probe = open_powercap_source(sysfs, two_package_topology(), DomainSet::all(),
+                                            parse_cpuinfo(cpuinfo("AuthenticAMD", family, model)));
+    REQUIRE(probe.source != nullptr);
+    EnergySource& source = *probe.source;
+    // One counter per package zone, reading that zone's energy_uj; no core counter at all.
+    std::size_t packages = 0;
+    for (const auto& zone : zones) {
+      if (zone.name == "core") continue;
+      ++packages;
+      const auto name = parse_zone_name(zone.name).value();
+      CAPTURE(zone.dir);
+      const CounterInfo* info = find_counter(source, Domain::package, name.package);
+      REQUIRE(info != nullptr);
+      CHECK(info->scale.range == zone.range_uj);
+      const auto index = static_cast<std::size_t>(info - source.counters().data());
+      const auto reading = source.read(index);
+      CHECK(reading.error == 0);
+      CHECK(reading.value == zone.energy_uj);
+    }
+    CHECK(source.counters().size() == packages);
+  }
+}
+
 TEST_CASE("powercap reads TPMI zones (Granite Rapids, Sierra Forest) once per package and die",
           "[rapl]") {
   // TPMI gives one package zone per power domain (die) and no perf events. Some kernels name
