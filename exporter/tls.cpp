@@ -1,7 +1,10 @@
 #include "exporter/tls.h"
 
 #include <dlfcn.h>
+#include <sys/auxv.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -12,6 +15,8 @@
 
 namespace hwperf {
 namespace {
+
+namespace fs = std::filesystem;
 
 // OpenSSL's reason for the last failure, and its queue emptied for the next call.
 std::string openssl_reason() {
@@ -54,17 +59,35 @@ void load_civetweb_openssl() {
   static std::once_flag once;
   static std::string failure;
   std::call_once(once, [] {
-    // Crypto first: the ssl library depends on it. The names are found through the executable's
-    // RUNPATH (exporter/civetweb_openssl/CMakeLists.txt).
-    for (const char* library : {"libhwperf_civetweb_libcrypto.so", "libhwperf_civetweb_libssl.so"}) {
-      if (dlopen(library, RTLD_NOW | RTLD_LOCAL) == nullptr) {
-        const char* reason = dlerror();
-        failure = std::string("cannot load ") + library + " (" + (reason ? reason : "unknown") +
-                  "), which lets CivetWeb use OpenSSL 3 for HTTPS: install the exporter with "
-                  "`cmake --install` (it goes to lib/hwperf_exporter/ beside bin/), or run it "
-                  "from its build tree";
-        return;
+    // Beside the executable's bin/ (or tests/, exporter/ in the build tree, which keeps the same
+    // layout), found from the path it was started by, symlinks resolved. Then by name, through
+    // the executable's RUNPATH: a sanitizer's dlopen interceptor hides that RUNPATH, hence the
+    // explicit path first.
+    std::string directory;
+    const auto* executable = reinterpret_cast<const char*>(getauxval(AT_EXECFN));
+    if (executable != nullptr) {
+      if (char* resolved = realpath(executable, nullptr); resolved != nullptr) {
+        directory = (fs::path(resolved).parent_path().parent_path() / "lib" / "hwperf_exporter")
+                        .string();
+        std::free(resolved);
       }
+    }
+    // Crypto first: the ssl library depends on it.
+    for (const char* library : {"libhwperf_civetweb_libcrypto.so", "libhwperf_civetweb_libssl.so"}) {
+      std::string tried;
+      if (!directory.empty()) {
+        const std::string path = directory + "/" + library;
+        if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) != nullptr) continue;
+        const char* reason = dlerror();
+        tried = path + ": " + (reason ? reason : "unknown") + "; ";
+      }
+      if (dlopen(library, RTLD_NOW | RTLD_LOCAL) != nullptr) continue;
+      const char* reason = dlerror();
+      failure = std::string("cannot load ") + library + ", which lets CivetWeb use OpenSSL 3 for " +
+                "HTTPS (" + tried + (reason ? reason : "unknown") +
+                "): install the exporter with `cmake --install`, which puts it in "
+                "lib/hwperf_exporter/ beside bin/";
+      return;
     }
   });
   if (!failure.empty()) throw std::runtime_error(failure);

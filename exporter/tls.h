@@ -15,8 +15,9 @@
 
 namespace hwperf {
 
-// Loads those libraries once per process (they stay loaded: CivetWeb keeps their symbols).
-// Throws std::runtime_error naming the library, the loader's reason and the remedy.
+// Loads those libraries once per process (they stay loaded: CivetWeb keeps their symbols), from
+// lib/hwperf_exporter/ beside the folder of the executable. Throws std::runtime_error naming the
+// library, the loader's reason and the remedy.
 void load_civetweb_openssl();
 
 // Sets certificate chain, private key, client certificate policy and CAs, and the lowest protocol
