@@ -286,8 +286,8 @@ struct HttpServer::Impl {
   std::atomic<unsigned> in_flight{0};  // requests for limited_path being handled
   std::atomic<int> connections{0};     // connections owned by a worker
 
-  std::optional<TlsServerConfig> tls;
-  std::string tls_error;  // why init_ssl failed, for the startup error
+  std::unique_ptr<TlsCertificates> tls;  // outlives CivetWeb's SSL_CTX, which calls into it
+  std::string tls_error;                  // why init_ssl failed, for the startup error
 
   std::mutex log_mutex;
   std::string last_log;  // CivetWeb's last message, for a startup error nothing else explains
@@ -393,7 +393,7 @@ struct HttpServer::Impl {
     Impl* self = static_cast<Impl*>(user_data);
     if (!self->tls) return -1;
     try {
-      configure_tls_context(ssl_ctx, *self->tls);
+      self->tls->configure(ssl_ctx);
       return 1;
     } catch (const std::exception& e) {
       self->tls_error = e.what();
@@ -424,11 +424,10 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
                           ? civetweb_listening_port(options.listen_address)
                           : options.civetweb_ports;
   if (options.tls) {
-    // Every file is checked before CivetWeb starts, so its errors name the file; CivetWeb then
-    // gets the same settings through on_init_ssl.
-    check_tls_config(*options.tls);
+    // Both files are read and checked before CivetWeb starts, so its errors name the file;
+    // CivetWeb's context gets them through on_init_ssl.
+    impl_->tls = std::make_unique<TlsCertificates>(*options.tls);
     load_civetweb_openssl();
-    impl_->tls = options.tls;
     ports += "s";  // CivetWeb's suffix for a TLS-only port
   }
   if (const auto colon = ports.rfind(':'); colon != std::string::npos) {

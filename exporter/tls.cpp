@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -9,9 +10,13 @@
 #include <mutex>
 #include <stdexcept>
 
+#include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+
+#include "common/log.h"
 
 namespace hwperf {
 namespace {
@@ -93,20 +98,146 @@ void load_civetweb_openssl() {
   if (!failure.empty()) throw std::runtime_error(failure);
 }
 
-void configure_tls_context(void* ssl_ctx, const TlsServerConfig& config) {
-  auto* context = static_cast<SSL_CTX*>(ssl_ctx);
+namespace {
+
+template <typename T, void (*Free)(T*)>
+struct OpenSslFree {
+  void operator()(T* pointer) const noexcept { Free(pointer); }
+};
+void free_chain(STACK_OF(X509)* chain) { sk_X509_pop_free(chain, X509_free); }
+using X509Ptr = std::unique_ptr<X509, OpenSslFree<X509, X509_free>>;
+using KeyPtr = std::unique_ptr<EVP_PKEY, OpenSslFree<EVP_PKEY, EVP_PKEY_free>>;
+using ChainPtr = std::unique_ptr<STACK_OF(X509), OpenSslFree<STACK_OF(X509), free_chain>>;
+using BioPtr = std::unique_ptr<BIO, OpenSslFree<BIO, BIO_free_all>>;
+
+// A certificate with its chain, and its key, as read from the files.
+struct KeyPair {
+  X509Ptr certificate;
+  ChainPtr chain;
+  KeyPtr key;
+};
+
+BioPtr open_pem(const std::string& key, const std::string& path, const char* holds) {
+  BioPtr file(BIO_new_file(path.c_str(), "r"));
+  if (!file) fail(key + " " + path + " cannot be read (it should hold " + holds + ")");
+  return file;
+}
+
+KeyPair read_pair(const TlsServerConfig& config) {
   ERR_clear_error();
-  if (SSL_CTX_use_certificate_chain_file(context, config.cert_file.c_str()) != 1) {
-    fail("cert_file " + config.cert_file + " holds no usable PEM certificate");
+  KeyPair pair;
+  const std::string no_certificate =
+      "cert_file " + config.cert_file + " holds no usable PEM certificate";
+  BioPtr certificates = open_pem("cert_file", config.cert_file, "a PEM certificate");
+  pair.certificate.reset(PEM_read_bio_X509_AUX(certificates.get(), nullptr, nullptr, nullptr));
+  if (!pair.certificate) fail(no_certificate);
+  // The rest of the file is the chain, up to the end (which PEM reports as "no start line").
+  pair.chain.reset(sk_X509_new_null());
+  if (!pair.chain) fail("out of memory");
+  while (X509* next = PEM_read_bio_X509(certificates.get(), nullptr, nullptr, nullptr)) {
+    if (sk_X509_push(pair.chain.get(), next) == 0) {
+      X509_free(next);
+      fail("out of memory");
+    }
   }
-  const std::string mismatch =
-      "key_file " + config.key_file + " is not the key of the certificate in " + config.cert_file;
-  if (SSL_CTX_use_PrivateKey_file(context, config.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-    // OpenSSL compares the key with the certificate as it loads it.
-    if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) fail(mismatch);
-    fail("key_file " + config.key_file + " holds no usable PEM private key");
+  if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE) fail(no_certificate);
+  ERR_clear_error();
+
+  BioPtr key = open_pem("key_file", config.key_file, "a PEM private key");
+  pair.key.reset(PEM_read_bio_PrivateKey(key.get(), nullptr, nullptr, nullptr));
+  if (!pair.key) fail("key_file " + config.key_file + " holds no usable PEM private key");
+  if (X509_check_private_key(pair.certificate.get(), pair.key.get()) != 1) {
+    fail("key_file " + config.key_file + " is not the key of the certificate in " +
+         config.cert_file);
   }
-  if (SSL_CTX_check_private_key(context) != 1) fail(mismatch);
+  return pair;
+}
+
+// What identifies a file's content without reading it: a rewrite in place changes the
+// modification time (or size), a swapped symlink or a renamed-over file the inode.
+struct FileStamp {
+  dev_t device = 0;
+  ino_t inode = 0;
+  off_t size = -1;
+  timespec modified{};
+  bool operator==(const FileStamp& other) const {
+    return device == other.device && inode == other.inode && size == other.size &&
+           modified.tv_sec == other.modified.tv_sec && modified.tv_nsec == other.modified.tv_nsec;
+  }
+};
+
+FileStamp stamp_of(const std::string& path) {
+  struct stat status {};
+  FileStamp stamp;
+  if (::stat(path.c_str(), &status) != 0) return stamp;  // gone: size -1 differs from any file
+  stamp.device = status.st_dev;
+  stamp.inode = status.st_ino;
+  stamp.size = status.st_size;
+  stamp.modified = status.st_mtim;
+  return stamp;
+}
+
+}  // namespace
+
+struct TlsCertificates::State {
+  TlsServerConfig config;
+  std::mutex mutex;
+  FileStamp certificate_stamp;  // as they were when last read (or tried)
+  FileStamp key_stamp;
+  KeyPair pair;                 // the pair every handshake gets
+  bool reloaded = false;        // the contexts still hold the pair read at startup until then
+
+  // OpenSSL calls this on every handshake, before it chooses the server's certificate.
+  static int on_handshake(SSL* ssl, void* argument) {
+    auto* self = static_cast<State*>(argument);
+    const std::lock_guard<std::mutex> lock(self->mutex);
+    const FileStamp certificate = stamp_of(self->config.cert_file);
+    const FileStamp key = stamp_of(self->config.key_file);
+    if (!(certificate == self->certificate_stamp) || !(key == self->key_stamp)) {
+      // Recorded first: a pair that cannot be used is tried (and logged) once per change.
+      self->certificate_stamp = certificate;
+      self->key_stamp = key;
+      try {
+        self->pair = read_pair(self->config);
+        self->reloaded = true;
+        log::info("tls: " + self->config.cert_file + " or " + self->config.key_file +
+                  " changed: serving the certificate read from them now");
+      } catch (const std::exception& e) {
+        log::warn(std::string("tls: ") + e.what() + "; still serving the previous certificate");
+      }
+    }
+    if (self->reloaded &&
+        SSL_use_cert_and_key(ssl, self->pair.certificate.get(), self->pair.key.get(),
+                             self->pair.chain.get(), 1) != 1) {
+      ERR_clear_error();
+      return 0;  // the handshake fails rather than serve a certificate half replaced
+    }
+    return 1;
+  }
+};
+
+TlsCertificates::TlsCertificates(TlsServerConfig config) : state_(std::make_unique<State>()) {
+  state_->config = std::move(config);
+  state_->certificate_stamp = stamp_of(state_->config.cert_file);
+  state_->key_stamp = stamp_of(state_->config.key_file);
+  state_->pair = read_pair(state_->config);
+}
+
+TlsCertificates::~TlsCertificates() = default;
+
+void TlsCertificates::configure(void* ssl_ctx) {
+  auto* context = static_cast<SSL_CTX*>(ssl_ctx);
+  const TlsServerConfig& config = state_->config;
+  ERR_clear_error();
+  {
+    const std::lock_guard<std::mutex> lock(state_->mutex);
+    if (SSL_CTX_use_cert_and_key(context, state_->pair.certificate.get(), state_->pair.key.get(),
+                                 state_->pair.chain.get(), 1) != 1) {
+      fail("cannot use the certificate in " + config.cert_file + " with the key in " +
+           config.key_file);
+    }
+  }
+  SSL_CTX_set_cert_cb(context, &State::on_handshake, state_.get());
 
   // CivetWeb switched protocol versions off through options (its ssl_protocol_version); the lowest
   // version is set here alone, over the system's default (Debian's openssl.cnf says TLS 1.2).
@@ -153,10 +284,11 @@ void configure_tls_context(void* ssl_ctx, const TlsServerConfig& config) {
 }
 
 void check_tls_config(const TlsServerConfig& config) {
-  const std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> context(SSL_CTX_new(TLS_server_method()),
-                                                                  &SSL_CTX_free);
+  TlsCertificates certificates(config);
+  const std::unique_ptr<SSL_CTX, OpenSslFree<SSL_CTX, SSL_CTX_free>> context(
+      SSL_CTX_new(TLS_server_method()));
   if (!context) fail("cannot create an OpenSSL context");
-  configure_tls_context(context.get(), config);
+  certificates.configure(context.get());
 }
 
 std::string describe_tls(const TlsServerConfig& config) {

@@ -9,6 +9,7 @@
 // finds OpenSSL 3 and the missing function whether or not the development package is installed.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "config/web_config.h"
@@ -20,12 +21,31 @@ namespace hwperf {
 // library, the loader's reason and the remedy.
 void load_civetweb_openssl();
 
-// Sets certificate chain, private key, client certificate policy and CAs, and the lowest protocol
-// version on an OpenSSL SSL_CTX (CivetWeb's, passed as void* so that no OpenSSL type leaves
-// tls.cpp). Throws std::runtime_error naming the file and OpenSSL's reason.
-void configure_tls_context(void* ssl_ctx, const TlsServerConfig& config);
+// The certificate and key of a tls_server_config, served and followed on disk: when either file
+// changes (a renewed certificate, a Kubernetes secret swapped in), the next handshake reads both
+// again, as exporter-toolkit re-reads them for every handshake. A pair that cannot be used (a
+// file half written, a key that is not the certificate's, a file no longer readable after
+// --runtime.user) is logged once per change and the previous pair kept.
+class TlsCertificates {
+ public:
+  // Reads and checks both files; throws std::runtime_error naming the file and OpenSSL's reason.
+  explicit TlsCertificates(TlsServerConfig config);
+  ~TlsCertificates();
+  TlsCertificates(const TlsCertificates&) = delete;
+  TlsCertificates& operator=(const TlsCertificates&) = delete;
 
-// The same, on a context of its own: every file is checked before anything listens.
+  // Sets certificate chain, private key, client certificate policy and CAs, and the lowest
+  // protocol version on an OpenSSL SSL_CTX (CivetWeb's, passed as void* so that no OpenSSL type
+  // leaves tls.cpp). The context calls back into this object on every handshake, so this object
+  // must outlive it. Throws std::runtime_error naming the file and OpenSSL's reason.
+  void configure(void* ssl_ctx);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Every file checked on a context of its own, before anything listens.
 void check_tls_config(const TlsServerConfig& config);
 
 // For the log: "TLS 1.2 or later, client certificates: NoClientCert".

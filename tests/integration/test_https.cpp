@@ -175,3 +175,54 @@ TEST_CASE("HTTPS: files that cannot be used are errors naming the file", "[http]
   CHECK_THROWS_WITH(check_tls_config(*options.tls), Catch::Contains(expected));
   CHECK_THROWS_WITH(HttpServer(options, answer("never")), Catch::Contains(expected));
 }
+
+TEST_CASE("HTTPS: a renewed certificate is served without a restart, an unusable one is not",
+          "[http][tls]") {
+  test::TempDir first_dir;
+  test::TempDir second_dir;
+  test::TempDir served_dir;
+  const auto first = test::make_test_certificates(first_dir);
+  const auto second = test::make_test_certificates(second_dir);
+  // The files the server is configured with, rewritten in place as a renewal would.
+  const auto put = [&](const test::TestCertificates& from) {
+    served_dir.write("server.crt", test::read_file(from.server_cert));
+    served_dir.write("server.key", test::read_file(from.server_key));
+  };
+  put(first);
+  HttpServerOptions options = tls_options(first);
+  options.tls->cert_file = (served_dir.path() / "server.crt").string();
+  options.tls->key_file = (served_dir.path() / "server.key").string();
+  HttpServer server(options, answer("ok"));
+  const auto trusting = [&](const test::TestCertificates& which) {
+    return test::curl({"--cacert", which.ca_cert.string()}, url(server, "/metrics"));
+  };
+  REQUIRE(trusting(first).status == 200);
+  CHECK(trusting(second).status == 0);
+
+  put(second);
+  {
+    const test::CapturedStderr log;
+    const auto renewed = trusting(second);
+    INFO(renewed.error);
+    CHECK(renewed.status == 200);
+    CHECK(trusting(first).status == 0);
+    CHECK_THAT(log.text(), Catch::Contains("serving the certificate read from them now"));
+  }
+
+  // Half written: a certificate without its key. The last good pair is still served, and the
+  // failure is logged once, not on every handshake.
+  served_dir.write("server.crt", test::read_file(first.server_cert));
+  {
+    const test::CapturedStderr log;
+    CHECK(trusting(second).status == 200);
+    CHECK(trusting(second).status == 200);
+    const std::string text = log.text();
+    const std::string warning = "is not the key of the certificate in";
+    CHECK_THAT(text, Catch::Contains(warning) &&
+                         Catch::Contains("still serving the previous certificate"));
+    CHECK(text.find(warning) == text.rfind(warning));
+  }
+  // ... until the key arrives too.
+  served_dir.write("server.key", test::read_file(first.server_key));
+  CHECK(trusting(first).status == 200);
+}
