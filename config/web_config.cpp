@@ -1,7 +1,11 @@
 #include "config/web_config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <functional>
+#include <iterator>
+#include <optional>
 
 #include "common/files.h"
 #include "common/text.h"
@@ -16,11 +20,6 @@ using namespace yaml_reader;
 
 // A web config is a few lines; anything larger is not one (and must not be read into memory).
 constexpr std::size_t kMaxFileBytes = 1 << 20;
-
-// Settings of exporter-toolkit's format this exporter does not implement: refused by name, so a
-// file written for node_exporter never half-applies silently.
-constexpr const char* kNotImplemented =
-    "an exporter-toolkit setting this exporter does not support; remove it";
 
 // A file the exporter must read at startup: relative paths are taken from the config's folder.
 Mapping::Handler read_file_path(Problems& problems, const fs::path& directory,
@@ -39,29 +38,90 @@ Mapping::Handler read_file_path(Problems& problems, const fs::path& directory,
   };
 }
 
+// A sequence of strings, each checked (and perhaps translated) by `accept`, which returns the
+// value to keep or nullopt for one it refuses (it reports why).
+Mapping::Handler read_list(
+    Problems& problems, const std::string& path, std::vector<std::string>& out,
+    std::function<std::optional<std::string>(const YAML::Node&, const std::string&)> accept) {
+  return [&problems, path, &out, accept](const YAML::Node& node) {
+    if (!node.IsSequence()) {
+      problems.add(problems.at(node), path + ": expected a list");
+      return;
+    }
+    for (const auto& item : node) {
+      if (!is_scalar(problems, item, path, "a string")) continue;
+      if (auto value = accept(item, item.as<std::string>())) out.push_back(std::move(*value));
+    }
+  };
+}
+
+// A name from one of the Go-to-OpenSSL tables.
+std::function<std::optional<std::string>(const YAML::Node&, const std::string&)> translate(
+    Problems& problems, const std::string& path, const CipherSuiteName* table, std::size_t size) {
+  return [&problems, path, table, size](const YAML::Node& item,
+                                        const std::string& text) -> std::optional<std::string> {
+    std::string names;
+    for (std::size_t i = 0; i < size; ++i) {
+      if (text == table[i].go) return std::string(table[i].openssl);
+      names += std::string(i == 0 ? "" : ", ") + table[i].go;
+    }
+    problems.add(item.Mark(), path + ": unknown name \"" + text + "\" (expected one of " + names + ")");
+    return std::nullopt;
+  };
+}
+
 void read_tls(Problems& problems, const fs::path& directory, const YAML::Node& node,
               WebConfigFile& config) {
   TlsServerConfig tls;
   const std::string path = "tls_server_config";
+  TlsVersion max_version = TlsVersion::tls13;
+  bool has_max_version = false;
   Mapping(problems, path)
       .on("cert_file", read_file_path(problems, directory, path + ".cert_file", tls.cert_file))
       .on("key_file", read_file_path(problems, directory, path + ".key_file", tls.key_file))
+      .on("cert", read_string(problems, path + ".cert", tls.cert_pem))
+      .on("key", read_string(problems, path + ".key", tls.key_pem))
       .on("client_ca_file",
           read_file_path(problems, directory, path + ".client_ca_file", tls.client_ca_file))
       .on("client_auth_type",
           read_enum(problems, path + ".client_auth_type", tls.client_auth, kClientAuthNames))
+      .on("client_allowed_sans",
+          read_list(problems, path + ".client_allowed_sans", tls.client_allowed_sans,
+                    [](const YAML::Node&, const std::string& text) { return text; }))
       .on("min_version", read_enum(problems, path + ".min_version", tls.min_version,
                                    kTlsVersionNames))
-      .unsupported("cert", kNotImplemented)
-      .unsupported("key", kNotImplemented)
-      .unsupported("max_version", kNotImplemented)
-      .unsupported("cipher_suites", kNotImplemented)
-      .unsupported("curve_preferences", kNotImplemented)
-      .unsupported("prefer_server_cipher_suites", kNotImplemented)
-      .unsupported("client_allowed_sans", kNotImplemented)
+      .on("max_version",
+          [&](const YAML::Node& value) {
+            has_max_version = true;
+            read_enum(problems, path + ".max_version", max_version, kTlsVersionNames)(value);
+          })
+      .on("cipher_suites",
+          read_list(problems, path + ".cipher_suites", tls.cipher_suites,
+                    translate(problems, path + ".cipher_suites", kCipherSuiteNames,
+                              std::size(kCipherSuiteNames))))
+      .on("prefer_server_cipher_suites", read_bool(problems, path + ".prefer_server_cipher_suites",
+                                                   tls.prefer_server_cipher_suites))
+      .on("curve_preferences",
+          read_list(problems, path + ".curve_preferences", tls.curve_groups,
+                    translate(problems, path + ".curve_preferences", kCurveNames,
+                              std::size(kCurveNames))))
       .visit(node);
-  if (tls.cert_file.empty() || tls.key_file.empty()) {
-    problems.add(problems.at(node), path + " needs both cert_file and key_file");
+  if (has_max_version) {
+    tls.max_version = max_version;
+    if (static_cast<int>(max_version) < static_cast<int>(tls.min_version)) {
+      problems.add(problems.at(node), path + ".max_version is below min_version");
+    }
+  }
+  if (!tls.cert_file.empty() && !tls.cert_pem.empty()) {
+    problems.add(problems.at(node), path + ": cert and cert_file are exclusive; give one");
+  }
+  if (!tls.key_file.empty() && !tls.key_pem.empty()) {
+    problems.add(problems.at(node), path + ": key and key_file are exclusive; give one");
+  }
+  if ((tls.cert_file.empty() && tls.cert_pem.empty()) ||
+      (tls.key_file.empty() && tls.key_pem.empty())) {
+    problems.add(problems.at(node), path + " needs a certificate (cert_file or cert) and a key "
+                                           "(key_file or key)");
   }
   const bool verifies = tls.client_auth == ClientAuth::verify_if_given ||
                         tls.client_auth == ClientAuth::require_and_verify;
@@ -69,7 +129,73 @@ void read_tls(Problems& problems, const fs::path& directory, const YAML::Node& n
     problems.add(problems.at(node), path + ".client_auth_type verifies client certificates and "
                                            "needs client_ca_file");
   }
+  if (!tls.client_allowed_sans.empty() && tls.client_auth != ClientAuth::require_and_verify) {
+    problems.add(problems.at(node), path + ".client_allowed_sans needs client_auth_type "
+                                           "RequireAndVerifyClientCert");
+  }
   config.tls = std::move(tls);
+}
+
+void read_http_server(Problems& problems, const YAML::Node& node, WebConfigFile& config) {
+  const std::string path = "http_server_config";
+  Mapping(problems, path)
+      .on("http2", read_bool(problems, path + ".http2", config.http.http2))
+      .on("headers",
+          [&](const YAML::Node& headers) {
+            if (!headers.IsMap()) {
+              problems.add(problems.at(headers), path + ".headers: expected a mapping of header "
+                                                        "names to values");
+              return;
+            }
+            for (const auto& entry : headers) {
+              const auto name = entry.first.as<std::string>("");
+              const bool allowed =
+                  std::find_if(std::begin(kAllowedResponseHeaders), std::end(kAllowedResponseHeaders),
+                               [&](const char* known) { return name == known; }) !=
+                  std::end(kAllowedResponseHeaders);
+              if (!allowed) {
+                std::string names;
+                for (const char* known : kAllowedResponseHeaders) {
+                  names += std::string(names.empty() ? "" : ", ") + known;
+                }
+                problems.add(entry.first.Mark(), path + ".headers: \"" + name +
+                                                     "\" cannot be set (expected one of " + names + ")");
+                continue;
+              }
+              std::string value;
+              read_nonempty_string(problems, path + ".headers." + name, value)(entry.second);
+              if (value.find_first_of("\r\n") != std::string::npos) {
+                problems.add(entry.second.Mark(), path + ".headers." + name + ": one line only");
+                continue;
+              }
+              if (!value.empty()) config.http.headers.emplace_back(name, value);
+            }
+          })
+      .visit(node);
+}
+
+void read_rate_limit(Problems& problems, const YAML::Node& node, WebConfigFile& config) {
+  const std::string path = "rate_limit";
+  RateLimit limit;
+  std::string interval;
+  double burst = 0;
+  Mapping(problems, path)
+      .on("interval", read_string(problems, path + ".interval", interval))
+      .on("burst", read_non_negative(problems, path + ".burst", burst))
+      .visit(node);
+  const auto interval_ms = parse_duration_ms(interval);
+  if (!interval_ms || *interval_ms == 0 || *interval_ms > 3600 * 1000) {
+    problems.add(problems.at(node), path + ".interval: expected a duration from 1ms to 1h, such "
+                                           "as 100ms or 1s");
+  } else {
+    limit.interval_seconds = static_cast<double>(*interval_ms) / 1000.0;
+  }
+  if (burst < 1 || burst > 1e6 || burst != static_cast<double>(static_cast<unsigned>(burst))) {
+    problems.add(problems.at(node), path + ".burst: expected a whole number from 1 to 1000000");
+  } else {
+    limit.burst = static_cast<unsigned>(burst);
+  }
+  config.rate_limit = limit;
 }
 
 // User names are the keys here, so this mapping has no fixed schema.
@@ -127,8 +253,9 @@ WebConfigFile load_web_config(const std::string& path) {
         .on("tls_server_config",
             [&](const YAML::Node& node) { read_tls(problems, directory, node, config); })
         .on("basic_auth_users", [&](const YAML::Node& node) { read_users(problems, node, config); })
-        .unsupported("http_server_config", kNotImplemented)
-        .unsupported("rate_limit", kNotImplemented)
+        .on("http_server_config",
+            [&](const YAML::Node& node) { read_http_server(problems, node, config); })
+        .on("rate_limit", [&](const YAML::Node& node) { read_rate_limit(problems, node, config); })
         .visit(root);
   } catch (const YAML::Exception& e) {
     problems.add(e.mark, "invalid YAML: " + e.msg);

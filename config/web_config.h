@@ -6,6 +6,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/enum_names.h"
 
@@ -33,16 +35,75 @@ inline constexpr EnumName<TlsVersion> kTlsVersionNames[] = {{TlsVersion::tls10, 
                                                             {TlsVersion::tls12, "TLS12"},
                                                             {TlsVersion::tls13, "TLS13"}};
 
+// Go's names of the TLS 1.0-1.2 cipher suites (crypto/tls), which exporter-toolkit's cipher_suites
+// takes, and OpenSSL's for each. (Go, and so exporter-toolkit, does not let TLS 1.3 suites be
+// chosen; neither does this.)
+struct CipherSuiteName {
+  const char* go;
+  const char* openssl;
+};
+inline constexpr CipherSuiteName kCipherSuiteNames[] = {
+    {"TLS_RSA_WITH_3DES_EDE_CBC_SHA", "DES-CBC3-SHA"},
+    {"TLS_RSA_WITH_AES_128_CBC_SHA", "AES128-SHA"},
+    {"TLS_RSA_WITH_AES_256_CBC_SHA", "AES256-SHA"},
+    {"TLS_RSA_WITH_AES_128_CBC_SHA256", "AES128-SHA256"},
+    {"TLS_RSA_WITH_AES_128_GCM_SHA256", "AES128-GCM-SHA256"},
+    {"TLS_RSA_WITH_AES_256_GCM_SHA384", "AES256-GCM-SHA384"},
+    {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "ECDHE-ECDSA-AES128-SHA"},
+    {"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "ECDHE-ECDSA-AES256-SHA"},
+    {"TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA", "ECDHE-RSA-DES-CBC3-SHA"},
+    {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA-AES128-SHA"},
+    {"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA-AES256-SHA"},
+    {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "ECDHE-ECDSA-AES128-SHA256"},
+    {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", "ECDHE-RSA-AES128-SHA256"},
+    {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA-AES128-GCM-SHA256"},
+    {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256"},
+    {"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA-AES256-GCM-SHA384"},
+    {"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "ECDHE-ECDSA-AES256-GCM-SHA384"},
+    {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA-CHACHA20-POLY1305"},
+    {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305"},
+};
+
+// exporter-toolkit's curve_preferences names (Go's tls.CurveID) and OpenSSL's group names.
+inline constexpr CipherSuiteName kCurveNames[] = {
+    {"CurveP256", "P-256"}, {"CurveP384", "P-384"}, {"CurveP521", "P-521"}, {"X25519", "X25519"}};
+
 struct TlsServerConfig {
-  std::string cert_file;  // PEM certificate (chain)
-  std::string key_file;   // PEM private key
+  std::string cert_file;  // PEM certificate (chain); or cert_pem, given in the file itself
+  std::string key_file;   // PEM private key; or key_pem
+  std::string cert_pem;
+  std::string key_pem;
   std::string client_ca_file;
   ClientAuth client_auth = ClientAuth::none;
+  std::vector<std::string> client_allowed_sans;  // a verified client certificate names one
   TlsVersion min_version = TlsVersion::tls12;  // exporter-toolkit's default
+  std::optional<TlsVersion> max_version;       // none: the newest this OpenSSL has
+  std::vector<std::string> cipher_suites;      // OpenSSL's names, in order; empty: OpenSSL's
+  bool prefer_server_cipher_suites = true;     // exporter-toolkit's default
+  std::vector<std::string> curve_groups;       // OpenSSL's names, in order; empty: OpenSSL's
+};
+
+// exporter-toolkit's http_server_config: HTTP/2 is an option clients negotiate and this server
+// answers HTTP/1.1 either way; headers are added to every response.
+inline constexpr const char* kAllowedResponseHeaders[] = {
+    "Content-Security-Policy", "X-Frame-Options", "X-Content-Type-Options", "X-XSS-Protection",
+    "Strict-Transport-Security"};
+struct HttpServerConfig {
+  bool http2 = true;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// exporter-toolkit's rate_limit: on average one request per interval, bursts of up to `burst`;
+// beyond, 429.
+struct RateLimit {
+  double interval_seconds = 0;
+  unsigned burst = 0;
 };
 
 struct WebConfigFile {
   std::optional<TlsServerConfig> tls;
+  HttpServerConfig http;
+  std::optional<RateLimit> rate_limit;
   std::map<std::string, std::string> basic_auth_users;  // user -> bcrypt hash
 };
 

@@ -26,14 +26,6 @@ Mapping& Mapping::on(const std::string& key, Handler handler) {
   return *this;
 }
 
-Mapping& Mapping::unsupported(const std::string& key, const std::string& why) {
-  handlers_.emplace_back(key, [this, key, why](const YAML::Node&) {
-    problems_.add(problems_.key_mark, path_ + "." + key + ": " + why + " (supported: " +
-                                          join(keys_) + ")");
-  });
-  return *this;
-}
-
 void Mapping::visit(const YAML::Node& node) {
   if (!node || node.IsNull()) return;  // an empty section keeps its defaults
   if (!node.IsMap()) {

@@ -45,9 +45,6 @@ class Mapping {
 
   Mapping(Problems& problems, std::string path) : problems_(problems), path_(std::move(path)) {}
   Mapping& on(const std::string& key, Handler handler);
-  // A key of the format this exporter refuses by name rather than calling it unknown (settings of
-  // exporter-toolkit it does not implement).
-  Mapping& unsupported(const std::string& key, const std::string& why);
   void visit(const YAML::Node& node);
 
  private:

@@ -197,6 +197,8 @@ int run_exporter(const std::vector<std::string>& args) {
         options.max_concurrent_requests =
             std::min(options.max_concurrent_requests, options.worker_threads);
         options.tls = web_config.tls;
+        options.response_headers = web_config.http.headers;
+        options.rate_limit = web_config.rate_limit;
         const Exporter* routes = exporter.get();
         server = std::make_unique<HttpServer>(
             options, [routes](const HttpRequest& request) { return routes->handle(request); });

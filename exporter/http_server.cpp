@@ -48,6 +48,7 @@ const char* reason_phrase(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Unknown";
@@ -286,6 +287,25 @@ struct HttpServer::Impl {
   std::atomic<unsigned> in_flight{0};  // requests for limited_path being handled
   std::atomic<int> connections{0};     // connections owned by a worker
 
+  std::vector<std::pair<std::string, std::string>> response_headers;
+  std::optional<RateLimit> rate_limit;
+  std::string unlimited_path;
+  std::mutex bucket_mutex;
+  double bucket_tokens = 0;  // requests the rate limit allows now, up to its burst
+  std::chrono::steady_clock::time_point bucket_filled;
+
+  bool take_token() {
+    const std::lock_guard<std::mutex> lock(bucket_mutex);
+    const auto now = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(now - bucket_filled).count();
+    bucket_filled = now;
+    bucket_tokens = std::min(static_cast<double>(rate_limit->burst),
+                             bucket_tokens + elapsed / rate_limit->interval_seconds);
+    if (bucket_tokens < 1) return false;
+    bucket_tokens -= 1;
+    return true;
+  }
+
   std::unique_ptr<TlsCertificates> tls;  // outlives CivetWeb's SSL_CTX, which calls into it
   std::string tls_error;                  // why init_ssl failed, for the startup error
 
@@ -299,6 +319,10 @@ struct HttpServer::Impl {
     if (has_body) {
       return HttpResponse{413, "text/plain; charset=utf-8", {},
                           "request bodies are not accepted\n"};
+    }
+    if (rate_limit && request.path != unlimited_path && !take_token()) {
+      return HttpResponse{429, "text/plain; charset=utf-8", {},
+                          "more requests than rate_limit allows; try again later\n"};
     }
     if (max_concurrent_requests == 0 || request.path != limited_path) return call_handler(request);
     if (in_flight.fetch_add(1) >= max_concurrent_requests) {
@@ -358,6 +382,7 @@ struct HttpServer::Impl {
     out += "Content-Type: " + response.content_type + "\r\n";
     out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
     for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
+    for (const auto& [name, value] : self->response_headers) out += name + ": " + value + "\r\n";
     out += close ? "Connection: close\r\n" : "Connection: keep-alive\r\n";
     out += "\r\n";
     // One write: headers and body in separate writes would meet the client's delayed ACK and
@@ -419,6 +444,16 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   impl_->listen_host = options.listen_address.substr(0, options.listen_address.rfind(':'));
   impl_->limited_path = options.limited_path;
   impl_->max_concurrent_requests = options.max_concurrent_requests;
+  impl_->response_headers = options.response_headers;
+  impl_->unlimited_path = options.unlimited_path;
+  if (options.rate_limit) {
+    if (options.rate_limit->burst == 0 || !(options.rate_limit->interval_seconds > 0)) {
+      throw std::invalid_argument("rate_limit needs a positive interval and burst");
+    }
+    impl_->rate_limit = options.rate_limit;
+    impl_->bucket_tokens = options.rate_limit->burst;
+    impl_->bucket_filled = std::chrono::steady_clock::now();
+  }
 
   std::string ports = options.civetweb_ports.empty()
                           ? civetweb_listening_port(options.listen_address)

@@ -5,6 +5,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "config/config.h"
 #include "config/web_config.h"
@@ -55,6 +57,14 @@ struct HttpServerOptions {
   // landing page) are never limited. 0 means no limit.
   unsigned max_concurrent_requests = 40;
   std::string limited_path = "/metrics";
+
+  // Added to every response (http_server_config.headers).
+  std::vector<std::pair<std::string, std::string>> response_headers;
+
+  // At most rate_limit->burst requests at once, refilled one per interval; beyond, 429 at once
+  // (exporter-toolkit's rate_limit). unlimited_path (liveness probes) is never limited.
+  std::optional<RateLimit> rate_limit;
+  std::string unlimited_path = "/-/healthy";
 
   // Serve HTTPS only (plain HTTP on the port fails the handshake). The TLS handshake must finish
   // within request_timeout_ms, like a request head.

@@ -1,7 +1,9 @@
 #include "exporter/tls.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <sys/auxv.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -15,6 +17,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "common/log.h"
 
@@ -117,24 +120,38 @@ struct KeyPair {
   KeyPtr key;
 };
 
-BioPtr open_pem(const std::string& key, const std::string& path, const char* holds) {
+// The PEM text of `file_key` (a path in the config) or of `inline_key` (the PEM itself), and
+// how messages name it.
+struct PemSource {
+  BioPtr bio;
+  std::string name;   // "cert_file PATH", "cert (in the web config)"
+  std::string place;  // "PATH", "the web config's cert"
+};
+PemSource open_pem(const std::string& file_key, const std::string& path,
+                   const std::string& inline_key, const std::string& pem, const char* holds) {
+  if (path.empty()) {
+    BioPtr memory(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+    if (!memory) fail("out of memory");
+    return {std::move(memory), inline_key + " (in the web config)",
+            "the web config's " + inline_key};
+  }
   BioPtr file(BIO_new_file(path.c_str(), "r"));
-  if (!file) fail(key + " " + path + " cannot be read (it should hold " + holds + ")");
-  return file;
+  if (!file) fail(file_key + " " + path + " cannot be read (it should hold " + holds + ")");
+  return {std::move(file), file_key + " " + path, path};
 }
 
 KeyPair read_pair(const TlsServerConfig& config) {
   ERR_clear_error();
   KeyPair pair;
-  const std::string no_certificate =
-      "cert_file " + config.cert_file + " holds no usable PEM certificate";
-  BioPtr certificates = open_pem("cert_file", config.cert_file, "a PEM certificate");
-  pair.certificate.reset(PEM_read_bio_X509_AUX(certificates.get(), nullptr, nullptr, nullptr));
+  PemSource certificates =
+      open_pem("cert_file", config.cert_file, "cert", config.cert_pem, "a PEM certificate");
+  const std::string no_certificate = certificates.name + " holds no usable PEM certificate";
+  pair.certificate.reset(PEM_read_bio_X509_AUX(certificates.bio.get(), nullptr, nullptr, nullptr));
   if (!pair.certificate) fail(no_certificate);
-  // The rest of the file is the chain, up to the end (which PEM reports as "no start line").
+  // The rest is the chain, up to the end (which PEM reports as "no start line").
   pair.chain.reset(sk_X509_new_null());
   if (!pair.chain) fail("out of memory");
-  while (X509* next = PEM_read_bio_X509(certificates.get(), nullptr, nullptr, nullptr)) {
+  while (X509* next = PEM_read_bio_X509(certificates.bio.get(), nullptr, nullptr, nullptr)) {
     if (sk_X509_push(pair.chain.get(), next) == 0) {
       X509_free(next);
       fail("out of memory");
@@ -143,12 +160,11 @@ KeyPair read_pair(const TlsServerConfig& config) {
   if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE) fail(no_certificate);
   ERR_clear_error();
 
-  BioPtr key = open_pem("key_file", config.key_file, "a PEM private key");
-  pair.key.reset(PEM_read_bio_PrivateKey(key.get(), nullptr, nullptr, nullptr));
-  if (!pair.key) fail("key_file " + config.key_file + " holds no usable PEM private key");
+  PemSource key = open_pem("key_file", config.key_file, "key", config.key_pem, "a PEM private key");
+  pair.key.reset(PEM_read_bio_PrivateKey(key.bio.get(), nullptr, nullptr, nullptr));
+  if (!pair.key) fail(key.name + " holds no usable PEM private key");
   if (X509_check_private_key(pair.certificate.get(), pair.key.get()) != 1) {
-    fail("key_file " + config.key_file + " is not the key of the certificate in " +
-         config.cert_file);
+    fail(key.name + " is not the key of the certificate in " + certificates.place);
   }
   return pair;
 }
@@ -216,6 +232,67 @@ struct TlsCertificates::State {
   }
 };
 
+namespace {
+
+std::string join(const std::vector<std::string>& names, const char* separator) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : separator) + name;
+  return out;
+}
+
+// Where a context keeps its client_allowed_sans, for the verify callback, which gets no argument
+// of its own.
+int allowed_sans_index() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// The names a certificate's subject alternative names give, as Go's x509 prints them: DNS names,
+// email addresses, IP addresses and URIs.
+std::vector<std::string> subject_alternative_names(X509* certificate) {
+  std::vector<std::string> names;
+  auto* all = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(certificate, NID_subject_alt_name, nullptr, nullptr));
+  if (all == nullptr) return names;
+  for (int i = 0; i < sk_GENERAL_NAME_num(all); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(all, i);
+    if (name->type == GEN_DNS || name->type == GEN_EMAIL || name->type == GEN_URI) {
+      const ASN1_IA5STRING* text = name->d.ia5;
+      names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(text)),
+                         static_cast<std::size_t>(ASN1_STRING_length(text)));
+    } else if (name->type == GEN_IPADD) {
+      const ASN1_OCTET_STRING* address = name->d.iPAddress;
+      char text[INET6_ADDRSTRLEN] = {};
+      const int family = ASN1_STRING_length(address) == 4 ? AF_INET : AF_INET6;
+      if (inet_ntop(family, ASN1_STRING_get0_data(address), text, sizeof text) != nullptr) {
+        names.emplace_back(text);
+      }
+    }
+  }
+  GENERAL_NAMES_free(all);
+  return names;
+}
+
+// client_allowed_sans: once OpenSSL has verified the chain, the client's own certificate (depth 0)
+// must name one of them (exporter-toolkit checks the same after Go's verification).
+int verify_allowed_sans(int preverified, X509_STORE_CTX* store) {
+  if (preverified != 1 || X509_STORE_CTX_get_error_depth(store) != 0) return preverified;
+  auto* ssl = static_cast<SSL*>(
+      X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
+  const auto* allowed_sans = static_cast<const std::vector<std::string>*>(
+      SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), allowed_sans_index()));
+  if (allowed_sans == nullptr) return 0;
+  for (const auto& name : subject_alternative_names(X509_STORE_CTX_get_current_cert(store))) {
+    for (const auto& allowed : *allowed_sans) {
+      if (name == allowed) return 1;
+    }
+  }
+  X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_REJECTED);
+  return 0;
+}
+
+}  // namespace
+
 TlsCertificates::TlsCertificates(TlsServerConfig config) : state_(std::make_unique<State>()) {
   state_->config = std::move(config);
   state_->certificate_stamp = stamp_of(state_->config.cert_file);
@@ -259,6 +336,27 @@ void TlsCertificates::configure(void* ssl_ctx) {
     }
     SSL_CTX_set_client_CA_list(context, names);
   }
+  if (config.max_version &&
+      SSL_CTX_set_max_proto_version(context, protocol_version(*config.max_version)) != 1) {
+    fail("max_version " + std::string(name_of(kTlsVersionNames, *config.max_version)) +
+         " is not available in this OpenSSL");
+  }
+  if (!config.cipher_suites.empty() &&
+      SSL_CTX_set_cipher_list(context, join(config.cipher_suites, ":").c_str()) != 1) {
+    fail("none of cipher_suites is available in this OpenSSL");
+  }
+  if (config.prefer_server_cipher_suites) {
+    SSL_CTX_set_options(context, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  } else {
+    SSL_CTX_clear_options(context, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  }
+  if (!config.curve_groups.empty() &&
+      SSL_CTX_set1_groups_list(context, join(config.curve_groups, ":").c_str()) != 1) {
+    fail("curve_preferences names a curve this OpenSSL does not have");
+  }
+  SSL_CTX_set_ex_data(context, allowed_sans_index(),
+                      const_cast<std::vector<std::string>*>(&config.client_allowed_sans));
+
   switch (config.client_auth) {
     case ClientAuth::none:
       SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nullptr);
@@ -274,7 +372,8 @@ void TlsCertificates::configure(void* ssl_ctx) {
       SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
       break;
     case ClientAuth::require_and_verify:
-      SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
+      SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+                         config.client_allowed_sans.empty() ? nullptr : &verify_allowed_sans);
       break;
   }
   // A server that asks for client certificates must name its session cache, or OpenSSL refuses

@@ -420,7 +420,8 @@ TestCertificates make_test_certificates(const TempDir& dir) {
                                         "[client]\n"
                                         "basicConstraints = CA:FALSE\n"
                                         "keyUsage = critical,digitalSignature\n"
-                                        "extendedKeyUsage = clientAuth\n");
+                                        "extendedKeyUsage = clientAuth\n"
+                                        "subjectAltName = DNS:prometheus.example\n");
   const fs::path& d = dir.path();
   TestCertificates made{d / "ca.crt",     d / "server.crt", d / "server.key", d / "client.crt",
                         d / "client.key", d / "rogue.crt",  d / "rogue.key"};

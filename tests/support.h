@@ -94,8 +94,9 @@ class RunningExporter {
 std::string run_shell(const std::string& command, int* exit_code);
 
 // Certificates for HTTPS tests, made in `dir` with the openssl command: a CA, a certificate for
-// the server at 127.0.0.1 and one for a client, both signed by the CA, and a self-signed client
-// certificate that no configured CA vouches for. Throws with openssl's output when it fails.
+// the server at 127.0.0.1 and one for a client (DNS name prometheus.example), both signed by the
+// CA, and a self-signed client certificate that no configured CA vouches for. Throws with
+// openssl's output when it fails.
 struct TestCertificates {
   std::filesystem::path ca_cert;
   std::filesystem::path server_cert, server_key;

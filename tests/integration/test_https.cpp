@@ -226,3 +226,89 @@ TEST_CASE("HTTPS: a renewed certificate is served without a restart, an unusable
   served_dir.write("server.key", test::read_file(first.server_key));
   CHECK(trusting(first).status == 200);
 }
+
+TEST_CASE("HTTPS: the rest of tls_server_config: inline PEM, max_version, cipher suites, curves, "
+          "allowed client SANs",
+          "[http][tls]") {
+  test::TempDir dir;
+  const auto certificates = test::make_test_certificates(dir);
+  const std::vector<std::string> trust = {"--cacert", certificates.ca_cert.string()};
+  const auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), trust.begin(), trust.end());
+    return extra;
+  };
+  auto options = tls_options(certificates);
+
+  SECTION("certificate and key given in the config itself") {
+    options.tls->cert_pem = test::read_file(certificates.server_cert);
+    options.tls->key_pem = test::read_file(certificates.server_key);
+    options.tls->cert_file.clear();
+    options.tls->key_file.clear();
+    HttpServer server(options, answer("ok"));
+    CHECK(test::curl(trust, url(server, "/")).status == 200);
+  }
+  SECTION("max_version") {
+    options.tls->max_version = TlsVersion::tls12;
+    HttpServer server(options, answer("ok"));
+    CHECK(test::curl(with({"--tls-max", "1.2"}), url(server, "/")).status == 200);
+    CHECK(test::curl(with({"--tlsv1.3"}), url(server, "/")).status == 0);
+  }
+  SECTION("cipher_suites (TLS 1.2; the test certificate is ECDSA)") {
+    options.tls->max_version = TlsVersion::tls12;
+    options.tls->cipher_suites = {"ECDHE-ECDSA-AES256-GCM-SHA384"};
+    HttpServer server(options, answer("ok"));
+    CHECK(test::curl(with({"--ciphers", "ECDHE-ECDSA-AES256-GCM-SHA384"}), url(server, "/"))
+              .status == 200);
+    CHECK(test::curl(with({"--ciphers", "ECDHE-ECDSA-AES128-GCM-SHA256"}), url(server, "/"))
+              .status == 0);
+  }
+  SECTION("curve_preferences") {
+    options.tls->curve_groups = {"P-384"};
+    HttpServer server(options, answer("ok"));
+    CHECK(test::curl(with({"--curves", "P-384"}), url(server, "/")).status == 200);
+    CHECK(test::curl(with({"--curves", "P-256"}), url(server, "/")).status == 0);
+  }
+  SECTION("client_allowed_sans") {
+    options.tls->client_auth = ClientAuth::require_and_verify;
+    options.tls->client_ca_file = certificates.ca_cert.string();
+    const auto client = with({"--cert", certificates.client_cert.string(), "--key",
+                              certificates.client_key.string()});
+    options.tls->client_allowed_sans = {"other.example", "prometheus.example"};
+    {
+      HttpServer server(options, answer("ok"));
+      const auto allowed = test::curl(client, url(server, "/"));
+      INFO(allowed.error);
+      CHECK(allowed.status == 200);
+    }
+    options.tls->client_allowed_sans = {"other.example"};
+    {
+      HttpServer server(options, answer("ok"));
+      CHECK(test::curl(client, url(server, "/")).status == 0);
+    }
+  }
+}
+
+TEST_CASE("http_server_config headers are on every response; rate_limit answers 429 beyond its "
+          "burst, never on /-/healthy",
+          "[http]") {
+  HttpServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.worker_threads = 8;
+  options.response_headers = {{"Strict-Transport-Security", "max-age=31536000"},
+                              {"X-Frame-Options", "deny"}};
+  RateLimit limit;
+  limit.burst = 3;
+  limit.interval_seconds = 3600;  // no refill within the test
+  options.rate_limit = limit;
+  HttpServer server(options, answer("ok"));
+  const auto first = test::http_get(server.port(), "/metrics");
+  CHECK(first.status == 200);
+  CHECK(first.headers.at("strict-transport-security") == "max-age=31536000");
+  CHECK(first.headers.at("x-frame-options") == "deny");
+  CHECK(test::http_get(server.port(), "/").status == 200);
+  CHECK(test::http_get(server.port(), "/metrics").status == 200);
+  const auto limited = test::http_get(server.port(), "/metrics");
+  CHECK(limited.status == 429);
+  CHECK(limited.headers.at("x-frame-options") == "deny");
+  CHECK(test::http_get(server.port(), "/-/healthy").status == 200);
+}
