@@ -64,6 +64,15 @@ std::optional<std::uint64_t> parse_duration_ms(std::string_view text) {
   return total;
 }
 
+std::string join(const std::vector<std::string>& words, std::string_view separator) {
+  std::string out;
+  for (const auto& word : words) {
+    if (!out.empty()) out += separator;
+    out += word;
+  }
+  return out;
+}
+
 std::string to_lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hwperf {
 
@@ -16,6 +17,8 @@ std::optional<std::uint64_t> parse_u64(std::string_view text, int base = 10);
 // in milliseconds; nullopt for anything else or overflow.
 std::optional<std::uint64_t> parse_duration_ms(std::string_view text);
 std::string to_lower(std::string_view text);
+// The words with `separator` between them.
+std::string join(const std::vector<std::string>& words, std::string_view separator = ", ");
 std::string to_upper(std::string_view text);
 bool ends_with(std::string_view text, std::string_view suffix);
 

@@ -4,6 +4,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "common/text.h"
+
 namespace hwperf::yaml_reader {
 
 void Problems::add(const YAML::Mark& mark, const std::string& message) {
@@ -12,12 +14,6 @@ void Problems::add(const YAML::Mark& mark, const std::string& message) {
 
 SourceMark Problems::where(const YAML::Mark& mark) const {
   return SourceMark{file_, mark.line + 1, mark.column + 1};
-}
-
-std::string join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const auto& w : words) out += (out.empty() ? "" : ", ") + w;
-  return out;
 }
 
 Mapping& Mapping::on(const std::string& key, Handler handler) {

@@ -35,8 +35,6 @@ class Problems {
   std::vector<std::string> problems_;
 };
 
-std::string join(const std::vector<std::string>& words);
-
 // Visits the keys of one mapping, reporting unknown, duplicate and non-scalar keys against the
 // schema.
 class Mapping {

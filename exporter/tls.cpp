@@ -20,6 +20,7 @@
 #include <openssl/x509v3.h>
 
 #include "common/log.h"
+#include "common/text.h"
 
 namespace hwperf {
 namespace {
@@ -233,12 +234,6 @@ struct TlsCertificates::State {
 };
 
 namespace {
-
-std::string join(const std::vector<std::string>& names, const char* separator) {
-  std::string out;
-  for (const auto& name : names) out += (out.empty() ? "" : separator) + name;
-  return out;
-}
 
 // Where a context keeps its client_allowed_sans, for the verify callback, which gets no argument
 // of its own.
