@@ -19,7 +19,7 @@
 #include "bench/bench_support.h"
 #include "collectors/collector_set.h"
 #include "collectors/papi/papi_collector.h"
-#include "collectors/topology_collector.h"
+#include "collectors/topology/topology_collector.h"
 #include "config/config.h"
 #include "common/log.h"
 #include "collectors/build_info.h"

@@ -10,6 +10,13 @@
 
 namespace hwperf {
 
+// A family a collector exports under a name the user chose (a PAPI event's `metric:`), with where
+// that name was written (file:line:column, or "" when built in).
+struct FamilyDeclaration {
+  std::string name;
+  std::string where;
+};
+
 class Collector {
  public:
   virtual ~Collector() = default;
@@ -25,6 +32,9 @@ class Collector {
   // geometry). The exporter gathers them once at startup and serializes them once per format, so
   // a scrape costs nothing for them however large the machine; collect() leaves them out.
   virtual void collect_constant(std::vector<prometheus::MetricFamily>& out) const { (void)out; }
+  // The families collect() exports under configured names, so that CollectorSet can refuse at
+  // startup a name another collector exports too. Constant families need not be listed.
+  virtual std::vector<FamilyDeclaration> declared_families() const { return {}; }
 };
 
 }  // namespace hwperf

@@ -8,6 +8,8 @@
 
 #include "collectors/metrics.h"
 #include "common/log.h"
+#include "common/text.h"
+#include "config/errors.h"
 
 namespace hwperf {
 namespace {
@@ -18,6 +20,11 @@ const std::string& success_name() {
 const std::string& duration_name() {
   static const std::string name = metric_name({"scrape", "collector", "duration", "seconds"});
   return name;
+}
+// OpenMetrics types a counter family without "_total": hwperf_cpu_info_total and the gauge
+// hwperf_cpu_info are one family name there.
+std::string openmetrics_family(const std::string& name) {
+  return ends_with(name, "_total") ? name.substr(0, name.size() - 6) : name;
 }
 }  // namespace
 
@@ -36,6 +43,22 @@ CollectorSet& CollectorSet::operator=(CollectorSet&&) noexcept = default;
 
 void CollectorSet::add(std::unique_ptr<Collector> collector) {
   if (!collector) throw std::invalid_argument("collector set: a collector factory returned none");
+  std::vector<FamilyDeclaration> families = collector->declared_families();
+  std::vector<prometheus::MetricFamily> constant;
+  collector->collect_constant(constant);
+  for (const auto& family : constant) families.push_back({family.name, ""});
+  std::vector<std::string> problems;
+  for (const auto& family : families) {
+    const auto [taken, inserted] =
+        family_owners_.emplace(openmetrics_family(family.name), collector->name());
+    if (inserted || taken->second == collector->name()) continue;
+    problems.push_back((family.where.empty() ? "" : family.where + ": ") + "the " +
+                       collector->name() + " collector would export " + family.name +
+                       ", which is the " + taken->second + " collector's family " + taken->first +
+                       " (in OpenMetrics a counter is named without _total); give it another "
+                       "`metric:` name");
+  }
+  if (!problems.empty()) throw ConfigError(std::move(problems));
   auto entry = std::make_unique<Entry>();
   entry->name = collector->name();
   entry->collector = std::move(collector);

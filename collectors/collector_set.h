@@ -3,6 +3,7 @@
 // execute()). An exception that reached CivetWeb's C threads would end the process.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@ class CollectorSet {
   CollectorSet& operator=(CollectorSet&&) noexcept;
 
   // Throws std::invalid_argument for a null collector: a scrape would otherwise crash on it.
+  // Throws ConfigError, naming where it was configured, for a family name (declared or
+  // constant) that an earlier collector exports too.
   void add(std::unique_ptr<Collector> collector);
   std::vector<std::string> names() const;
 
@@ -33,6 +36,7 @@ class CollectorSet {
  private:
   struct Entry;
   std::vector<std::unique_ptr<Entry>> entries_;
+  std::map<std::string, std::string> family_owners_;  // OpenMetrics family name -> collector
 };
 
 }  // namespace hwperf

@@ -109,12 +109,7 @@ int run_exporter(const std::vector<std::string>& args) {
   if (cli.version) {
     std::cout << "hwperf_exporter version " << exporter_version() << " (revision "
               << exporter_revision();
-    for (const auto& entry : collector_registry()) {
-      if (entry.library_label == nullptr) continue;
-      std::string library = entry.library_label;
-      library = library.substr(0, library.find("_version"));
-      std::cout << ", " << library << " " << entry.library_version();
-    }
+    for (const auto& library : collector_library_versions()) std::cout << ", " << library;
     std::cout << ")\n";
     return code(ExitCode::ok);
   }
@@ -150,11 +145,8 @@ int run_exporter(const std::vector<std::string>& args) {
     return code(startup_step([&] {
       std::cout << dump_config(config);
       std::cout << "# topology: " << topology->description() << "\n";
-      for (const auto& entry : collector_registry()) {
-        if (!entry.enabled(config)) continue;
-        for (const auto& line : entry.check(config, *topology)) {
-          std::cout << "# " << entry.name << ": " << line << "\n";
-        }
+      for (const auto& line : collector_check_report(config, *topology)) {
+        std::cout << "# " << line << "\n";
       }
     }));
   }

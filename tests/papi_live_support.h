@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collectors/papi/papi_collector.h"
+#include "collectors/papi/papi_factory.h"
 #include "common/cpu_list.h"
 #include "tests/support.h"
 #include "topology/topology.h"

@@ -371,6 +371,11 @@ double value_of(const std::vector<Sample>& samples, const std::string& name,
   return found.front().value;
 }
 
+Topology with_cpu_identity_from(const Topology& topology, const std::string& procfs_root) {
+  return Topology(topology.threads(), topology.caches(), topology.description(),
+                  read_cpu_identity(procfs_root));
+}
+
 Topology two_socket_topology() {
   std::vector<HardwareThread> threads;
   for (unsigned package = 0; package < 2; ++package) {

@@ -155,5 +155,7 @@ double value_of(const std::vector<Sample>& samples, const std::string& name,
 // 2 packages x 2 cores x 2 hardware threads (CPUs 0-7), core ids repeating per package as on
 // Linux, NUMA node = package.
 Topology two_socket_topology();
+// `topology` carrying the CPU identity that Topology::load reads under `procfs_root`.
+Topology with_cpu_identity_from(const Topology& topology, const std::string& procfs_root);
 
 }  // namespace hwperf::test

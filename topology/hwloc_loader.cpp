@@ -263,7 +263,9 @@ Topology Topology::load(const TopologyConfig& source, const PathsConfig& paths) 
   std::vector<Cache> caches = read_caches(topology.get(), threads);
   std::string description = describe(threads, source);
   if (!fsroot.empty()) description += " read under " + fsroot;
-  return Topology(std::move(threads), std::move(caches), std::move(description));
+  // The CPU model is the machine's, whichever source describes its shape.
+  return Topology(std::move(threads), std::move(caches), std::move(description),
+                  read_cpu_identity(paths.procfs));
 }
 
 std::string hwloc_library_version() {

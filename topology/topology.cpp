@@ -22,10 +22,11 @@ std::string Cache::label() const {
 }
 
 Topology::Topology(std::vector<HardwareThread> threads, std::vector<Cache> caches,
-                   std::string description)
+                   std::string description, std::optional<CpuIdentity> cpu_identity)
     : threads_(std::move(threads)),
       caches_(std::move(caches)),
-      description_(std::move(description)) {
+      description_(std::move(description)),
+      cpu_identity_(std::move(cpu_identity)) {
   std::sort(threads_.begin(), threads_.end(),
             [](const HardwareThread& a, const HardwareThread& b) { return a.cpu < b.cpu; });
   const auto duplicate = std::adjacent_find(

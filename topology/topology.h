@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "topology/cpu_identity.h"
 
 namespace hwperf {
 
@@ -46,12 +47,15 @@ class Topology {
   // tree describes CPUs (devices/system/cpu); otherwise from this process's own /sys.
   static Topology load(const TopologyConfig& source, const PathsConfig& paths = PathsConfig{});
   // Built by hand (tests of other modules that need a topology without hwloc).
-  Topology(std::vector<HardwareThread> threads, std::vector<Cache> caches, std::string description);
+  Topology(std::vector<HardwareThread> threads, std::vector<Cache> caches, std::string description,
+           std::optional<CpuIdentity> cpu_identity = std::nullopt);
 
   // Sorted by cpu.
   const std::vector<HardwareThread>& threads() const { return threads_; }
   const std::vector<Cache>& caches() const { return caches_; }
   const std::string& description() const { return description_; }
+  // Read from <--path.procfs>/cpuinfo by load(); nothing when unreadable or incomplete.
+  const std::optional<CpuIdentity>& cpu_identity() const { return cpu_identity_; }
 
   const HardwareThread* find(unsigned cpu) const;
   std::vector<unsigned> cpus() const;
@@ -70,6 +74,7 @@ class Topology {
   std::vector<HardwareThread> threads_;
   std::vector<Cache> caches_;
   std::string description_;
+  std::optional<CpuIdentity> cpu_identity_;
 };
 
 std::string hwloc_library_version();

@@ -150,12 +150,16 @@ class PapiCollector final : public Collector {
     if (auto problems = papi::name_families(named, config.granularity); !problems.empty()) {
       throw ConfigError(std::move(problems));
     }
-    for (const auto& event : named) event_names_.push_back(event.event);
+    for (const auto& event : named) {
+      event_names_.push_back(event.event);
+      declared_.push_back({event.family, event.where});
+    }
     build_event_families(config, named, topology);
     build_status_families(named);
   }
 
   std::string name() const override { return "papi"; }
+  std::vector<FamilyDeclaration> declared_families() const override { return declared_; }
 
   // Availability, event info, dropped events and event-set shapes only change at startup:
   // constant families (collector.h), serialized once.
@@ -397,6 +401,7 @@ class PapiCollector final : public Collector {
   std::unique_ptr<CounterSource> source_;
   std::vector<EventFamily> families_;
   std::vector<std::string> event_names_;  // per event index, for messages
+  std::vector<FamilyDeclaration> declared_;     // event families under their configured names
   std::vector<prometheus::MetricFamily> status_;
   std::mutex mutex_;
   // Guarded by mutex_, per layout counter: the latest reading, the reading last added to the

@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include "collectors/metrics.h"
-#include "collectors/topology_collector.h"
 #include "common/cpu_list.h"
 #include "common/text.h"
 #include "config/errors.h"
@@ -76,13 +75,16 @@ struct SoftwareEvent {
   const char* base;  // upper case, as perf:: spells it
   const char* description;
   Unit unit;
+  // The metric name where the snake_case of `base` would repeat the family's level
+  // (hwperf_cpu_cpu_clock_seconds_total); nullptr for that snake_case.
+  const char* metric = nullptr;
 };
 
 // perf's software events: PAPI describes them only by kernel constant (PERF_COUNT_SW_...).
 constexpr SoftwareEvent kSoftwareEvents[] = {
     {"CPU-CLOCK",
      "Time from perf's cpu-clock timer; counted per CPU it advances with wall time, busy or idle",
-     Unit::nanoseconds},
+     Unit::nanoseconds, "clock"},
     {"TASK-CLOCK", "Time tasks ran, from perf's task-clock timer", Unit::nanoseconds},
     {"PAGE-FAULTS", "Page faults", Unit::count},
     {"FAULTS", "Page faults", Unit::count},
@@ -90,7 +92,7 @@ constexpr SoftwareEvent kSoftwareEvents[] = {
     {"MAJOR-FAULTS", "Major page faults (needed I/O)", Unit::count},
     {"CONTEXT-SWITCHES", "Context switches", Unit::count},
     {"CS", "Context switches", Unit::count},
-    {"CPU-MIGRATIONS", "Task migrations onto this CPU", Unit::count},
+    {"CPU-MIGRATIONS", "Task migrations onto this CPU", Unit::count, "migrations"},
     {"MIGRATIONS", "Task migrations onto this CPU", Unit::count},
     {"ALIGNMENT-FAULTS", "Alignment faults", Unit::count},
     {"EMULATION-FAULTS", "Emulation faults", Unit::count},
@@ -204,7 +206,10 @@ std::string default_metric_base(std::string_view event) {
   // A generic event gets the name of the preset with its meaning, so a dashboard works whether a
   // machine counts PAPI_TOT_INS or perf::INSTRUCTIONS.
   const GenericEvent* generic = find_generic_event(event);
-  std::string joined = generic != nullptr ? generic->metric : name.base;
+  const SoftwareEvent* software = find_software_event(event);
+  std::string joined = generic != nullptr                                  ? generic->metric
+                       : software != nullptr && software->metric != nullptr ? software->metric
+                                                                            : name.base;
   for (const auto& qualifier : name.qualifiers) joined += "_" + qualifier;
   std::string base = to_snake_case(joined);
   if (event_unit(event) == Unit::nanoseconds) base += "_seconds";
@@ -323,18 +328,6 @@ std::vector<std::string> name_families(std::vector<EventSpec>& specs, Granularit
     } catch (const std::invalid_argument& e) {
       problems.push_back(where + "PAPI event \"" + spec.event + "\": " + e.what() +
                          "; set `metric:` to a name of [a-z_][a-z0-9_]*");
-      continue;
-    }
-    // OpenMetrics names a counter family without "_total": hwperf_cpu_info_total would be typed
-    // as hwperf_cpu_info, beside the topology collector's gauge of that name.
-    const std::string base = ends_with(spec.family, "_total")
-                                 ? spec.family.substr(0, spec.family.size() - 6)
-                                 : spec.family;
-    const auto& reserved = topology_family_names();
-    if (std::find(reserved.begin(), reserved.end(), base) != reserved.end()) {
-      problems.push_back(where + "PAPI event \"" + spec.event + "\" would be exported as " +
-                         spec.family + ", which OpenMetrics names " + base +
-                         ", like the topology collector's family; give it another `metric:` name");
       continue;
     }
     const auto [it, inserted] = by_family.emplace(spec.family, i);

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/papi/papi_collector.h"
+#include "collectors/papi/counter_source.h"
 #include "config/config.h"
 
 namespace hwperf {
@@ -30,7 +30,8 @@ bool is_preset(std::string_view event);  // "PAPI_..." without a PMU prefix
 
 // The metric base name derived from an event: readable names for common presets
 // (PAPI_TOT_INS -> instructions), otherwise the snake_case of the name without its PMU prefix
-// (perf::PAGE-FAULTS -> page_faults). Nanosecond events get "_seconds" (cpu_clock_seconds).
+// (perf::PAGE-FAULTS -> page_faults). Nanosecond events get "_seconds"; a name
+// that would repeat the family's level is shortened (perf::CPU-CLOCK -> clock_seconds).
 std::string default_metric_base(std::string_view event);
 Unit event_unit(std::string_view event);
 // A readable description for events whose PAPI description is only a kernel constant

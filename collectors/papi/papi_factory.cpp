@@ -1,6 +1,8 @@
 // From configuration to a running PAPI collector: validate what the user asked for (every
 // problem at once), open the counters, and say once, at startup, what could not be counted and
 // what to do about it. Also the --check-config report, built the same way.
+#include "collectors/papi/papi_factory.h"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -37,11 +39,6 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
                  const PathsConfig& paths) {
   Prepared prepared;
   std::vector<std::string> problems;
-  if (config.events_given && config.events.empty()) {
-    problems.push_back(
-        "collectors.papi.events is empty: list the events to count, leave the key out for the "
-        "default set, or set collectors.papi.enabled: false");
-  }
   try {
     prepared.cpus = papi::select_cpus(config, topology);
   } catch (const ConfigError& e) {

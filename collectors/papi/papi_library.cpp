@@ -12,7 +12,6 @@
 
 #include "collectors/papi/papi_diagnosis.h"
 #include "collectors/papi/papi_remedies.h"
-#include "collectors/papi/papi_source.h"
 #include "common/sysctl.h"
 
 namespace hwperf::papi {

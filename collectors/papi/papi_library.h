@@ -71,3 +71,11 @@ EventLookup lookup_event(const std::string& event);
 std::string version_text(int version);
 
 }  // namespace hwperf::papi
+
+namespace hwperf {
+
+// "7.0.0.0": the version of the libpapi this process runs with (PAPI_LIB_VERSION, for
+// hwperf_build_info and --version); the one it was built against if PAPI cannot initialise.
+std::string papi_library_version();
+
+}  // namespace hwperf

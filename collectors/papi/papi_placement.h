@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/papi/papi_collector.h"
+#include "collectors/papi/counter_source.h"
 #include "config/config.h"
 
 namespace hwperf::papi {

@@ -17,8 +17,17 @@
 #include "common/files.h"
 #include "common/text.h"
 #include "common/unique_fd.h"
+#include "topology/cpu_identity.h"
 
 namespace hwperf::rapl {
+
+// AMD from family 17h and Hygon from 18h: package energy is one counter per socket however many
+// dies (CCDs) it has, and the core energy register (0xC001029A) is per core. Every interface
+// needs this, so it is here rather than in any one of them.
+inline bool amd_rapl(const CpuIdentity& cpu) {
+  return (cpu.vendor == "AuthenticAMD" && cpu.family >= 0x17) ||
+         (cpu.vendor == "HygonGenuine" && cpu.family >= 0x18);
+}
 
 struct CounterInfo {
   Domain domain = Domain::package;

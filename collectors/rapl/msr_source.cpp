@@ -21,9 +21,8 @@ enum class Vendor { intel, amd, unknown };
 
 Vendor vendor_of(const CpuIdentity& cpu) {
   if (cpu.vendor == "GenuineIntel" && cpu.family == 6) return Vendor::intel;
-  // Zen and later (family 17h+), and Hygon's Zen derivative (18h), share AMD's RAPL MSRs.
-  if (cpu.vendor == "AuthenticAMD" && cpu.family >= 0x17) return Vendor::amd;
-  if (cpu.vendor == "HygonGenuine" && cpu.family >= 0x18) return Vendor::amd;
+  // Zen and later, and Hygon's Zen derivative, share AMD's RAPL MSRs.
+  if (amd_rapl(cpu)) return Vendor::amd;
   return Vendor::unknown;
 }
 
@@ -130,50 +129,6 @@ ProbeResult open_failure(const std::string& devfs_root, unsigned cpu, int error)
 
 }  // namespace
 
-std::optional<CpuIdentity> parse_cpuinfo(std::string_view text) {
-  CpuIdentity cpu;
-  bool vendor = false;
-  bool family = false;
-  bool model = false;
-  while (!text.empty()) {
-    const auto newline = text.find('\n');
-    const std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
-    if (trim(line).empty()) {
-      if (vendor || family || model) break;  // the end of the first processor's block
-      continue;
-    }
-    const auto colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    const std::string_view key = trim(line.substr(0, colon));
-    const std::string_view value = trim(line.substr(colon + 1));
-    if (key == "vendor_id") {
-      cpu.vendor = std::string(value);
-      vendor = true;
-    } else if (key == "cpu family") {
-      const auto parsed = parse_u64(value);
-      if (!parsed || *parsed > 0xFFFF) return std::nullopt;
-      cpu.family = static_cast<unsigned>(*parsed);
-      family = true;
-    } else if (key == "model") {
-      const auto parsed = parse_u64(value);
-      if (!parsed || *parsed > 0xFFFF) return std::nullopt;
-      cpu.model = static_cast<unsigned>(*parsed);
-      model = true;
-    }
-  }
-  if (!vendor || !family || !model) return std::nullopt;
-  return cpu;
-}
-
-std::optional<CpuIdentity> read_cpu_identity(const std::string& procfs_root) {
-  const auto text = read_small_file(procfs_root + "/cpuinfo");
-  if (!text.ok()) return std::nullopt;
-  return parse_cpuinfo(text.value);
-}
-
-bool amd_rapl(const CpuIdentity& cpu) { return vendor_of(cpu) == Vendor::amd; }
-
 unsigned energy_unit_exponent(const CpuIdentity& cpu, Domain domain, std::uint64_t unit_register) {
   const auto esu = static_cast<unsigned>((unit_register >> 8) & 0x1F);
   if (vendor_of(cpu) != Vendor::intel) return esu;
@@ -188,19 +143,14 @@ unsigned energy_unit_exponent(const CpuIdentity& cpu, Domain domain, std::uint64
 }
 
 ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, DomainSet wanted) {
-  const std::string cpuinfo_path = paths.procfs + "/cpuinfo";
-  const auto cpuinfo_text = read_small_file(cpuinfo_path);
-  if (!cpuinfo_text.ok()) {
-    return failure("error", cpuinfo_path + ": " + errno_text(cpuinfo_text.error) +
-                                ": the CPU vendor decides which registers to read");
-  }
-  const auto cpu = parse_cpuinfo(cpuinfo_text.value);
+  const auto& cpu = topology.cpu_identity();
   if (!cpu) {
-    return failure("error", cpuinfo_path + " names no vendor_id, cpu family and model");
+    return failure("error", paths.procfs + "/cpuinfo is unreadable or names no vendor_id, cpu "
+                                           "family and model: the CPU vendor decides which "
+                                           "registers to read");
   }
   const Vendor vendor = vendor_of(*cpu);
-  const std::string identity = cpu->vendor + " family " + std::to_string(cpu->family) +
-                               " model " + std::to_string(cpu->model);
+  const std::string identity = cpu->describe();
   if (vendor == Vendor::unknown) {
     return failure("unsupported", "no RAPL register layout is known for " + identity);
   }

@@ -14,18 +14,6 @@
 
 namespace hwperf::rapl {
 
-struct CpuIdentity {
-  std::string vendor;  // "GenuineIntel", "AuthenticAMD", "HygonGenuine"
-  unsigned family = 0;
-  unsigned model = 0;
-};
-// The first processor's vendor_id, cpu family and model from /proc/cpuinfo text.
-std::optional<CpuIdentity> parse_cpuinfo(std::string_view text);
-// The same from <procfs_root>/cpuinfo; nothing when unreadable or incomplete.
-std::optional<CpuIdentity> read_cpu_identity(const std::string& procfs_root);
-// AMD from family 17h and Hygon from 18h: package energy is one counter per socket however many
-// dies (CCDs) it has, and the core energy register (0xC001029A) is per core.
-bool amd_rapl(const CpuIdentity& cpu);
 
 namespace msr {
 inline constexpr std::uint64_t kIntelPowerUnit = 0x606;

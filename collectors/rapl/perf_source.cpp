@@ -14,7 +14,6 @@
 #include <utility>
 #include <vector>
 
-#include "collectors/rapl/msr_source.h"
 #include "common/cpu_list.h"
 #include "common/log.h"
 
@@ -280,7 +279,7 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
   // die (arch/x86/events/rapl.c, 2024: the PMU's cpumask names one CPU per die, a CCD on AMD)
   // would otherwise give one series per CCD, each the whole socket's energy; the MSR path reads
   // die 0 only for the same reason.
-  const auto cpu = read_cpu_identity(procfs_root);
+  const auto& cpu = topology.cpu_identity();
   const bool amd = cpu && amd_rapl(*cpu);
   const auto packages = package_targets(pmu_dir, topology, !amd);
   const auto cores = topology.core_targets();

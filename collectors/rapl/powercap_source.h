@@ -8,7 +8,6 @@
 #include <string_view>
 
 #include "collectors/rapl/energy_source.h"
-#include "collectors/rapl/msr_source.h"
 #include "topology/topology.h"
 
 namespace hwperf::rapl {

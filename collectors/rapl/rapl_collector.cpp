@@ -6,10 +6,6 @@
 #include <utility>
 
 #include "collectors/metrics.h"
-#include "collectors/rapl/msr_source.h"
-#include "collectors/rapl/perf_source.h"
-#include "collectors/rapl/powercap_source.h"
-#include "collectors/rapl/rapl_factory.h"
 #include "common/text.h"
 #include "config/errors.h"
 #include "common/log.h"

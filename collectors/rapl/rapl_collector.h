@@ -1,22 +1,25 @@
 // The RAPL energy collector (collector name "rapl"): joules per package and domain, exact across
-// counter wrap-around, through perf_event, powercap or the msr driver. See the "RAPL collector"
-// section of README.md.
+// counter wrap-around, over whichever interface rapl_factory.h found working (perf_event,
+// powercap or the msr driver). Public to the tests, so that a collector can be built around a
+// fake EnergySource and a fake clock. See docs/collectors/rapl.md.
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "collectors/collector.h"
+#include "collectors/rapl/energy_source.h"
+#include "collectors/rapl/rapl_engine.h"
 #include "config/config.h"
 #include "topology/topology.h"
 
-namespace hwperf {
+namespace hwperf::rapl {
 
-// Probes the interfaces (config.interface, or perf -> powercap -> msr for auto), logs one line
-// per interface that cannot be used with its remedy, and returns a collector that serves what it
-// found -- or, with no RAPL at all, only says so in hwperf_rapl_energy_available 0. Never throws
-// for missing hardware; throws ConfigError only for a configuration error (an unknown domain, a
-// negative or non-finite number). Returns nullptr when config.enabled is false.
-std::unique_ptr<Collector> make_rapl_collector(const RaplCollectorConfig& config,
-                                               const PathsConfig& paths, const Topology& topology);
+// The collector over the probe results: the successful one's source (if any) is moved into an
+// engine, the wrap guard is started when a counter can wrap, and every outcome is logged once.
+std::unique_ptr<Collector> build_rapl_collector(std::vector<ProbeResult> probes,
+                                                const RaplCollectorConfig& config,
+                                                const Topology& topology,
+                                                RaplEngine::NowFn now = &Clock::now);
 
-}  // namespace hwperf
+}  // namespace hwperf::rapl

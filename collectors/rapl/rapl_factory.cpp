@@ -8,27 +8,14 @@
 #include "collectors/rapl/msr_source.h"
 #include "collectors/rapl/perf_source.h"
 #include "collectors/rapl/powercap_source.h"
-#include "collectors/rapl/rapl_collector.h"
 #include "common/text.h"
 #include "config/errors.h"
 
 namespace hwperf {
 namespace rapl {
-DomainSet validate_rapl_config(const RaplCollectorConfig& config) {
-  std::vector<std::string> problems;
+DomainSet wanted_domains(const RaplCollectorConfig& config) {
   DomainSet wanted = config.domains.empty() ? DomainSet::all() : DomainSet::none();
   for (RaplDomain domain : config.domains) wanted.insert(domain);
-  if (!std::isfinite(config.max_power_watts) || config.max_power_watts < 0) {
-    problems.push_back("collectors.rapl.max_power_watts: must be a finite number >= 0 (0 = from "
-                       "the hardware), got " + format_number(config.max_power_watts));
-  }
-  const double guard = config.wrap_guard_interval_seconds;
-  if (!std::isfinite(guard) || guard < 0 || (guard > 0 && guard < kMinWrapGuardIntervalSeconds)) {
-    problems.push_back("collectors.rapl.wrap_guard_interval_seconds: must be 0 (derived) or at "
-                       "least " + format_number(kMinWrapGuardIntervalSeconds) + ", got " +
-                       format_number(guard));
-  }
-  if (!problems.empty()) throw ConfigError(problems);
   return wanted;
 }
 
@@ -50,8 +37,7 @@ std::vector<ProbeResult> probe_interfaces(RaplInterface choice, const PathsConfi
         result = open_perf_source(paths.sysfs, paths.procfs, topology, wanted);
         break;
       case RaplInterface::powercap:
-        result = open_powercap_source(paths.sysfs, topology, wanted,
-                                      read_cpu_identity(paths.procfs));
+        result = open_powercap_source(paths.sysfs, topology, wanted, topology.cpu_identity());
         break;
       case RaplInterface::msr:
       case RaplInterface::automatic:  // not in an order
@@ -70,7 +56,7 @@ std::vector<ProbeResult> probe_interfaces(RaplInterface choice, const PathsConfi
 std::unique_ptr<Collector> make_rapl_collector(const RaplCollectorConfig& config,
                                                const PathsConfig& paths, const Topology& topology) {
   if (!config.enabled) return nullptr;
-  const rapl::DomainSet wanted = rapl::validate_rapl_config(config);
+  const rapl::DomainSet wanted = rapl::wanted_domains(config);
   auto probes = rapl::probe_interfaces(config.interface, paths, topology, wanted);
   return rapl::build_rapl_collector(std::move(probes), config, topology);
 }

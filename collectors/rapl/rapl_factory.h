@@ -1,5 +1,5 @@
-// The pieces make_rapl_collector() is built from, public to the tests so that a collector can be
-// built around a fake EnergySource and a fake clock.
+// From configuration to a running RAPL collector: validation, the interface probes in order, and
+// make_rapl_collector(), which hands the first interface that works to build_rapl_collector().
 #pragma once
 
 #include <memory>
@@ -8,14 +8,15 @@
 
 #include "collectors/collector.h"
 #include "collectors/rapl/energy_source.h"
-#include "collectors/rapl/rapl_engine.h"
+#include "collectors/rapl/rapl_collector.h"
 #include "config/config.h"
 #include "topology/topology.h"
 
 namespace hwperf::rapl {
 
-// Throws ConfigError naming collectors.rapl.<key> for every problem found.
-DomainSet validate_rapl_config(const RaplCollectorConfig& config);
+// The domains to export: those configured, or all. The loader (config/loader.cpp) has bounded
+// every number already; nothing here validates them again.
+DomainSet wanted_domains(const RaplCollectorConfig& config);
 
 // The interfaces `auto` tries, in order; a forced interface is a list of one.
 std::vector<RaplInterface> interface_order(RaplInterface choice);
@@ -25,11 +26,15 @@ std::vector<RaplInterface> interface_order(RaplInterface choice);
 std::vector<ProbeResult> probe_interfaces(RaplInterface choice, const PathsConfig& paths,
                                           const Topology& topology, DomainSet wanted);
 
-// The collector over the probe results: the successful one's source (if any) is moved into an
-// engine, the wrap guard is started when a counter can wrap, and every outcome is logged once.
-std::unique_ptr<Collector> build_rapl_collector(std::vector<ProbeResult> probes,
-                                                const RaplCollectorConfig& config,
-                                                const Topology& topology,
-                                                RaplEngine::NowFn now = &Clock::now);
-
 }  // namespace hwperf::rapl
+
+namespace hwperf {
+
+// Probes the interfaces (config.interface, or perf -> powercap -> msr for auto), logs one line
+// per interface that cannot be used with its remedy, and returns a collector that serves what it
+// found -- or, with no RAPL at all, only says so in hwperf_rapl_energy_available 0. Never throws
+// for missing hardware. Returns nullptr when config.enabled is false.
+std::unique_ptr<Collector> make_rapl_collector(const RaplCollectorConfig& config,
+                                               const PathsConfig& paths, const Topology& topology);
+
+}  // namespace hwperf

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "collectors/papi/papi_events.h"
+#include "collectors/papi/papi_factory.h"
 #include "collectors/papi/papi_library.h"
 #include "collectors/papi/papi_source.h"
 #include "config/errors.h"

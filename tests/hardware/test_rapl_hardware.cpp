@@ -21,13 +21,13 @@ using namespace hwperf;
 using namespace hwperf::rapl;
 
 TEST_CASE("every available RAPL interface measures the same package energy", "[.hardware][rapl_hardware]") {
-  const Topology topology = Topology::load(TopologyConfig{});
   const PathsConfig paths;  // the host's /sys, /proc, /dev
+  const Topology topology = Topology::load(TopologyConfig{}, paths);
   std::vector<ProbeResult> probes;
   probes.push_back(open_perf_source(paths.sysfs, paths.procfs, topology, DomainSet::all()));
   // With the CPU, as the exporter opens it: on AMD the one-core `core` zone is left out.
   probes.push_back(open_powercap_source(paths.sysfs, topology, DomainSet::all(),
-                                        read_cpu_identity(paths.procfs)));
+                                        topology.cpu_identity()));
   probes.push_back(open_msr_source(paths, topology, DomainSet::all()));
 
   std::map<std::string, std::unique_ptr<RaplEngine>> engines;

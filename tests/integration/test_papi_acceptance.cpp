@@ -61,7 +61,7 @@ TEST_CASE("scrapes a second apart: CPU-CLOCK follows wall time, a taskset -c 1 p
                                 "        metric: page_faults\n"
                                 "        help: Page faults\n");
   test::RunningExporter exporter({"--config.file=" + config.string()});
-  const std::string clock = "hwperf_cpu_cpu_clock_seconds_total";
+  const std::string clock = "hwperf_cpu_clock_seconds_total";
   const std::string faults = "hwperf_cpu_page_faults_total";
 
   const auto first_at = std::chrono::steady_clock::now();

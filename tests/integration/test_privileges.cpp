@@ -128,7 +128,7 @@ TEST_CASE("the runtime user nobody: no capabilities, and PAPI counts and RAPL en
             test::value_of(before, "hwperf_rapl_package_joules_total", package0) ==
         Approx(static_cast<double>(added_uj) / 1e6));
   const std::map<std::string, std::string> cpu0 = {{"cpu", "0"}};
-  CHECK(test::value_of(after, "hwperf_cpu_cpu_clock_seconds_total", cpu0) >
-        test::value_of(before, "hwperf_cpu_cpu_clock_seconds_total", cpu0));
+  CHECK(test::value_of(after, "hwperf_cpu_clock_seconds_total", cpu0) >
+        test::value_of(before, "hwperf_cpu_clock_seconds_total", cpu0));
   CHECK(exporter.stop() == 0);
 }

@@ -176,7 +176,8 @@ TEST_CASE("perf on AMD and Hygon counts package energy once per socket, not once
     TempDir dir;
     write_software_power_pmu(dir, "power", "0-1", {{"energy-pkg", kCpuClock}});
     dir.write("proc/cpuinfo", cpuinfo(vendor, family, 17));
-    const Topology one_package({{0, 0, 0, 0, 0}, {1, 1, 0, 0, 1}}, {}, "test: 1 package, 2 CCDs");
+    const Topology one_package({{0, 0, 0, 0, 0}, {1, 1, 0, 0, 1}}, {}, "test: 1 package, 2 CCDs",
+                               read_cpu_identity(procfs(dir)));
     auto probe = open_perf_source(sysfs(dir), procfs(dir), one_package, DomainSet::all());
     REQUIRE(probe.source != nullptr);
     REQUIRE(probe.source->counters().size() == one_package.packages().size());

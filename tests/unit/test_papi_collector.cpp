@@ -17,6 +17,7 @@
 #include "common/cpu_list.h"
 #include "collectors/metrics.h"
 #include "collectors/papi/papi_collector.h"
+#include "collectors/topology/topology_collector.h"
 #include "config/errors.h"
 #include "exporter/exposition.h"
 #include "tests/support.h"
@@ -200,12 +201,12 @@ TEST_CASE("clock events are exported in seconds", "[papi]") {
   fake->values_ = {1500000000ull, 2000000000000000007ull};  // 1.5 s; ~23 days and 7 ns
   auto collector = make_papi_collector_from_source(
       config_with(Granularity::cpu),
-      {spec("perf::CPU-CLOCK", "cpu_clock_seconds", papi::Unit::nanoseconds)}, topology,
+      {spec("perf::CPU-CLOCK", "clock_seconds", papi::Unit::nanoseconds)}, topology,
       std::move(source));
   const auto samples = scrape(*collector);
-  CHECK(value_of(samples, "hwperf_cpu_cpu_clock_seconds_total", {{"cpu", "0"}}) ==
+  CHECK(value_of(samples, "hwperf_cpu_clock_seconds_total", {{"cpu", "0"}}) ==
         Approx(static_cast<double>(fake->values_[0]) / 1e9));
-  CHECK(value_of(samples, "hwperf_cpu_cpu_clock_seconds_total", {{"cpu", "1"}}) ==
+  CHECK(value_of(samples, "hwperf_cpu_clock_seconds_total", {{"cpu", "1"}}) ==
         Approx(static_cast<double>(fake->values_[1]) / 1e9));
 }
 
@@ -505,4 +506,41 @@ TEST_CASE("every negative reading is logged, not only a counter's first", "[papi
   CHECK(logged == expected.size());
   for (const auto& line : expected) CHECK_THAT(text, Catch::Contains(line));
   CHECK(fake->resets_ == static_cast<int>(expected.size()));
+}
+
+TEST_CASE("a metric name that would give a second topology family is a config error naming "
+          "where it was set", "[papi]") {
+  const Topology topology = two_socket_topology();
+  std::vector<prometheus::MetricFamily> topology_families;
+  make_topology_collector(topology)->collect_constant(topology_families);
+  REQUIRE_FALSE(topology_families.empty());
+  for (const auto& family : topology_families) {
+    // hwperf_cpu_<metric>_total is typed as hwperf_cpu_<metric> in OpenMetrics.
+    const std::string prefix = "hwperf_cpu_";
+    REQUIRE(family.name.rfind(prefix, 0) == 0);
+    CAPTURE(family.name);
+    EventSpec clashing = spec("perf::PAGE-FAULTS", family.name.substr(prefix.size()));
+    clashing.where = "/etc/hwperf.yml:9:11";
+    const auto papi_at = [&](Granularity granularity) {
+      return make_papi_collector_from_source(
+          config_with(granularity), {clashing}, topology,
+          std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, topology.cpus())));
+    };
+    CollectorSet set;
+    set.add(make_topology_collector(topology));
+    std::vector<std::string> problems;
+    try {
+      set.add(papi_at(Granularity::cpu));
+    } catch (const ConfigError& e) {
+      problems = e.problems();
+    }
+    REQUIRE(problems.size() == 1);
+    CHECK_THAT(problems.front(), Catch::StartsWith(clashing.where + ": ") &&
+                                     Catch::Contains(family.name + "_total") &&
+                                     Catch::Contains("metric:"));
+    // At another level the name is free.
+    CollectorSet per_package;
+    per_package.add(make_topology_collector(topology));
+    CHECK_NOTHROW(per_package.add(papi_at(Granularity::package)));
+  }
 }

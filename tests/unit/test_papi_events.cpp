@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "collectors/papi/papi_events.h"
-#include "collectors/topology_collector.h"
 #include "config/errors.h"
 #include "topology/topology.h"
 
@@ -51,6 +50,20 @@ TEST_CASE("common presets get the readable names the issue promises", "[papi]") 
   CAPTURE(event);
   CHECK(default_metric_base(event) == metric);
   CHECK(event_unit(event) == Unit::count);
+}
+
+TEST_CASE("events whose snake_case would repeat the CPU level are named without it", "[papi]") {
+  // hwperf_cpu_clock_seconds_total, not hwperf_cpu_cpu_clock_seconds_total.
+  const auto [event, metric] = GENERATE(table<std::string, std::string>({
+      {"perf::CPU-CLOCK", "clock_seconds"},
+      {"perf::cpu-clock:u", "clock_u_seconds"},
+      {"perf::CPU-MIGRATIONS", "migrations"},
+      {"perf::MIGRATIONS", "migrations"},
+      {"perf::TASK-CLOCK", "task_clock_seconds"},
+  }));
+  CAPTURE(event);
+  CHECK(default_metric_base(event) == metric);
+  CHECK(metric.rfind("cpu_", 0) == std::string::npos);
 }
 
 TEST_CASE("other events are named by their snake_case without the PMU prefix", "[papi]") {
@@ -202,26 +215,4 @@ TEST_CASE("CPU lists select CPUs from the topology", "[papi]") {
   REQUIRE(problems.size() == 1);
   CHECK_THAT(problems[0], Catch::Contains("hwperf.yml:4:11") && Catch::Contains("8-9") &&
                               Catch::Contains("0-7"));
-}
-
-TEST_CASE("a metric name that would give a second topology family is a config error naming "
-          "where it was set", "[papi]") {
-  for (const auto& reserved : topology_family_names()) {
-    // hwperf_cpu_<metric>_total is typed as hwperf_cpu_<metric> in OpenMetrics.
-    const std::string prefix = "hwperf_cpu_";
-    REQUIRE(reserved.rfind(prefix, 0) == 0);
-    EventSpec spec;
-    spec.event = "perf::PAGE-FAULTS";
-    spec.metric = reserved.substr(prefix.size());
-    spec.where = "/etc/hwperf.yml:9:11";
-    std::vector<EventSpec> specs = {spec};
-    CAPTURE(reserved);
-    const auto problems = papi::name_families(specs, Granularity::cpu);
-    REQUIRE(problems.size() == 1);
-    CHECK_THAT(problems.front(), Catch::StartsWith(spec.where + ": ") && Catch::Contains(reserved) &&
-                                     Catch::Contains("metric:"));
-    // At another level the name is free.
-    std::vector<EventSpec> per_package = {spec};
-    CHECK(papi::name_families(per_package, Granularity::package).empty());
-  }
 }

@@ -25,6 +25,7 @@
 
 using namespace hwperf;
 using namespace hwperf::test::rapl_fakes;
+using hwperf::test::with_cpu_identity_from;
 
 TEST_CASE("auto tries perf, then powercap, then msr, and stops at the first that works",
           "[rapl]") {
@@ -38,43 +39,34 @@ TEST_CASE("auto tries perf, then powercap, then msr, and stops at the first that
   dir.write("proc/cpuinfo", hwperf::test::rapl_fixture::cpuinfo("GenuineIntel", 6, 0x55));
   const PathsConfig paths = hwperf::test::rapl_fixture::paths_under(dir);
 
-  const auto automatic = probe_interfaces(RaplInterface::automatic, paths, two_packages(), DomainSet::all());
+  const auto automatic = probe_interfaces(RaplInterface::automatic, paths, with_cpu_identity_from(two_packages(), paths.procfs), DomainSet::all());
   REQUIRE(automatic.size() == 2);
   CHECK(automatic[0].interface == RaplInterface::perf);
   CHECK(automatic[0].source == nullptr);
   CHECK(automatic[1].interface == RaplInterface::powercap);
   CHECK(automatic[1].source != nullptr);
 
-  const auto forced = probe_interfaces(RaplInterface::msr, paths, two_packages(), DomainSet::all());
+  const auto forced = probe_interfaces(RaplInterface::msr, paths, with_cpu_identity_from(two_packages(), paths.procfs), DomainSet::all());
   REQUIRE(forced.size() == 1);
   CHECK(forced[0].interface == RaplInterface::msr);
   CHECK(forced[0].source == nullptr);
   CHECK(forced[0].reason == "absent");
 }
 
-TEST_CASE("configuration errors are ConfigErrors naming the key", "[rapl]") {
+TEST_CASE("the configured domains are the ones wanted, all when none are", "[rapl]") {
   RaplCollectorConfig config;
-  SECTION("negative or non-finite power") {
-    config.max_power_watts = GENERATE(-1.0, std::numeric_limits<double>::infinity(), std::nan(""));
-    CHECK_THROWS_AS(validate_rapl_config(config), ConfigError);
-    CHECK_THROWS_WITH(validate_rapl_config(config), Catch::Contains("collectors.rapl.max_power_watts"));
-  }
-  SECTION("a guard interval that would spin") {
-    config.wrap_guard_interval_seconds = 0.0001;
-    CHECK_THROWS_WITH(validate_rapl_config(config),
-                      Catch::Contains("collectors.rapl.wrap_guard_interval_seconds"));
+  SECTION("none configured") {
+    const DomainSet wanted = wanted_domains(config);
+    for (Domain domain : kAllDomains) {
+      CHECK(wanted.contains(domain));
+    }
   }
   SECTION("valid filters") {
     config.domains = {Domain::dram, Domain::psys};
-    const DomainSet wanted = validate_rapl_config(config);
+    const DomainSet wanted = wanted_domains(config);
     CHECK(wanted.contains(Domain::dram));
     CHECK(wanted.contains(Domain::psys));
     CHECK_FALSE(wanted.contains(Domain::package));
-  }
-  SECTION("through the public factory") {
-    config.max_power_watts = -1;
-    PathsConfig paths;
-    CHECK_THROWS_AS(make_rapl_collector(config, paths, two_packages()), ConfigError);
   }
   SECTION("disabled means no collector") {
     config.enabled = false;
@@ -88,7 +80,8 @@ TEST_CASE("make_rapl_collector on empty trees serves, with energy unavailable", 
   dir.write("dev/.keep", "");
   dir.write("proc/cpuinfo", hwperf::test::rapl_fixture::cpuinfo("GenuineIntel", 6, 0x55));
   const PathsConfig paths = hwperf::test::rapl_fixture::paths_under(dir);
-  auto collector = make_rapl_collector(RaplCollectorConfig{}, paths, two_packages());
+  auto collector =
+      make_rapl_collector(RaplCollectorConfig{}, paths, with_cpu_identity_from(two_packages(), paths.procfs));
   REQUIRE(collector != nullptr);
   const auto samples = scrape(*collector);
   CHECK(value_of(samples, "hwperf_rapl_energy_available") == 0);
@@ -98,8 +91,8 @@ TEST_CASE("make_rapl_collector on empty trees serves, with energy unavailable", 
   }
 }
 
-TEST_CASE("make_rapl_collector reads the CPU from --path.procfs: on AMD powercap's core zone is "
-          "left out", "[rapl]") {
+TEST_CASE("make_rapl_collector takes the CPU from the topology, read under --path.procfs: on AMD "
+          "powercap's core zone is left out", "[rapl]") {
   namespace fixture = hwperf::test::rapl_fixture;
   const auto zones = fixture::amd_two_package_zones();
   std::size_t packages = 0;
@@ -117,7 +110,8 @@ TEST_CASE("make_rapl_collector reads the CPU from --path.procfs: on AMD powercap
     fixture::write_powercap_tree(dir, zones);
     dir.write("dev/.keep", "");
     dir.write("proc/cpuinfo", fixture::cpuinfo(vendor, family, 0x11));
-    auto collector = make_rapl_collector(config, fixture::paths_under(dir), two_packages());
+    const PathsConfig paths = fixture::paths_under(dir);
+    auto collector = make_rapl_collector(config, paths, with_cpu_identity_from(two_packages(), paths.procfs));
     REQUIRE(collector != nullptr);
     const auto samples = scrape(*collector);
     CHECK(value_of(samples, "hwperf_rapl_interface_info", {{"interface", "powercap"}}) == 1);

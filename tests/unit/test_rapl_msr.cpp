@@ -17,6 +17,7 @@ using namespace hwperf;
 using namespace hwperf::rapl;
 using namespace hwperf::test::rapl_fixture;
 using hwperf::test::TempDir;
+using hwperf::test::with_cpu_identity_from;
 
 namespace {
 
@@ -60,19 +61,6 @@ std::size_t count_domain(const EnergySource& source, Domain domain) {
 
 }  // namespace
 
-TEST_CASE("cpuinfo gives the first processor's vendor, family and model", "[rapl]") {
-  const auto intel = parse_cpuinfo(cpuinfo("GenuineIntel", 6, 85));
-  REQUIRE(intel);
-  CHECK(intel->vendor == "GenuineIntel");
-  CHECK(intel->family == 6);
-  CHECK(intel->model == 85);
-  const auto amd = parse_cpuinfo(cpuinfo("AuthenticAMD", 25, 1));
-  REQUIRE(amd);
-  CHECK(amd->family == 25);
-  CHECK_FALSE(parse_cpuinfo("processor\t: 0\nvendor_id\t: GenuineIntel\n"));
-  CHECK_FALSE(parse_cpuinfo(""));
-}
-
 TEST_CASE("energy unit exponents follow the unit register and Linux's quirks", "[rapl]") {
   const unsigned esu = 14;
   const std::uint64_t reg = unit_register(3, esu, 10);
@@ -113,7 +101,7 @@ TEST_CASE("msr on an Intel server: package, core and fixed-unit DRAM per package
     // Thermal spec power 125 W in 1/8 W; maximum power not reported (0).
     tree.set(cpu, msr::kIntelPackagePowerInfo, tdp_watts << power_unit);
   }
-  auto probe = open_msr_source(tree.paths, two_package_topology(), DomainSet::all());
+  auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   const EnergySource& source = *probe.source;
   CHECK(source.interface() == RaplInterface::msr);
@@ -150,7 +138,7 @@ TEST_CASE("msr energy through the engine: 32-bit wraps in raw units, times the u
   tree.set(0, msr::kIntelPp0Energy, start_core);
   tree.set(0, msr::kIntelDramEnergy, start_dram);
   const Topology topology({{0, 0, 0, 0}}, {}, "test: one CPU");
-  auto probe = open_msr_source(tree.paths, topology, DomainSet::all());
+  auto probe = open_msr_source(tree.paths, with_cpu_identity_from(topology, tree.paths.procfs), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   const auto infos = probe.source->counters();
   auto now = Clock::time_point{} + std::chrono::hours(1);
@@ -189,7 +177,7 @@ TEST_CASE("msr on an Intel client: psys is read once, platform-wide", "[rapl]") 
     tree.set(cpu, msr::kIntelPp1Energy, 200);
     tree.set(cpu, msr::kIntelPsysEnergy, 300);
   }
-  auto probe = open_msr_source(tree.paths, two_package_topology(), DomainSet::all());
+  auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   CHECK(count_domain(*probe.source, Domain::psys) == 1);
   CHECK(count_domain(*probe.source, Domain::uncore) == 2);
@@ -209,7 +197,7 @@ TEST_CASE("msr on AMD: package per package, core energy summed over each core", 
   }
   const std::map<unsigned, std::uint64_t> core_start = {{0, kTwoTo32 - 10}, {2, 400}};
   for (const auto& [cpu, value] : core_start) tree.set(cpu, msr::kAmdCoreEnergy, value);
-  auto probe = open_msr_source(tree.paths, topology, DomainSet::all());
+  auto probe = open_msr_source(tree.paths, with_cpu_identity_from(topology, tree.paths.procfs), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   CHECK(count_domain(*probe.source, Domain::package) == 1);
   // One counter per core, read on the core's first thread, both in package 0.
@@ -245,7 +233,7 @@ TEST_CASE("msr failure states name the cause and the remedy", "[rapl]") {
   MsrTree tree;
   tree.cpu("GenuineIntel", 6, 0x55);
   SECTION("no /dev/cpu at all") {
-    auto probe = open_msr_source(tree.paths, two_package_topology(), DomainSet::all());
+    auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
     CHECK(probe.source == nullptr);
     CHECK(probe.reason == "absent");
     CHECK_THAT(probe.message, Catch::Contains(tree.paths.devfs + "/cpu/0/msr"));
@@ -256,7 +244,7 @@ TEST_CASE("msr failure states name the cause and the remedy", "[rapl]") {
   SECTION("/dev/cpu/N without msr: the driver is not loaded (this VM)") {
     tree.dir.write("dev/cpu/0/cpuid", "");
     tree.dir.write("dev/cpu/1/cpuid", "");
-    auto probe = open_msr_source(tree.paths, two_package_topology(), DomainSet::all());
+    auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
     CHECK(probe.reason == "absent");
     CHECK_THAT(probe.message, Catch::Contains("msr driver is not loaded"));
     CHECK_THAT(probe.message, Catch::Contains("modprobe msr"));
@@ -264,7 +252,7 @@ TEST_CASE("msr failure states name the cause and the remedy", "[rapl]") {
   SECTION("no unit register: the CPU or hypervisor has no RAPL") {
     tree.dir.write("dev/cpu/0/msr", "");
     tree.dir.write("dev/cpu/1/msr", "");
-    auto probe = open_msr_source(tree.paths, two_package_topology(), DomainSet::all());
+    auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
     CHECK(probe.reason == "unsupported");
     CHECK_THAT(probe.message, Catch::Contains("0x606"));
     CHECK_THAT(probe.message, Catch::Contains("EIO"));
@@ -272,13 +260,13 @@ TEST_CASE("msr failure states name the cause and the remedy", "[rapl]") {
   SECTION("every status register reads 0") {
     for (unsigned cpu : {0u, 1u}) tree.set(cpu, msr::kIntelPowerUnit, unit_register(3, 14, 10));
     tree.set(0, msr::kIntelPsysEnergy, 0);
-    auto probe = open_msr_source(tree.paths, two_package_topology(), DomainSet::all());
+    auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
     CHECK(probe.reason == "unsupported");
     CHECK_THAT(probe.message, Catch::Contains("reads 0"));
   }
   SECTION("a vendor without known registers") {
     tree.cpu("CentaurHauls", 7, 1);
-    auto probe = open_msr_source(tree.paths, two_package_topology(), DomainSet::all());
+    auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
     CHECK(probe.reason == "unsupported");
     CHECK_THAT(probe.message, Catch::Contains("CentaurHauls family 7 model 1"));
   }
@@ -292,7 +280,7 @@ TEST_CASE("msr: a root-only device is a permission problem with its remedy", "[r
     ::chmod((tree.dir.path() / ("dev/cpu/" + std::to_string(cpu) + "/msr")).c_str(), 0600);
   }
   const std::string report = run_as_nobody(tree.dir, [&] {
-    const auto probe = open_msr_source(tree.paths, two_package_topology(), DomainSet::all());
+    const auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
     return (probe.source ? "source" : probe.reason) + "\n" + probe.message;
   });
   INFO(report);

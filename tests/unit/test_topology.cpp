@@ -10,13 +10,15 @@
 #include <numeric>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <prometheus/text_serializer.h>
 
-#include "collectors/topology_collector.h"
+#include "collectors/topology/topology_collector.h"
 #include "common/cpu_list.h"
 #include "tests/support.h"
+#include "tests/unit/test_rapl_fixtures.h"
 #include "topology/topology.h"
 
 using namespace hwperf;
@@ -517,4 +519,47 @@ TEST_CASE("the live machine is read under --path.sysfs, dies included", "[topolo
   const auto preferred = topology.package_targets({last});
   CHECK(preferred.back().cpu == last);
   CHECK(topology.core_targets().size() == packages * dies * cores);
+}
+
+TEST_CASE("cpuinfo gives the first processor's vendor, family and model", "[topology]") {
+  using hwperf::test::rapl_fixture::cpuinfo;
+  const auto intel = parse_cpuinfo(cpuinfo("GenuineIntel", 6, 85));
+  REQUIRE(intel);
+  CHECK(intel->vendor == "GenuineIntel");
+  CHECK(intel->family == 6);
+  CHECK(intel->model == 85);
+  CHECK(intel->describe() == "GenuineIntel family 6 model 85");
+  const auto amd = parse_cpuinfo(cpuinfo("AuthenticAMD", 25, 1));
+  REQUIRE(amd);
+  CHECK(amd->family == 25);
+  CHECK_FALSE(parse_cpuinfo("processor\t: 0\nvendor_id\t: GenuineIntel\n"));
+  CHECK_FALSE(parse_cpuinfo(""));
+}
+
+TEST_CASE("the topology carries the CPU identity read under --path.procfs, whatever describes "
+          "its shape", "[topology]") {
+  for (const auto& [vendor, family, model] :
+       {std::tuple<std::string, unsigned, unsigned>{"AuthenticAMD", 0x1A, 0x11},
+        {"GenuineIntel", 6, 0xCF}}) {
+    CAPTURE(vendor);
+    test::TempDir dir;
+    dir.write("proc/cpuinfo", hwperf::test::rapl_fixture::cpuinfo(vendor, family, model));
+    PathsConfig paths;
+    paths.procfs = (dir.path() / "proc").string();
+    TopologyConfig synthetic;
+    synthetic.kind = TopologyConfig::Kind::synthetic;
+    synthetic.argument = "pack:2 core:2 pu:1";
+    const Topology topology = Topology::load(synthetic, paths);
+    REQUIRE(topology.cpu_identity());
+    CHECK(topology.cpu_identity()->vendor == vendor);
+    CHECK(topology.cpu_identity()->family == family);
+    CHECK(topology.cpu_identity()->model == model);
+  }
+  test::TempDir empty;
+  PathsConfig nowhere;
+  nowhere.procfs = (empty.path() / "proc").string();
+  TopologyConfig synthetic;
+  synthetic.kind = TopologyConfig::Kind::synthetic;
+  synthetic.argument = "pack:1 core:1 pu:1";
+  CHECK_FALSE(Topology::load(synthetic, nowhere).cpu_identity());
 }

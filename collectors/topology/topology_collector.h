@@ -21,8 +21,4 @@ class Topology;
 //   hwperf_cpu_cache_shared_cpus{cpu,cache}
 std::unique_ptr<Collector> make_topology_collector(const Topology& topology);
 
-// The names of those families, which no other family may take (a PAPI event's `metric: info`
-// would otherwise make a second hwperf_cpu_info family in OpenMetrics).
-const std::vector<std::string>& topology_family_names();
-
 }  // namespace hwperf

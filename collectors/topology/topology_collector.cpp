@@ -1,4 +1,4 @@
-#include "collectors/topology_collector.h"
+#include "collectors/topology/topology_collector.h"
 
 #include <map>
 #include <string>
@@ -118,12 +118,6 @@ std::vector<prometheus::MetricFamily> cache_families(const Topology& topology) {
 }
 
 }  // namespace
-
-const std::vector<std::string>& topology_family_names() {
-  static const std::vector<std::string> names = {info_name(), cache_size_name(), cache_line_name(),
-                                                 cache_ways_name(), cache_shared_name()};
-  return names;
-}
 
 std::unique_ptr<Collector> make_topology_collector(const Topology& topology) {
   std::vector<prometheus::MetricFamily> families;

@@ -1,0 +1,31 @@
+// What the exporter needs to know of one collector, exported by the collector's own folder
+// (node_exporter's registerCollector, written as a value: a static library would drop a
+// self-registering object file nothing refers to). collectors/registry.cpp lists the entries.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectors/collector.h"
+#include "common/open_files.h"
+#include "config/config.h"
+#include "topology/topology.h"
+
+namespace hwperf {
+
+struct CollectorEntry {
+  const char* name;
+  bool (*enabled)(const Config& config);
+  // Builds the collector; throws ConfigError (exit 2) or std::runtime_error (exit 1).
+  std::unique_ptr<Collector> (*make)(const Config& config, const Topology& topology);
+  // --check-config: one line each on what this collector can do here. Throws like make().
+  std::vector<std::string> (*check)(const Config& config, const Topology& topology);
+  // The file descriptors the collector will hold open (common/open_files.h); null for none.
+  FileNeed (*files)(const Config& config, const Topology& topology);
+  // The hwperf_build_info label and value of the library the collector runs on, if any.
+  const char* library_label;
+  std::string (*library_version)();
+};
+
+}  // namespace hwperf

@@ -1,0 +1,28 @@
+#include "collectors/rapl/rapl_registration.h"
+
+#include "collectors/rapl/rapl_factory.h"
+
+namespace hwperf {
+namespace {
+
+bool enabled(const Config& config) { return config.collectors.rapl.enabled; }
+std::unique_ptr<Collector> make(const Config& config, const Topology& topology) {
+  return make_rapl_collector(config.collectors.rapl, config.paths, topology);
+}
+// What RAPL finds is logged when the collector is built; its settings were checked on loading.
+std::vector<std::string> check(const Config&, const Topology&) { return {}; }
+// At most: five domains per package and die (perf, powercap, or one MSR device per package), and
+// AMD's per-core energy events.
+FileNeed files(const Config&, const Topology& topology) {
+  const std::size_t count = 5 * topology.package_targets().size() + topology.core_targets().size();
+  return {"RAPL: up to " + std::to_string(count) + " counters", static_cast<unsigned long>(count)};
+}
+
+}  // namespace
+
+const CollectorEntry& rapl_collector_entry() {
+  static const CollectorEntry entry = {"rapl", &enabled, &make, &check, &files, nullptr, nullptr};
+  return entry;
+}
+
+}  // namespace hwperf

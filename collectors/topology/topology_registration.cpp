@@ -1,0 +1,23 @@
+#include "collectors/topology/topology_registration.h"
+
+#include "collectors/topology/topology_collector.h"
+
+namespace hwperf {
+namespace {
+
+bool enabled(const Config& config) { return config.collectors.topology.enabled; }
+std::unique_ptr<Collector> make(const Config&, const Topology& topology) {
+  return make_topology_collector(topology);
+}
+// The topology itself is reported by the exporter, whether this collector is enabled or not.
+std::vector<std::string> check(const Config&, const Topology&) { return {}; }
+
+}  // namespace
+
+const CollectorEntry& topology_collector_entry() {
+  static const CollectorEntry entry = {"topology", &enabled, &make, &check, nullptr,
+                                       "hwloc_version", &hwloc_library_version};
+  return entry;
+}
+
+}  // namespace hwperf
