@@ -155,6 +155,11 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
   // every core; this zone is left out rather than exported as something it is not.
   const bool amd = cpu && amd_rapl(*cpu);
   bool amd_core_logged = false;
+  // Kernels 6.10 and 6.11 register one package-P-die-D zone per CCD on AMD, each reading the
+  // whole socket's MSR_AMD_PKG_ENERGY_STATUS (fixed in 6.12: "powercap/intel_rapl: Fix the
+  // energy-pkg event for AMD CPUs"). The socket's energy is read once, from its first die zone;
+  // the perf and msr interfaces read it once per socket for the same reason.
+  bool amd_dies_logged = false;
   const std::string root = sysfs_root + "/class/powercap";
   std::vector<ZoneDir> dirs;
   {
@@ -212,6 +217,16 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
       log::debug("rapl: powercap: skipping " + path + " named \"" +
                  std::string(trim(name_text.value)) + "\": not a RAPL domain this exporter knows");
       continue;
+    }
+    if (dir.index.size() == 1 && amd && zone->die) {
+      if (!amd_dies_logged) {
+        log::info("rapl: powercap: " + path + " is \"" + std::string(trim(name_text.value)) +
+                  "\": on " + cpu->vendor + " CPUs every die zone of a package reads the whole "
+                  "socket's energy (Linux 6.10/6.11 register one per CCD), so each package is "
+                  "read once, from its first die zone");
+        amd_dies_logged = true;
+      }
+      zone->die.reset();
     }
     if (dir.index.size() == 1) {
       if (zone->domain != Domain::package && zone->domain != Domain::psys) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -117,5 +118,43 @@ TEST_CASE("make_rapl_collector takes the CPU from the topology, read under --pat
     CHECK(value_of(samples, "hwperf_rapl_interface_info", {{"interface", "powercap"}}) == 1);
     CHECK(find_samples(samples, "hwperf_rapl_package_joules_total").size() == packages);
     CHECK(find_samples(samples, "hwperf_rapl_core_joules_total").size() == cores_exported);
+  }
+}
+
+TEST_CASE("powercap on AMD with one die zone per CCD (Linux 6.10, 6.11) exports each socket's "
+          "package energy once", "[rapl]") {
+  namespace fixture = hwperf::test::rapl_fixture;
+  const unsigned ccds = 8;
+  const auto zones = fixture::amd_per_ccd_zones(ccds);
+  std::set<std::string> sockets;  // the package ids the die zones name
+  for (const auto& zone : zones) {
+    if (zone.name != "core") sockets.insert(zone.name.substr(8, zone.name.find("-die-") - 8));
+  }
+  REQUIRE(sockets.size() == 2);
+  RaplCollectorConfig config;
+  config.interface = RaplInterface::powercap;
+  for (const auto& [vendor, family, package_series] :
+       {std::tuple<std::string, unsigned, std::size_t>{"AuthenticAMD", 0x19, 2},
+        {"HygonGenuine", 0x18, 2},
+        {"GenuineIntel", 6, 2 * ccds}}) {  // Intel dies are real: one series each
+    CAPTURE(vendor);
+    TempDir dir;
+    fixture::write_powercap_tree(dir, zones);
+    dir.write("dev/.keep", "");
+    dir.write("proc/cpuinfo", fixture::cpuinfo(vendor, family, 0x11));
+    const PathsConfig paths = fixture::paths_under(dir);
+    auto collector =
+        make_rapl_collector(config, paths, with_cpu_identity_from(two_packages(), paths.procfs));
+    REQUIRE(collector != nullptr);
+    const auto samples = scrape(*collector);
+    const auto packages = find_samples(samples, "hwperf_rapl_package_joules_total");
+    CHECK(packages.size() == package_series);
+    for (const auto& package : sockets) {
+      CAPTURE(package);
+      const auto found =
+          find_samples(samples, "hwperf_rapl_package_joules_total", {{"package", package}});
+      CHECK(found.size() == package_series / sockets.size());
+      for (const auto& sample : found) CHECK(sample.labels.count("die") == (vendor == "GenuineIntel"));
+    }
   }
 }

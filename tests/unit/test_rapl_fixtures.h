@@ -137,6 +137,25 @@ inline std::vector<Zone> amd_two_package_zones() {
   };
 }
 
+// Linux 6.10 and 6.11 on a 2-socket EPYC with `ccds` CCDs per socket: one package-P-die-D zone
+// per CCD, each reading the whole socket's energy register, so all die zones of a socket show
+// the same energy (drivers/powercap/intel_rapl_common.c before 6.12's AMD fix).
+inline std::vector<Zone> amd_per_ccd_zones(unsigned ccds) {
+  const std::uint64_t range = 0xFFFFFFFFull * 15258 / 1000;
+  std::vector<Zone> zones;
+  unsigned index = 0;
+  for (unsigned socket = 0; socket < 2; ++socket) {
+    const std::uint64_t socket_energy_uj = 1000000 * (socket + 1) + 12345;
+    for (unsigned ccd = 0; ccd < ccds; ++ccd, ++index) {
+      const std::string dir = "intel-rapl:" + std::to_string(index);
+      zones.push_back({dir, "package-" + std::to_string(socket) + "-die-" + std::to_string(ccd),
+                       socket_energy_uj, range, 0});
+      zones.push_back({dir + ":0", "core", 5000 + index, range, 0});
+    }
+  }
+  return zones;
+}
+
 // --path.sysfs, --path.procfs and --path.devfs under one fixture root.
 inline PathsConfig paths_under(const TempDir& root) {
   PathsConfig paths;
