@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <stdexcept>
+#include <utility>
 
 #include "common/text.h"
 
@@ -31,7 +32,10 @@ unsigned parse_number(std::string_view part, std::string_view whole) {
 }  // namespace
 
 std::vector<unsigned> parse_cpu_list(std::string_view text) {
-  std::vector<unsigned> cpus;
+  // Ranges are merged before anything is expanded, so that the work and memory follow the
+  // length of the text and the number of distinct CPUs (at most kMaxCpus), never the sum of the
+  // ranges: a list repeating "0-65535" a thousand times is 65536 CPUs, not 65 million.
+  std::vector<std::pair<unsigned, unsigned>> ranges;
   if (trim(text).empty()) throw std::invalid_argument("empty CPU list");
   std::string_view rest = text;
   while (true) {
@@ -39,7 +43,8 @@ std::vector<unsigned> parse_cpu_list(std::string_view text) {
     const std::string_view item = rest.substr(0, comma);
     const auto dash = item.find('-');
     if (dash == std::string_view::npos) {
-      cpus.push_back(parse_number(item, text));
+      const unsigned cpu = parse_number(item, text);
+      ranges.emplace_back(cpu, cpu);
     } else {
       const unsigned first = parse_number(item.substr(0, dash), text);
       const unsigned last = parse_number(item.substr(dash + 1), text);
@@ -47,13 +52,18 @@ std::vector<unsigned> parse_cpu_list(std::string_view text) {
         throw std::invalid_argument("range \"" + std::string(trim(item)) + "\" in CPU list \"" +
                                     std::string(text) + "\" runs backwards");
       }
-      for (unsigned cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+      ranges.emplace_back(first, last);
     }
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
-  std::sort(cpus.begin(), cpus.end());
-  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  std::sort(ranges.begin(), ranges.end());
+  std::vector<unsigned> cpus;
+  unsigned next = 0;  // the lowest CPU not yet listed
+  for (const auto& [first, last] : ranges) {
+    for (unsigned cpu = std::max(first, next); cpu <= last; ++cpu) cpus.push_back(cpu);
+    next = std::max(next, last + 1);
+  }
   return cpus;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/files.h"
 #include "common/text.h"
 #include "topology/topology.h"
 
@@ -43,6 +45,28 @@ std::runtime_error xml_load_error(const TopologyConfig& source, int error) {
   return load_error(source, "cannot load: " + errno_text(error));
 }
 
+// Far above any real machine's lstopo XML (a 512-CPU one is a few MiB); a bound so that a file
+// that never ends cannot take the memory.
+constexpr std::size_t kMaxTopologyXmlBytes = 64u << 20;
+
+// The XML is read here, as a bounded regular file, and handed to hwloc as a buffer: hwloc's own
+// reader would block forever on a FIFO and read /dev/zero until memory ran out.
+std::string read_topology_xml(const TopologyConfig& source) {
+  auto text = read_regular_file(source.argument, kMaxTopologyXmlBytes);
+  if (text.ok()) return std::move(text.value);
+  switch (text.error) {
+    case ENOTSUP:
+      throw load_error(source, "not a regular file (a FIFO, device or directory would block or "
+                               "never end); name an XML file written by `lstopo --of xml FILE`");
+    case EFBIG:
+      throw load_error(source, "larger than " + std::to_string(kMaxTopologyXmlBytes >> 20) +
+                                   " MiB, more than any machine's topology; name an XML file "
+                                   "written by `lstopo --of xml FILE`");
+    default:
+      throw load_error(source, "cannot load: " + errno_text(text.error));
+  }
+}
+
 TopologyHandle open_topology(const TopologyConfig& source) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) {
@@ -68,11 +92,15 @@ TopologyHandle open_topology(const TopologyConfig& source) {
 
   // A failed set_xml/set_synthetic leaves the topology pointed at the live machine, so it must stop
   // here: loading anyway would quietly describe the wrong machine.
+  std::string xml;  // hwloc reads the buffer during hwloc_topology_load
   switch (source.kind) {
     case TopologyConfig::Kind::system:
       break;
     case TopologyConfig::Kind::xml:
-      if (hwloc_topology_set_xml(topology.get(), source.argument.c_str()) != 0) {
+      xml = read_topology_xml(source);
+      if (xml.size() >= static_cast<std::size_t>(std::numeric_limits<int>::max()) ||
+          hwloc_topology_set_xmlbuffer(topology.get(), xml.c_str(),
+                                       static_cast<int>(xml.size() + 1)) != 0) {
         throw xml_load_error(source, errno);
       }
       break;

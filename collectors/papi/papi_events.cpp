@@ -272,6 +272,27 @@ bool has_cpu_qualifier(std::string_view event) {
                      [](const std::string& q) { return to_lower(q).rfind("cpu=", 0) == 0; });
 }
 
+std::optional<std::string> sampling_qualifier(std::string_view event) {
+  // libpfm4's perf_event attributes that turn counting into sampling (lib/pfmlib_perf_event.c:
+  // period -> sample_period, freq -> sample_freq, hw_smpl -> precise sampling). PAPI then arms
+  // overflow signalling, which would end the process at the first overflow.
+  static const char* const kSampling[] = {"period", "freq", "hw_smpl"};
+  for (const auto& qualifier : parse_event_name(event).qualifiers) {
+    const std::string name = to_lower(qualifier.substr(0, qualifier.find('=')));
+    for (const char* sampling : kSampling) {
+      if (name == sampling) return qualifier;
+    }
+  }
+  return std::nullopt;
+}
+
+std::size_t descriptors_per_cpu(const std::vector<std::string>& events,
+                                const std::function<unsigned(const std::string&)>& native_terms) {
+  std::size_t total = 0;
+  for (const auto& event : events) total += std::max(1u, native_terms(event));
+  return total;
+}
+
 std::string cpu_qualified_name(std::string_view native_event, unsigned cpu, CountingDomain domain) {
   std::string name(native_event);
   name += ":cpu=" + std::to_string(cpu);
@@ -353,6 +374,12 @@ std::vector<EventSpec> resolve_event_specs(
       problems.push_back(where + ": PAPI event \"" + config.event +
                          "\" has a cpu= qualifier; the collector binds every event to each CPU "
                          "itself: choose CPUs with collectors.papi.cpus instead");
+      continue;
+    }
+    if (const auto sampling = sampling_qualifier(config.event)) {
+      problems.push_back(where + ": PAPI event \"" + config.event + "\" has the sampling qualifier " +
+                         *sampling + "; the exporter counts, it does not sample (a sampled event "
+                         "signals every overflow): remove it");
       continue;
     }
     EventSpec spec;

@@ -56,6 +56,9 @@ std::string choose_counted_as(const std::string& event,
 
 bool has_domain_qualifier(std::string_view event);  // u, k, u=..., k=...
 bool has_cpu_qualifier(std::string_view event);     // cpu=...
+// The first qualifier that makes libpfm4 sample rather than count (period=, freq=, hw_smpl), as
+// written; nothing when there is none.
+std::optional<std::string> sampling_qualifier(std::string_view event);
 // The privilege levels an event's own u/k qualifiers select; they win over
 // collectors.papi.domain. libpfm4 counts exactly the levels whose qualifier is true (bare, or
 // =1/y/t), so perf::CYCLES:u counts user mode only and :u=0 alone counts neither. nullopt when
@@ -68,6 +71,12 @@ std::optional<QualifiedDomain> qualified_domain(std::string_view event);
 // The qualifier-binding name of a native event: "perf::PAGE-FAULTS" on CPU 3 counting user and
 // kernel -> "perf::PAGE-FAULTS:cpu=3:u=1:k=1". A domain the user already gave is kept.
 std::string cpu_qualified_name(std::string_view native_event, unsigned cpu, CountingDomain domain);
+
+// Descriptors one CPU's events take: one per native event each is counted through, so a derived
+// preset (PAPI_FP_OPS as three native events) counts each of its terms. `native_terms` says how
+// many an event has here (at least 1 is assumed).
+std::size_t descriptors_per_cpu(const std::vector<std::string>& events,
+                                const std::function<unsigned(const std::string&)>& native_terms);
 
 // Used when the config lists no events. Best effort: what this machine cannot count is skipped.
 std::vector<PapiEventConfig> default_events();

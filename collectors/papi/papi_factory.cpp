@@ -237,6 +237,33 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
                                          std::move(prepared.source));
 }
 
+FileNeed papi_file_need(const PapiCollectorConfig& config, const Topology& topology,
+                        const PathsConfig& paths) {
+  const std::size_t cpus = papi::select_cpus(config, topology).size();
+  const auto configured = config.events_given ? config.events : papi::default_events();
+  std::vector<std::string> events;
+  for (const auto& event : configured) events.push_back(event.event);
+  bool papi_runs = true;
+  try {
+    papi::init_library(paths.procfs);
+  } catch (const papi::UnavailableError&) {
+    papi_runs = false;
+  }
+  const std::size_t per_cpu = papi::descriptors_per_cpu(events, [&](const std::string& event) {
+    if (!papi_runs) return 1u;
+    // What the collector will open: a preset PAPI does not define here is its generic twin.
+    const auto lookup = papi::lookup_event(event);
+    const std::string counted = papi::choose_counted_as(event, [&](const std::string& name) {
+      const auto found = name == event ? lookup : papi::lookup_event(name);
+      return papi::EventStatus{found.known, found.available};
+    });
+    return counted == event ? lookup.native_terms : papi::lookup_event(counted).native_terms;
+  });
+  return {"PAPI: " + std::to_string(cpus) + " CPUs x " + std::to_string(per_cpu) +
+              " native events",
+          static_cast<unsigned long>(cpus * per_cpu)};
+}
+
 std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
                                            const Topology& topology, const PathsConfig& paths) {
   std::optional<Prepared> maybe_prepared;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "common/open_files.h"
 #include "config/config.h"
 
 namespace hwperf {
@@ -30,5 +31,11 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
 std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
                                            const Topology& topology,
                                            const PathsConfig& paths = PathsConfig{});
+
+// The descriptors the collector will hold open: one per CPU and native event counted, so a
+// derived preset counts once per term PAPI defines it by here. Where PAPI cannot start, one per
+// event (the collector then opens nothing anyway).
+FileNeed papi_file_need(const PapiCollectorConfig& config, const Topology& topology,
+                        const PathsConfig& paths = PathsConfig{});
 
 }  // namespace hwperf

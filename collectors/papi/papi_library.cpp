@@ -4,6 +4,7 @@
 #include <link.h>
 #include <papi.h>
 #include <pthread.h>
+#include <signal.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -82,6 +83,15 @@ const Library::State& Library::shared_state() {
 
 Library::State Library::initialise() {
   State state;
+  // PAPI's perf_event component arms overflow with SIGRTMIN+2 (hardware_intr_sig in
+  // src/components/perf_event/perf_event.c); its default action ends the process. Sampling
+  // qualifiers are refused in the configuration (period=, freq=); this is the second guard:
+  // blocked here, on the startup thread, before any owner, guard or HTTP thread exists, so that
+  // every thread inherits the mask and a stray overflow stays pending instead of killing us.
+  sigset_t overflow;
+  sigemptyset(&overflow);
+  sigaddset(&overflow, overflow_signal());
+  pthread_sigmask(SIG_BLOCK, &overflow, nullptr);
   const int version = PAPI_library_init(PAPI_VER_CURRENT);
   if (version != PAPI_VER_CURRENT) {
     state.failure_reason = "init_failed";
@@ -160,6 +170,7 @@ EventLookup lookup_event(const std::string& event) {
   PAPI_event_info_t info{};
   if (PAPI_get_event_info(code, &info) == PAPI_OK) {
     lookup.description = info.long_descr[0] != '\0' ? info.long_descr : info.short_descr;
+    if (lookup.available && info.count > 1) lookup.native_terms = info.count;
   }
   return lookup;
 }

@@ -3,11 +3,17 @@
 // re-created: PAPI 7.0.0 crashes in PAPI_library_init after a PAPI_shutdown.
 #pragma once
 
+#include <signal.h>
+
 #include <memory>
 #include <stdexcept>
 #include <string>
 
 namespace hwperf::papi {
+
+// The signal PAPI's perf_event component delivers counter overflows with (SIGRTMIN+2); blocked in
+// every thread once the library initialises, since its default action ends the process.
+inline int overflow_signal() { return SIGRTMIN + 2; }
 
 // PAPI cannot count CPU events on this machine at all (its perf_event component is disabled, or
 // the library does not start). reason() is the stable hwperf_papi_available label value; what()
@@ -61,6 +67,9 @@ struct EventLookup {
   bool available = false;   // PAPI_query_named_event: PAPI has a recipe for it on this CPU model
   std::string error;        // PAPI_strerror when unknown
   std::string description;  // PAPI's long description when known
+  // Native events a preset is derived from here (PAPI_event_info_t.count), each one perf event
+  // and one descriptor per CPU; 1 for a native event or an undefined preset.
+  unsigned native_terms = 1;
 };
 // Whether PAPI knows this event name (with its qualifiers) at all. Knowing is not counting:
 // PAPI_TOT_INS is known on a machine without a PMU; open_papi_source() finds out the rest.

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -424,4 +425,36 @@ TEST_CASE("a TLS file that cannot be used is a configuration error naming it", "
   CHECK_THAT(refused.err, Catch::Contains(web.string() + ": tls_server_config: cert_file " +
                                           not_a_certificate.string() +
                                           " holds no usable PEM certificate"));
+}
+
+TEST_CASE("configurations that would kill or hang the exporter later are exit 2 at startup",
+          "[e2e]") {
+  test::TempDir dir;
+  const auto fifo = dir.path() / "topology.fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  std::string huge_cpus;  // just under the 1 MiB configuration limit
+  while (huge_cpus.size() < 1000000) huge_cpus += (huge_cpus.empty() ? "" : ",") + std::string("0-65535");
+  const auto papi_event = [](const std::string& event) {
+    return "collectors:\n  papi:\n    events:\n      - event: \"" + event + "\"\n";
+  };
+  const auto [name, yaml, message] = GENERATE_COPY(table<std::string, std::string, std::string>({
+      {"period", papi_event("perf::PAGE-FAULTS:period=10000"), "sampling qualifier period=10000"},
+      {"freq", papi_event("perf::CPU-CLOCK:freq=1"), "sampling qualifier freq=1"},
+      {"cpus", "collectors:\n  papi:\n    cpus: \"" + huge_cpus + "\"\n", "collectors.papi.cpus"},
+      {"fifo", "topology:\n  source: \"xml:FIFO\"\n", "not a regular file"},
+      {"zero", "topology:\n  source: \"xml:/dev/zero\"\n", "not a regular file"},
+  }));
+  CAPTURE(name);
+  // The generator's table outlives this run's TempDir: the FIFO's path goes in here.
+  std::string text = yaml;
+  if (const auto at = text.find("FIFO"); at != std::string::npos) text.replace(at, 4, fifo.string());
+  const auto config = dir.write(name + ".yml", text);
+  // Served, not only checked: the process must refuse to start rather than die or hang later.
+  // A hang would end at the timeout and fail the exit code check.
+  for (const char* mode : {"--check-config", "--web.listen-address=127.0.0.1:0"}) {
+    CAPTURE(mode);
+    const auto result = test::run_exporter({"--config.file=" + config.string(), mode}, 20);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Catch::Contains(message));
+  }
 }

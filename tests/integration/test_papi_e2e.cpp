@@ -193,7 +193,7 @@ TEST_CASE("an open-file limit too small for the counters is a startup error nami
   CHECK(run.exit_code == 1);
   CHECK_THAT(run.log, Catch::Contains("open-file limit (RLIMIT_NOFILE) is " + std::to_string(kLimit)) &&
                           Catch::Contains("PAPI: " + std::to_string(kFdHungryCpus) + " CPUs x " +
-                                          std::to_string(kFdHungryEvents.size()) + " events: " +
+                                          std::to_string(kFdHungryEvents.size()) + " native events: " +
                                           std::to_string(needed)) &&
                           Catch::Contains("LimitNOFILE="));
 }

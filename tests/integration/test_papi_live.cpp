@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <map>
+#include <thread>
 
 #include "collectors/papi/papi_events.h"
 #include "collectors/papi/papi_factory.h"
@@ -310,4 +311,22 @@ TEST_CASE("restarting a real event set zeroes it, on its owner thread, and it co
   // The other CPU's set was not touched.
   CHECK(zeroed[on_cpu1] >= before[on_cpu1]);
   CHECK(later[on_cpu1] - before[on_cpu1] >= static_cast<std::int64_t>(0.98 * shortest));
+}
+
+TEST_CASE("PAPI's overflow signal is blocked from library start, in every thread made after",
+          "[papi][live]") {
+  sigset_t before;
+  pthread_sigmask(SIG_SETMASK, nullptr, &before);
+  REQUIRE_FALSE(sigismember(&before, papi::overflow_signal()));
+  REQUIRE(papi::Library::instance("/proc") != nullptr);
+  sigset_t now;
+  pthread_sigmask(SIG_SETMASK, nullptr, &now);
+  CHECK(sigismember(&now, papi::overflow_signal()) == 1);
+  int in_thread = -1;
+  std::thread([&in_thread] {
+    sigset_t mask;
+    pthread_sigmask(SIG_SETMASK, nullptr, &mask);
+    in_thread = sigismember(&mask, papi::overflow_signal());
+  }).join();
+  CHECK(in_thread == 1);
 }

@@ -4,6 +4,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "collectors/registry.h"
+#include "common/cpu_list.h"
 #include "common/files.h"
 #include "common/open_files.h"
 #include "common/text.h"
@@ -89,4 +91,21 @@ TEST_CASE("durations are read as Prometheus writes them", "[common]") {
                             Row{"9999999999999999h", std::nullopt});
   CAPTURE(row.text);
   CHECK(parse_duration_ms(row.text) == row.ms);
+}
+
+TEST_CASE("CPU lists merge their ranges before expanding, so work follows the text and the "
+          "distinct CPUs", "[common]") {
+  CHECK(parse_cpu_list("5-7,0-3,2-6") == std::vector<unsigned>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(parse_cpu_list("9,1,9,1-1") == std::vector<unsigned>{1, 9});
+  // A thousand repeats of the widest range Linux allows: 65536 CPUs, not 65 million entries.
+  std::string repeated;
+  for (int i = 0; i < 1000; ++i) repeated += (i == 0 ? "" : ",") + std::string("0-65535");
+  const auto cpus = parse_cpu_list(repeated);
+  REQUIRE(cpus.size() == 65536);
+  CHECK(cpus.front() == 0);
+  CHECK(cpus.back() == 65535);
+  CHECK(std::adjacent_find(cpus.begin(), cpus.end(),
+                           [](unsigned a, unsigned b) { return b != a + 1; }) == cpus.end());
+  CHECK_THROWS_AS(parse_cpu_list("0-65536"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_cpu_list("3-1"), std::invalid_argument);
 }

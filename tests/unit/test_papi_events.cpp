@@ -1,6 +1,7 @@
 // The PAPI collector's pure parts: metric naming, units, qualifiers, CPU selection and the
 // validation of configured events. No PAPI, no PMU.
 #include "tests/catch.hpp"
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -215,4 +216,38 @@ TEST_CASE("CPU lists select CPUs from the topology", "[papi]") {
   REQUIRE(problems.size() == 1);
   CHECK_THAT(problems[0], Catch::Contains("hwperf.yml:4:11") && Catch::Contains("8-9") &&
                               Catch::Contains("0-7"));
+}
+
+TEST_CASE("qualifiers that make libpfm4 sample are found, and refused naming where", "[papi]") {
+  const auto [event, found] = GENERATE(table<std::string, std::string>({
+      {"perf::PAGE-FAULTS:period=10000", "period=10000"},
+      {"perf::CPU-CLOCK:u:freq=1", "freq=1"},
+      {"icl::INST_RETIRED:ANY_P:HW_SMPL", "HW_SMPL"},
+      {"perf::PAGE-FAULTS:u=1", ""},
+      {"PAPI_TOT_INS", ""},
+  }));
+  CAPTURE(event);
+  const auto sampling = sampling_qualifier(event);
+  CHECK(sampling.value_or("") == found);
+  if (found.empty()) return;
+  PapiEventConfig config;
+  config.event = event;
+  config.mark = {"/etc/hwperf.yml", 7, 11};
+  const auto problems = problems_of(
+      [&] { resolve_event_specs({config}, false, Granularity::cpu, [](const std::string&) { return std::string(); }); });
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems.front(), Catch::StartsWith("/etc/hwperf.yml:7:11: ") && Catch::Contains(found) &&
+                                   Catch::Contains("remove it"));
+}
+
+TEST_CASE("the descriptors a CPU's events take count every native term of a derived preset",
+          "[papi]") {
+  const std::map<std::string, unsigned> terms = {
+      {"PAPI_FP_OPS", 3}, {"PAPI_TOT_INS", 1}, {"perf::PAGE-FAULTS", 1}, {"PAPI_L1_TCM", 0}};
+  const auto native_terms = [&](const std::string& event) { return terms.at(event); };
+  CHECK(descriptors_per_cpu({"PAPI_TOT_INS", "perf::PAGE-FAULTS"}, native_terms) == 2);
+  CHECK(descriptors_per_cpu({"PAPI_FP_OPS", "PAPI_TOT_INS"}, native_terms) == 3 + 1);
+  // An event that reports no terms still opens one descriptor.
+  CHECK(descriptors_per_cpu({"PAPI_L1_TCM"}, native_terms) == 1);
+  CHECK(descriptors_per_cpu({}, native_terms) == 0);
 }
