@@ -228,3 +228,28 @@ TEST_CASE("a small soft open-file limit under a large hard one is raised, and ev
     CHECK(dropped.value == static_cast<double>(kFdHungryCpus - here));
   }
 }
+
+TEST_CASE("check-config with ten thousand events reports every one at a cost that follows the "
+          "distinct events", "[papi][e2e]") {
+  require_system_wide_perf();
+  constexpr int kEvents = 10000;
+  std::string yaml = "collectors:\n  papi:\n    events:\n";
+  for (int i = 0; i < kEvents; ++i) {
+    // Two distinct software events, each under many names: each is opened once per CPU.
+    yaml += std::string("      - event: \"") + (i % 2 == 0 ? "perf::PAGE-FAULTS" : "perf::CPU-CLOCK") +
+            "\"\n        metric: m" + std::to_string(i) + "\n";
+  }
+  test::TempDir dir;
+  const auto path = dir.write("many.yml", yaml);
+  // Before the fix this ran for minutes; the timeout turns a regression into a failure.
+  const auto result = test::run_exporter({"--config.file=" + path.string(), "--check-config"}, 120);
+  INFO(result.err.substr(0, 2000));
+  REQUIRE(result.exit_code == 0);
+  std::size_t reported = 0;
+  for (std::size_t at = result.out.find("# papi: perf::"); at != std::string::npos;
+       at = result.out.find("# papi: perf::", at + 1)) {
+    ++reported;
+  }
+  CHECK(reported == static_cast<std::size_t>(kEvents));
+  CHECK_THAT(result.out, Catch::Contains("hwperf_cpu_m9999_seconds_total: countable on CPUs"));
+}
