@@ -38,7 +38,7 @@ class FakeCounterSource final : public papi::CounterSource {
   const papi::SourceLayout& layout() const override { return layout_; }
   void read(std::vector<std::int64_t>& values, std::vector<std::string>& failures) override;
   void reset(std::size_t) override {}
-  std::string restart(std::size_t) override { return {}; }
+  std::string rebuild(std::size_t) override { return {}; }
 
  private:
   papi::SourceLayout layout_;

@@ -57,7 +57,7 @@ struct SourceLayout {
 };
 
 // Counts that are already running. The layout is fixed at construction; the collector may zero
-// or restart an event set (reset, restart) but never adds or removes counters.
+// or rebuild an event set (reset, rebuild) but never adds or removes counters.
 class CounterSource {
  public:
   virtual ~CounterSource() = default;
@@ -78,9 +78,11 @@ class CounterSource {
   // Zeroes the counts of event set `set` (PAPI_reset), so that none grows without bound; the
   // collector keeps the running totals.
   virtual void reset(std::size_t set) = 0;
-  // Tries to make a set that failed to read count again (stopping and starting it re-enables
-  // events the kernel disabled); its counts start from zero. Returns "" on success, else why not.
-  virtual std::string restart(std::size_t set) = 0;
+  // Destroys event set `set` and builds it again with the same counters, so that it counts
+  // again after its CPU went offline and came back, or after it failed to read; its counts start
+  // from zero. Returns "" on success, else why not (the set then reads as failed until a later
+  // rebuild succeeds).
+  virtual std::string rebuild(std::size_t set) = 0;
 };
 
 // Every event counted on every CPU, one qualifier event set per CPU: the layout fake sources

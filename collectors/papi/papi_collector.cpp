@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <set>
 #include <stdexcept>
 #include <tuple>
@@ -134,8 +136,9 @@ struct EventFamily {
 class PapiCollector final : public Collector {
  public:
   PapiCollector(const PapiCollectorConfig& config, const std::vector<EventSpec>& events,
-                const Topology& topology, std::unique_ptr<CounterSource> source)
-      : source_(std::move(source)) {
+                const Topology& topology, std::unique_ptr<CounterSource> source,
+                papi::Maintenance maintenance)
+      : source_(std::move(source)), maintenance_(std::move(maintenance)) {
     if (!source_) throw std::invalid_argument("papi collector: no counter source");
     const auto& layout = source_->layout();
     raw_.assign(layout.counters.size(), 0);
@@ -156,6 +159,22 @@ class PapiCollector final : public Collector {
     }
     build_event_families(config, named, topology);
     build_status_families(named);
+    if (maintenance_.online_cpus) {
+      for (const auto& set : layout.event_sets) cpu_online_.emplace(set.cpu, true);
+      if (const auto online = maintenance_.online_cpus()) note_online(*online, false);
+    }
+    if (maintenance_.period.count() > 0) {
+      maintainer_ = std::thread([this] { maintain(); });
+    }
+  }
+
+  ~PapiCollector() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (maintainer_.joinable()) maintainer_.join();
   }
 
   std::string name() const override { return "papi"; }
@@ -170,6 +189,7 @@ class PapiCollector final : public Collector {
   void collect(std::vector<prometheus::MetricFamily>& out) override {
     std::vector<std::uint64_t> values;
     std::map<unsigned, std::uint64_t> read_errors;
+    std::map<unsigned, bool> online;
     {
       // One lock for the whole read: overlapping scrapes must not interleave reads of one
       // event set, and the totals must see each reading in order.
@@ -178,6 +198,17 @@ class PapiCollector final : public Collector {
       for (std::size_t s = 0; s < failures_.size(); ++s) fold_set(s);
       values = totals_;
       read_errors = read_errors_;
+      online = cpu_online_;
+    }
+    if (!online.empty()) {
+      auto family = make_family(metric_name({"cpu", "online"}),
+                                "Whether the CPU is online (1) or offline (0). An offline CPU's "
+                                "counters stop; they are reopened when it comes back.",
+                                prometheus::MetricType::Gauge);
+      for (const auto& [cpu, up] : online) {
+        add_gauge(family, {{"cpu", std::to_string(cpu)}}, up ? 1.0 : 0.0);
+      }
+      out.push_back(std::move(family));
     }
     for (const auto& event : families_) {
       auto family = make_family(event.name, event.help, prometheus::MetricType::Counter);
@@ -212,13 +243,16 @@ class PapiCollector final : public Collector {
   // where never resetting overflows after about 300 days at a ratio of 2.
   static constexpr std::uint64_t kResetMultiplexedAbove = std::uint64_t{1} << 40;
 
+  using Clock = std::chrono::steady_clock;
   struct SetHealth {
     bool failing = false;
     std::uint64_t consecutive_failures = 0;
+    std::uint64_t rebuild_attempts = 0;  // since it started failing
+    Clock::time_point next_rebuild{};    // when maintain() tries next
   };
 
-  // Adds event set s's reading to the totals, or counts its failure and, with back-off (after
-  // 1, 2, 4, 8, ... failed scrapes in a row), tries to restart it. Called with mutex_ held.
+  // Adds event set s's reading to the totals, or counts its failure, which the maintenance
+  // thread answers by rebuilding the set with back-off. Called with mutex_ held.
   void fold_set(std::size_t s) {
     const auto& set = source_->layout().event_sets[s];
     SetHealth& health = sets_[s];
@@ -231,17 +265,11 @@ class PapiCollector final : public Collector {
         log::warn("papi: reading " + where + " failed: " + failures_[s] +
                   " (the CPU went offline, or a pinned group was pushed off the counters?); its "
                   "counters keep their last values, everything else is still read, and the set "
-                  "is restarted with back-off; hwperf_papi_read_errors_total counts the failures");
+                  "is rebuilt with back-off (at most " +
+                  std::to_string(maintenance_.max_backoff.count() / 1000) +
+                  " s apart); hwperf_papi_read_errors_total counts the failures");
         health.failing = true;
-      }
-      const std::uint64_t n = health.consecutive_failures;
-      if ((n & (n - 1)) == 0) {
-        const std::string problem = source_->restart(s);
-        if (problem.empty()) {
-          for (std::size_t i : set.counters) previous_[i] = 0;
-        } else if (n == 1) {
-          log::info("papi: restarting " + where + " failed: " + problem + "; will retry");
-        }
+        health.next_rebuild = maintenance_.now();
       }
       return;
     }
@@ -276,6 +304,80 @@ class PapiCollector final : public Collector {
     if (reset) {
       source_->reset(s);
       for (std::size_t i : set.counters) previous_[i] = 0;
+    }
+  }
+
+  // Rebuilds set s; on success its next reading starts a new baseline, so totals stay monotonic.
+  // Called with mutex_ held.
+  bool rebuild(std::size_t s, const std::string& why) {
+    const auto& set = source_->layout().event_sets[s];
+    const std::string problem = source_->rebuild(s);
+    if (problem.empty()) {
+      for (std::size_t i : set.counters) previous_[i] = 0;
+      return true;
+    }
+    // Once per failing spell: the back-off retries say nothing new.
+    if (sets_[s].rebuild_attempts == 0) log::info("papi: rebuilding event set " + std::to_string(set.index) + " on CPU " +
+              std::to_string(set.cpu) + " (" + why + ") failed: " + problem + "; will retry");
+    return false;
+  }
+
+  // Records which CPUs are online, logging each transition once; with `rebuild_returning`, the
+  // sets of a CPU that came back are rebuilt (the kernel dropped their events when it left).
+  // Called with mutex_ held.
+  void note_online(const std::vector<unsigned>& online, bool rebuild_returning) {
+    for (auto& [cpu, up] : cpu_online_) {
+      const bool now_up = std::binary_search(online.begin(), online.end(), cpu);
+      if (now_up == up) continue;
+      up = now_up;
+      if (!now_up) {
+        log::warn("papi: CPU " + std::to_string(cpu) + " is offline: its counters stop and keep "
+                  "their totals (hwperf_cpu_online{cpu=\"" + std::to_string(cpu) + "\"} 0) until "
+                  "it comes back");
+        continue;
+      }
+      log::info("papi: CPU " + std::to_string(cpu) + " is online again: its event sets are "
+                "opened anew and count from their previous totals");
+      if (!rebuild_returning) continue;
+      const auto& sets = source_->layout().event_sets;
+      for (std::size_t s = 0; s < sets.size(); ++s) {
+        if (sets[s].cpu != cpu || rebuild(s, "CPU back online")) continue;
+        SetHealth& health = sets_[s];
+        health.failing = true;
+        health.next_rebuild = maintenance_.now();
+      }
+    }
+  }
+
+  // The maintenance thread (papi::Maintenance): hotplug first, then failed sets whose back-off
+  // has run out.
+  void maintain() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, maintenance_.period, [this] { return stopping_; })) {
+      if (maintenance_.online_cpus) {
+        lock.unlock();
+        const auto online = maintenance_.online_cpus();
+        lock.lock();
+        if (stopping_) break;
+        if (online) note_online(*online, true);
+      }
+      const auto now = maintenance_.now();
+      for (std::size_t s = 0; s < sets_.size(); ++s) {
+        SetHealth& health = sets_[s];
+        if (!health.failing || now < health.next_rebuild) continue;
+        const auto cpu = source_->layout().event_sets[s].cpu;
+        if (const auto it = cpu_online_.find(cpu); it != cpu_online_.end() && !it->second) continue;
+        if (rebuild(s, "it failed to read")) {
+          // Counted as recovered once it reads (fold_set), as after a transient failure.
+          health.next_rebuild = now + maintenance_.max_backoff;
+          continue;
+        }
+        ++health.rebuild_attempts;
+        const auto shift = std::min<std::uint64_t>(health.rebuild_attempts, 20);
+        const auto backoff = std::min<std::chrono::milliseconds>(
+            maintenance_.period * (std::uint64_t{1} << shift), maintenance_.max_backoff);
+        health.next_rebuild = now + backoff;
+      }
     }
   }
 
@@ -412,6 +514,11 @@ class PapiCollector final : public Collector {
   std::vector<std::string> failures_;              // per event set, from the last read
   std::vector<SetHealth> sets_;                    // per event set
   std::map<unsigned, std::uint64_t> read_errors_;  // per CPU with sets, since start
+  papi::Maintenance maintenance_;
+  std::map<unsigned, bool> cpu_online_;  // per CPU with sets, when hotplug is watched
+  bool stopping_ = false;
+  std::condition_variable wake_;
+  std::thread maintainer_;  // last: started once everything above exists
 };
 
 }  // namespace
@@ -422,8 +529,10 @@ std::unique_ptr<Collector> make_papi_unavailable_collector(const std::string& re
 
 std::unique_ptr<Collector> make_papi_collector_from_source(
     const PapiCollectorConfig& config, std::vector<papi::EventSpec> events,
-    const Topology& topology, std::unique_ptr<papi::CounterSource> source) {
-  return std::make_unique<PapiCollector>(config, events, topology, std::move(source));
+    const Topology& topology, std::unique_ptr<papi::CounterSource> source,
+    papi::Maintenance maintenance) {
+  return std::make_unique<PapiCollector>(config, events, topology, std::move(source),
+                                         std::move(maintenance));
 }
 
 }  // namespace hwperf

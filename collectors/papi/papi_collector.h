@@ -8,8 +8,11 @@
 #pragma once
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,12 +24,27 @@ namespace hwperf {
 
 class Topology;
 
+namespace papi {
+// What keeps counters counting while the exporter runs: a background thread (never a scrape)
+// that every `period` rebuilds the event sets of a CPU that came back online and retries the
+// sets that failed to read, with back-off doubling from one period up to `max_backoff`.
+struct Maintenance {
+  // The CPUs online now (<sysfs>/devices/system/cpu/online), or nothing when that cannot be
+  // read. Empty function: CPU hotplug is not watched (and hwperf_cpu_online not exported).
+  std::function<std::optional<std::vector<unsigned>>()> online_cpus;
+  std::chrono::milliseconds period{1000};
+  std::chrono::milliseconds max_backoff{60000};
+  std::function<std::chrono::steady_clock::time_point()> now = &std::chrono::steady_clock::now;
+};
+}  // namespace papi
+
 // The collector around any source (tests use a fake one). Uses config.granularity and
 // config.domain only; `events` are those the source was opened with, in the same order.
 // Throws ConfigError if a metric name is invalid or clashes.
 std::unique_ptr<Collector> make_papi_collector_from_source(
     const PapiCollectorConfig& config, std::vector<papi::EventSpec> events,
-    const Topology& topology, std::unique_ptr<papi::CounterSource> source);
+    const Topology& topology, std::unique_ptr<papi::CounterSource> source,
+    papi::Maintenance maintenance = {});
 
 // The collector when PAPI cannot count on this machine at all and only the default events were
 // asked for: hwperf_papi_available{reason} 0, nothing else. `reason` is

@@ -183,7 +183,9 @@ class PapiSource final : public CounterSource {
                               "; events that do not fit the counters move to further (qualifier) "
                               "event sets instead, and derived presets among them are dropped");
     }
-    const auto plans = plan_events(request);
+    request_ = request;
+    plans_ = plan_events(request);
+    const auto& plans = plans_;
     for (unsigned cpu : request.cpus) open_cpu(cpu, plans, request);
     summarise_notes(request);
     // An attach owner whose every attach failed (no PMU) holds nothing; let it go.
@@ -201,6 +203,10 @@ class PapiSource final : public CounterSource {
   void read(std::vector<std::int64_t>& values, std::vector<std::string>& failures) override {
     for (std::size_t s = 0; s < reads_.size(); ++s) {
       const ReadSet& set = reads_[s];
+      if (set.handle == PAPI_NULL) {
+        failures[s] = "the event set could not be built again";
+        continue;
+      }
       if (const int rc = PAPI_read(set.handle, buffer_.data()); rc != PAPI_OK) {
         failures[s] = "PAPI_read failed: " + error_text(rc);
         continue;
@@ -214,23 +220,74 @@ class PapiSource final : public CounterSource {
 
   void reset(std::size_t set) override { PAPI_reset(reads_.at(set).handle); }
 
-  std::string restart(std::size_t set) override {
-    const ReadSet& read = reads_.at(set);
-    // On the thread that owns the set, as everything but reading is (papi_owner.h). PAPI_start
-    // resets the counts and enables the events again (perf_event.c _pe_start).
-    const int rc = read.owner->run([handle = read.handle] {
-      PAPI_stop(handle, nullptr);
-      return PAPI_start(handle);
-    });
-    return rc == PAPI_OK ? std::string() : "PAPI_start failed: " + error_text(rc);
+  // Destroys the set and builds it again with the same events in the same order, through the
+  // same fill_set() as at startup, so that it gets new perf_event descriptors: the kernel never
+  // re-adds the events of a CPU that went offline and came back (kernel/events/core.c,
+  // perf_event_exit_cpu_context removes them), and stopping and starting a set cannot bring
+  // back a group the kernel put in ERROR state. PAPI_stop reads first and, when that read
+  // fails, leaves the set running (papi.c); such a set cannot be destroyed, and PAPI then
+  // refuses to start another non-attached set on its thread (PAPI_EISRUN), so the new one is
+  // built on a fresh owner thread, and the stuck set's descriptors stay with the old owner.
+  std::string rebuild(std::size_t set) override {
+    ReadSet& read = reads_.at(set);
+    std::vector<const EventPlan*> todo;
+    for (std::size_t counter : read.counters) todo.push_back(&plans_.at(layout_.counters[counter].event));
+    const auto build_on = [&](OwnerThread& owner) {
+      return owner.run([&] {
+        auto& sets = owner.sets();
+        for (auto it = sets.begin(); it != sets.end(); ++it) {
+          if (it->handle() == read.handle) {
+            sets.erase(it);
+            break;
+          }
+        }
+        return fill_set(owner, read.binding, read.cpu, read.component, todo, request_);
+      });
+    };
+    const auto complete = [&](const FillResult& result) {
+      return result.setup_error == PAPI_OK && result.placed.size() == todo.size() &&
+             result.failed.empty() && result.overflow.empty() && result.handle != PAPI_NULL;
+    };
+    const auto discard = [](OwnerThread& owner, int handle) {
+      owner.run([&owner, handle] {
+        auto& sets = owner.sets();
+        for (auto it = sets.begin(); it != sets.end(); ++it) {
+          if (it->handle() == handle) {
+            sets.erase(it);
+            break;
+          }
+        }
+        return 0;
+      });
+    };
+    FillResult result = build_on(*read.owner);
+    read.handle = PAPI_NULL;
+    if (!complete(result) && read.binding == Binding::qualifier) {
+      if (result.handle != PAPI_NULL) discard(*read.owner, result.handle);
+      auto fresh = std::make_unique<OwnerThread>();
+      result = build_on(*fresh);
+      read.owner = &owners_.add(std::move(fresh));
+    }
+    if (!complete(result)) {
+      if (result.handle != PAPI_NULL) discard(*read.owner, result.handle);
+      const int code = result.setup_error != PAPI_OK ? result.setup_error
+                       : !result.failed.empty()      ? result.failed.front().code
+                                                     : PAPI_ECNFLCT;
+      return (result.setup_error != PAPI_OK ? result.setup_step : std::string("adding its events")) +
+             " failed: " + error_text(code);
+    }
+    read.handle = result.handle;
+    return std::string();
   }
 
  private:
   struct ReadSet {
-    int handle = PAPI_NULL;
+    int handle = PAPI_NULL;  // PAPI_NULL after a rebuild that failed
     OwnerThread* owner = nullptr;  // the thread the set belongs to (kept alive by owners_)
     unsigned cpu = 0;
     unsigned index = 0;
+    Binding binding = Binding::qualifier;
+    int component = 0;
     std::vector<std::size_t> counters;  // PAPI's value k is layout counter counters[k]
   };
 
@@ -315,7 +372,7 @@ class PapiSource final : public CounterSource {
         const FillResult result =
             owner->run([&] { return fill_set(*owner, binding, cpu, component, todo, request); });
         if (!result.placed.empty()) {
-          record_set(cpu, next_index++, binding, result, *owner);
+          record_set(cpu, next_index++, binding, component, result, *owner);
           if (fresh) owners_.add(std::move(fresh));
         }
         return outcome_of(cpu, binding, result, plans, request);
@@ -365,8 +422,8 @@ class PapiSource final : public CounterSource {
     return outcome;
   }
 
-  void record_set(unsigned cpu, unsigned index, Binding binding, const FillResult& result,
-                  OwnerThread& owner) {
+  void record_set(unsigned cpu, unsigned index, Binding binding, int component,
+                  const FillResult& result, OwnerThread& owner) {
     EventSetInfo info;
     info.cpu = cpu;
     info.index = index;
@@ -378,6 +435,8 @@ class PapiSource final : public CounterSource {
     read.owner = &owner;
     read.cpu = cpu;
     read.index = index;
+    read.binding = binding;
+    read.component = component;
     for (std::size_t event : result.placed) {
       const std::size_t counter = layout_.counters.size();
       layout_.counters.push_back({event, cpu});
@@ -416,6 +475,8 @@ class PapiSource final : public CounterSource {
   unsigned attached_sets_ = 0;
   SourceLayout layout_;
   std::vector<ReadSet> reads_;
+  OpenRequest request_;           // what the sets were built from, to build one again
+  std::vector<EventPlan> plans_;
   std::vector<long long> buffer_;  // PAPI_read's output, reused (reads are serialised)
   std::vector<unsigned> attach_fallback_cpus_;
   std::string attach_fallback_error_;
