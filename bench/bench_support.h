@@ -37,7 +37,7 @@ class FakeCounterSource final : public papi::CounterSource {
   FakeCounterSource(std::size_t events, const std::vector<unsigned>& cpus);
   const papi::SourceLayout& layout() const override { return layout_; }
   void read(std::vector<std::int64_t>& values, std::vector<std::string>& failures) override;
-  void reset(std::size_t) override {}
+  std::string reset(std::size_t) override { return {}; }
   std::string rebuild(std::size_t) override { return {}; }
 
  private:

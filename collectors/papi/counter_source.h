@@ -76,8 +76,9 @@ class CounterSource {
   // source needs no lock of its own.
   virtual void read(std::vector<std::int64_t>& values, std::vector<std::string>& failures) = 0;
   // Zeroes the counts of event set `set` (PAPI_reset), so that none grows without bound; the
-  // collector keeps the running totals.
-  virtual void reset(std::size_t set) = 0;
+  // collector keeps the running totals. Returns "" on success, else why not: the counts then
+  // go on from where they were, and the collector must not take them as new.
+  virtual std::string reset(std::size_t set) = 0;
   // Destroys event set `set` and builds it again with the same counters, so that it counts
   // again after its CPU went offline and came back, or after it failed to read; its counts start
   // from zero. Returns "" on success, else why not (the set then reads as failed until a later

@@ -302,8 +302,14 @@ class PapiCollector final : public Collector {
       if (set.multiplexed && count > kResetMultiplexedAbove) reset = true;
     }
     if (reset) {
-      source_->reset(s);
-      for (std::size_t i : set.counters) previous_[i] = 0;
+      // Only a reset that happened starts a new baseline: after a failed one the next reading
+      // still holds what was already added, and zeroing the baseline would add it twice.
+      if (const std::string problem = source_->reset(s); problem.empty()) {
+        for (std::size_t i : set.counters) previous_[i] = 0;
+      } else {
+        log::warn("papi: zeroing " + where + " failed: " + problem +
+                  "; its counts go on from where they were");
+      }
     }
   }
 

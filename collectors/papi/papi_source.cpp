@@ -218,7 +218,10 @@ class PapiSource final : public CounterSource {
     }
   }
 
-  void reset(std::size_t set) override { PAPI_reset(reads_.at(set).handle); }
+  std::string reset(std::size_t set) override {
+    const int rc = PAPI_reset(reads_.at(set).handle);
+    return rc == PAPI_OK ? std::string() : "PAPI_reset failed: " + error_text(rc);
+  }
 
   // Destroys the set and builds it again with the same events in the same order, through the
   // same fill_set() as at startup, so that it gets new perf_event descriptors: the kernel never

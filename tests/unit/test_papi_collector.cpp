@@ -74,9 +74,11 @@ class FakeSource final : public CounterSource {
     }
   }
   // What PAPI_reset does: the set's counts start again from zero.
-  void reset(std::size_t set) override {
+  std::string reset(std::size_t set) override {
     ++resets_;
+    if (reset_fails_) return "fake reset failure";
     for (std::size_t i : layout_.event_sets[set].counters) base_[i] = values_[i];
+    return {};
   }
   // What rebuilding does: a set that failed reads again, from zero.
   std::string rebuild(std::size_t set) override {
@@ -104,6 +106,7 @@ class FakeSource final : public CounterSource {
   std::atomic<int> reads_{0};
   std::set<std::size_t> failing_sets_;  // guarded by sets_mutex_ once a collector runs
   std::atomic<bool> restart_fails_{false};
+  std::atomic<bool> reset_fails_{false};
   std::atomic<int> resets_{0};
   std::atomic<int> restarts_{0};
 
@@ -571,4 +574,28 @@ TEST_CASE("a metric name that would give a second topology family is a config er
     per_package.add(make_topology_collector(topology));
     CHECK_NOTHROW(per_package.add(papi_at(Granularity::package)));
   }
+}
+
+TEST_CASE("a multiplexed set whose reset fails is not counted twice", "[papi]") {
+  const Topology topology = two_socket_topology();
+  auto layout = papi::every_event_on_every_cpu(1, {0});
+  layout.event_sets.front().multiplexed = true;
+  auto source = std::make_unique<FakeSource>(layout);
+  auto* fake = source.get();
+  fake->step_ = std::uint64_t{1} << 39;  // past the 2^40 reset threshold on the third scrape
+  fake->reset_fails_ = true;
+  auto collector = make_papi_collector_from_source(config_with(Granularity::cpu),
+                                                   {spec("PAPI_TOT_CYC", "cycles")}, topology,
+                                                   std::move(source));
+  const std::map<std::string, std::string> cpu0 = {{"cpu", "0"}};
+  constexpr int kScrapes = 8;
+  double total = 0;
+  for (int i = 0; i < kScrapes; ++i) total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
+  CHECK(fake->resets_ > 0);  // it was asked to zero the set, and could not
+  // The exported total is what was counted, not that plus what the failed resets pretended.
+  CHECK(total == static_cast<double>(fake->step_ * kScrapes));
+  // Once resets work again, counting stays exact across them.
+  fake->reset_fails_ = false;
+  for (int i = 0; i < kScrapes; ++i) total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
+  CHECK(total == static_cast<double>(fake->step_ * 2 * kScrapes));
 }
