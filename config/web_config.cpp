@@ -219,8 +219,9 @@ void read_users(Problems& problems, const YAML::Node& node, WebConfigFile& confi
     }
     if (!is_bcrypt_hash(hash)) {
       problems.add(entry.second.Mark(), "basic_auth_users." + user +
-                                            ": expected a bcrypt hash ($2b$..., 60 characters; "
-                                            "htpasswd -nBC 10 USER makes one)");
+                                            ": expected a bcrypt hash that can match ($2b$NN$..., "
+                                            "60 characters, cost NN from 04 to 31; htpasswd -nBC "
+                                            "10 USER makes one)");
     }
     config.basic_auth_users[user] = hash;
   }
@@ -229,9 +230,19 @@ void read_users(Problems& problems, const YAML::Node& node, WebConfigFile& confi
 }  // namespace
 
 bool is_bcrypt_hash(const std::string& hash) {
-  return hash.size() == 60 && hash[0] == '$' && hash[1] == '2' &&
-         (hash[2] == 'a' || hash[2] == 'b' || hash[2] == 'y') && hash[3] == '$' &&
-         hash[6] == '$';
+  if (hash.size() != 60 || hash[0] != '$' || hash[1] != '2' ||
+      (hash[2] != 'a' && hash[2] != 'b' && hash[2] != 'y') || hash[3] != '$' || hash[6] != '$') {
+    return false;
+  }
+  // A cost outside 04-31, or a salt and digest outside bcrypt's alphabet, can never match:
+  // libxcrypt refuses such a setting, so every password would be wrong.
+  if (hash[4] < '0' || hash[4] > '9' || hash[5] < '0' || hash[5] > '9') return false;
+  const int cost = (hash[4] - '0') * 10 + (hash[5] - '0');
+  if (cost < 4 || cost > 31) return false;
+  return std::all_of(hash.begin() + 7, hash.end(), [](char c) {
+    return c == '.' || c == '/' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (c >= '0' && c <= '9');
+  });
 }
 
 WebConfigFile load_web_config(const std::string& path) {

@@ -159,9 +159,18 @@ int run_exporter(const std::vector<std::string>& args) {
         if (!cli.once) needs.push_back({"HTTP server at the least", kMinimumHttpFiles});
         const std::string shortfall = open_file_shortfall(needs, raise_open_file_limit());
         if (!shortfall.empty()) throw std::runtime_error(shortfall);
-        exporter = std::make_unique<Exporter>(config.web.telemetry_path,
-                                              build_collectors(config, *topology),
-                                              registry_build_info(), web_config);
+        auto collectors = build_collectors(config, *topology);
+        try {
+          exporter = std::make_unique<Exporter>(config.web.telemetry_path, std::move(collectors),
+                                                registry_build_info(), web_config);
+        } catch (const ConfigError& e) {
+          // The users' hashes are checked as the exporter is built: say which file they are in.
+          std::vector<std::string> problems;
+          for (const auto& problem : e.problems()) {
+            problems.push_back(cli.web_config_file ? *cli.web_config_file + ": " + problem : problem);
+          }
+          throw ConfigError(std::move(problems));
+        }
       });
       failed != ExitCode::ok) {
     return code(failed);
@@ -192,8 +201,9 @@ int run_exporter(const std::vector<std::string>& args) {
         options.response_headers = web_config.http.headers;
         options.rate_limit = web_config.rate_limit;
         const Exporter* routes = exporter.get();
+        options.admit = [routes](const HttpRequest& request) { return routes->admit(request); };
         server = std::make_unique<HttpServer>(
-            options, [routes](const HttpRequest& request) { return routes->handle(request); });
+            options, [routes](const HttpRequest& request) { return routes->route(request); });
       });
       failed != ExitCode::ok) {
     return code(failed);

@@ -290,6 +290,7 @@ struct HttpServer::Impl {
   std::vector<std::pair<std::string, std::string>> response_headers;
   std::optional<RateLimit> rate_limit;
   std::string unlimited_path;
+  std::function<std::optional<HttpResponse>(const HttpRequest&)> admit;
   std::mutex bucket_mutex;
   double bucket_tokens = 0;  // requests the rate limit allows now, up to its burst
   std::chrono::steady_clock::time_point bucket_filled;
@@ -323,6 +324,9 @@ struct HttpServer::Impl {
     if (rate_limit && request.path != unlimited_path && !take_token()) {
       return HttpResponse{429, "text/plain; charset=utf-8", {},
                           "more requests than rate_limit allows; try again later\n"};
+    }
+    if (admit) {
+      if (auto refused = admit(request)) return std::move(*refused);
     }
     if (max_concurrent_requests == 0 || request.path != limited_path) return call_handler(request);
     if (in_flight.fetch_add(1) >= max_concurrent_requests) {
@@ -446,6 +450,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   impl_->max_concurrent_requests = options.max_concurrent_requests;
   impl_->response_headers = options.response_headers;
   impl_->unlimited_path = options.unlimited_path;
+  impl_->admit = options.admit;
   if (options.rate_limit) {
     if (options.rate_limit->burst == 0 || !(options.rate_limit->interval_seconds > 0)) {
       throw std::invalid_argument("rate_limit needs a positive interval and burst");

@@ -66,6 +66,10 @@ struct HttpServerOptions {
   std::optional<RateLimit> rate_limit;
   std::string unlimited_path = "/-/healthy";
 
+  // Runs before the concurrency limit: a response here (401, 404, 405) ends the request, so that
+  // only requests the application accepts (authenticated ones) take one of the limited places.
+  std::function<std::optional<HttpResponse>(const HttpRequest&)> admit;
+
   // Serve HTTPS only (plain HTTP on the port fails the handshake). The TLS handshake must finish
   // within request_timeout_ms, like a request head.
   std::optional<TlsServerConfig> tls;

@@ -29,6 +29,10 @@ std::string serialized(const std::vector<prometheus::MetricFamily>& families,
 }
 
 
+HttpResponse not_found() {
+  return HttpResponse{404, "text/plain; charset=utf-8", {}, "404 page not found\n"};
+}
+
 }  // namespace
 
 Exporter::Exporter(std::string telemetry_path, CollectorSet collectors,
@@ -37,7 +41,7 @@ Exporter::Exporter(std::string telemetry_path, CollectorSet collectors,
       collectors_(std::move(collectors)),
       build_info_(std::move(build_info)),
       constant_(constant_families()),
-      web_config_(std::move(web_config)) {}
+      auth_(std::make_unique<BasicAuth>(web_config.basic_auth_users)) {}
 
 Exporter::ConstantExposition::ConstantExposition(
     const std::vector<prometheus::MetricFamily>& families)
@@ -81,18 +85,29 @@ std::string Exporter::exposition(ExpositionFormat format, bool gzip) const {
 }
 
 HttpResponse Exporter::handle(const HttpRequest& request) const {
+  if (auto refused = admit(request)) return std::move(*refused);
+  return route(request);
+}
+
+std::optional<HttpResponse> Exporter::admit(const HttpRequest& request) const {
   if (request.method != "GET" && request.method != "HEAD") {
     return HttpResponse{405, "text/plain; charset=utf-8", {{"Allow", "GET, HEAD"}},
                         "method not allowed\n"};
   }
-  if (request.path == "/-/healthy") {
-    return HttpResponse{200, "text/plain; charset=utf-8", {}, "OK\n"};
-  }
-  if (!basic_auth_allows(web_config_, request.authorization)) {
+  if (request.path == "/-/healthy") return std::nullopt;
+  if (request.path != telemetry_path_ && request.path != "/") return not_found();
+  if (!auth_->allows(request.authorization)) {
     return HttpResponse{401,
                         "text/plain; charset=utf-8",
                         {{"WWW-Authenticate", "Basic realm=\"hwperf_exporter\", charset=\"UTF-8\""}},
                         "401 Unauthorized\n"};
+  }
+  return std::nullopt;
+}
+
+HttpResponse Exporter::route(const HttpRequest& request) const {
+  if (request.path == "/-/healthy") {
+    return HttpResponse{200, "text/plain; charset=utf-8", {}, "OK\n"};
   }
   if (request.path == telemetry_path_) {
     const auto format = negotiate_format(request.accept);
@@ -115,7 +130,7 @@ HttpResponse Exporter::handle(const HttpRequest& request) const {
             html_escape(exporter_revision()) + ")</p>\n</body></html>\n";
     return HttpResponse{200, "text/html; charset=utf-8", {}, body};
   }
-  return HttpResponse{404, "text/plain; charset=utf-8", {}, "404 page not found\n"};
+  return not_found();
 }
 
 }  // namespace hwperf

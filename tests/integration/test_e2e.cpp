@@ -458,3 +458,15 @@ TEST_CASE("configurations that would kill or hang the exporter later are exit 2 
     CHECK_THAT(result.err, Catch::Contains(message));
   }
 }
+
+TEST_CASE("a basic auth user whose bcrypt cost would take hours per check is a startup error "
+          "naming the file and the user", "[e2e][web_config]") {
+  test::TempDir dir;
+  std::string hash = test::bcrypt_hash("pw", 4);
+  hash.replace(4, 2, "31");
+  const auto web = dir.write("web.yml", "basic_auth_users:\n  slow: \"" + hash + "\"\n");
+  const auto result = test::run_exporter(
+      {"--web.listen-address=127.0.0.1:0", "--web.config.file=" + web.string()}, 60);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.err, Catch::Contains(web.string() + ": basic_auth_users.slow: bcrypt cost 31"));
+}

@@ -33,14 +33,14 @@ HttpRequest get(const std::string& path, const std::string& authorization = "") 
 
 }  // namespace
 
-TEST_CASE("with basic_auth_users every path but /-/healthy needs the right credentials",
-          "[http][web_config]") {
+TEST_CASE("with basic_auth_users every path but /-/healthy needs the right credentials, and paths "
+          "that do not exist answer 404 without a bcrypt run", "[http][web_config]") {
   const std::string user = "prometheus";
   const std::string password = "s3cret";
   const Exporter exporter = exporter_with_user(user, password);
   const std::string right = "Basic " + test::base64(user + ":" + password);
   const std::string wrong = "Basic " + test::base64(user + ":" + password + "!");
-  for (const char* path : {"/metrics", "/", "/nowhere"}) {
+  for (const char* path : {"/metrics", "/"}) {
     CAPTURE(path);
     const HttpResponse missing = exporter.handle(get(path));
     CHECK(missing.status == 401);
@@ -53,12 +53,26 @@ TEST_CASE("with basic_auth_users every path but /-/healthy needs the right crede
   }
   CHECK(exporter.handle(get("/metrics", right)).status == 200);
   CHECK(exporter.handle(get("/", right)).status == 200);
+  // No route, no password check: a flood of requests for made-up paths costs no bcrypt.
+  const auto runs = exporter.bcrypt_runs();
   CHECK(exporter.handle(get("/nowhere", right)).status == 404);
+  CHECK(exporter.handle(get("/nowhere", wrong)).status == 404);
+  CHECK(exporter.handle(get("/nowhere")).status == 404);
+  CHECK(exporter.bcrypt_runs() == runs);
   // Liveness probes carry no credentials; the answer says nothing about the machine.
   CHECK(exporter.handle(get("/-/healthy")).status == 200);
   // Without users nothing is asked.
   const Exporter open("/metrics", CollectorSet{}, build_info_family({}));
   CHECK(open.handle(get("/metrics")).status == 200);
+}
+
+TEST_CASE("twenty authenticated scrapes run bcrypt once", "[http][web_config]") {
+  const Exporter exporter = exporter_with_user("prometheus", "s3cret");
+  const std::string right = "Basic " + test::base64("prometheus:s3cret");
+  for (int scrape = 0; scrape < 20; ++scrape) {
+    CHECK(exporter.handle(get("/metrics", right)).status == 200);
+  }
+  CHECK(exporter.bcrypt_runs() == 1);
 }
 
 namespace {

@@ -3,7 +3,9 @@
 // passwords the test picks, never copied from elsewhere.
 #include "tests/catch.hpp"
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "config/errors.h"
 #include "exporter/basic_auth.h"
@@ -39,24 +41,71 @@ TEST_CASE("bcrypt hashes verify at the cost they were made with", "[web_config]"
 }
 
 TEST_CASE("basic auth allows exactly the configured users with their passwords", "[web_config]") {
-  WebConfigFile config;
-  config.basic_auth_users["prometheus"] = bcrypt_hash("s3cret", 4);
+  std::map<std::string, std::string> users;
+  users["prometheus"] = bcrypt_hash("s3cret", 4);
+  // A password may contain colons: only the first one separates the user.
+  users["colons"] = bcrypt_hash("a:b:c", 4);
+  const BasicAuth auth(users);
   auto header = [](const std::string& user, const std::string& password) {
     return "Basic " + base64(user + ":" + password);
   };
-  CHECK(basic_auth_allows(config, header("prometheus", "s3cret")));
-  CHECK(basic_auth_allows(config, "basic " + base64("prometheus:s3cret")));  // scheme is case-insensitive
-  CHECK_FALSE(basic_auth_allows(config, header("prometheus", "wrong")));
-  CHECK_FALSE(basic_auth_allows(config, header("someone", "s3cret")));
-  CHECK_FALSE(basic_auth_allows(config, ""));
-  CHECK_FALSE(basic_auth_allows(config, "Bearer abc"));
-  CHECK_FALSE(basic_auth_allows(config, "Basic !!!!"));
-  CHECK_FALSE(basic_auth_allows(config, "Basic " + base64("no-colon")));
-  // A password may contain colons: only the first one separates the user.
-  config.basic_auth_users["colons"] = bcrypt_hash("a:b:c", 4);
-  CHECK(basic_auth_allows(config, header("colons", "a:b:c")));
+  CHECK(auth.required());
+  CHECK(auth.allows(header("prometheus", "s3cret")));
+  CHECK(auth.allows("basic " + base64("prometheus:s3cret")));  // scheme is case-insensitive
+  CHECK_FALSE(auth.allows(header("prometheus", "wrong")));
+  CHECK_FALSE(auth.allows(header("someone", "s3cret")));
+  CHECK_FALSE(auth.allows(""));
+  CHECK_FALSE(auth.allows("Bearer abc"));
+  CHECK_FALSE(auth.allows("Basic !!!!"));
+  CHECK_FALSE(auth.allows("Basic " + base64("no-colon")));
+  CHECK(auth.allows(header("colons", "a:b:c")));
+  // crypt_r stops at a NUL; a password with one is never the shorter one.
+  CHECK_FALSE(auth.allows(header("prometheus", std::string("s3cret\0tail", 11))));
   // Without users, nothing is asked.
-  CHECK(basic_auth_allows(WebConfigFile{}, ""));
+  CHECK(BasicAuth({}).allows(""));
+}
+
+TEST_CASE("verdicts are cached: the same credentials run bcrypt once, right or wrong",
+          "[web_config]") {
+  const BasicAuth auth({{"prometheus", bcrypt_hash("s3cret", 4)}});
+  const auto right = "Basic " + base64("prometheus:s3cret");
+  const auto wrong = "Basic " + base64("prometheus:guess");
+  for (int scrape = 0; scrape < 20; ++scrape) CHECK(auth.allows(right));
+  CHECK(auth.bcrypt_runs() == 1);
+  for (int scrape = 0; scrape < 20; ++scrape) CHECK_FALSE(auth.allows(wrong));
+  CHECK(auth.bcrypt_runs() == 2);
+  // Every new guess costs one run, and only one.
+  for (int guess = 0; guess < 5; ++guess) {
+    CHECK_FALSE(auth.allows("Basic " + base64("nobody:guess" + std::to_string(guess))));
+  }
+  CHECK(auth.bcrypt_runs() == 7);
+}
+
+TEST_CASE("hashes that can never match, or that cost too much here, are startup errors naming "
+          "the user", "[web_config]") {
+  const std::string good = bcrypt_hash("pw", 4);
+  // A cost above what one check may take on any machine this runs on (cost 31 is 2^27 times
+  // cost 4: hours).
+  std::string slow = good;
+  slow.replace(4, 2, "31");
+  std::vector<std::string> problems;
+  try {
+    BasicAuth auth({{"alice", slow}});
+  } catch (const ConfigError& e) {
+    problems = e.problems();
+  }
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems.front(), Catch::StartsWith("basic_auth_users.alice: bcrypt cost 31") &&
+                                   Catch::Contains("htpasswd -nBC"));
+  for (const std::string& never : {std::string("$2b$03$") + good.substr(7),
+                                   std::string("$2b$32$") + good.substr(7),
+                                   std::string("$2b$99$") + good.substr(7),
+                                   good.substr(0, 20) + "!" + good.substr(21)}) {
+    CAPTURE(never);
+    CHECK_FALSE(is_bcrypt_hash(never));
+    CHECK_THROWS_AS(BasicAuth({{"bob", never}}), ConfigError);
+  }
+  CHECK(is_bcrypt_hash(good));
 }
 
 TEST_CASE("a web config file is read with relative paths from its folder", "[web_config]") {
