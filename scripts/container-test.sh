@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds docker/Dockerfile with podman and proves the image works on this machine:
+# Builds deploy/Dockerfile with podman and proves the image works on this machine:
 #   1. base image: a minimal Debian 13 root filesystem from mmdebstrap (cached in
 #      build-debian13/rootfs.tar, shared with scripts/debian13-test.sh), imported under the
 #      Dockerfile's base name, so nothing but Debian packages is downloaded;
@@ -84,7 +84,7 @@ revision=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 version=$(sed -n 's/^project(hwperf_exporter VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
 source_url=$(git remote get-url origin 2>/dev/null || echo unknown)
 echo "container-test: building $image (version $version, revision $revision)" >&2
-pm build --isolation chroot --network host --pull=never --format docker -f docker/Dockerfile \
+pm build --isolation chroot --network host --pull=never --format docker -f deploy/Dockerfile \
   --build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg SOURCE="$source_url" \
   -t "$image" . || fail "podman build failed"
 

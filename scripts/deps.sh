@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages hwperf_exporter builds and tests with, only those missing.
 # Idempotent and quiet; works as root (CI, containers) or through sudo.
-# --build-only: only what the build needs (no test tools); used by docker/Dockerfile.
+# --build-only: only what the build needs (no test tools); used by deploy/Dockerfile.
 set -euo pipefail
 
 packages=(
@@ -19,7 +19,7 @@ packages=(
 # kubectl is installed yet: another package may already own /usr/bin/kubectl, and the two conflict.
 packages+=(systemd)
 command -v kubectl >/dev/null || packages+=(kubernetes-client)
-# --build-only: what compiling the exporter needs, no test tools (docker/Dockerfile's build stage).
+# --build-only: what compiling the exporter needs, no test tools (deploy/Dockerfile's build stage).
 if [ "${1:-}" = "--build-only" ]; then
   test_only=" papi-tools hwloc catch2 prometheus util-linux python3 openssl curl systemd kubernetes-client "
   build_packages=()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Checks the deployment files under docker/ with the real tools (run by CTest as deploy_manifests):
-#   Prometheus  promtool check config, check rules, test rules (docker/prometheus/rules_test.yml)
-#   Grafana     every query of docker/grafana/hwperf.json, its variables given concrete values,
+# Checks the deployment files under deploy/ with the real tools (run by CTest as deploy_manifests):
+#   Prometheus  promtool check config, check rules, test rules (deploy/prometheus/rules_test.yml)
+#   Grafana     every query of deploy/grafana/hwperf.json, its variables given concrete values,
 #               parsed by promtool as a rules file
 #   Kubernetes  kubectl reads every manifest offline; the fields that matter are asserted; the
 #               ConfigMap's configuration passes the exporter's own --check-config
@@ -28,27 +28,27 @@ for need in promtool:prometheus kubectl:kubernetes-client systemd-analyze:system
 done
 [ -x "$exporter" ] || { echo "FAIL: exporter binary $exporter missing" >&2; exit 1; }
 
-step "promtool check config docker/prometheus.yml (with its rule files)"
-promtool check config "$src/docker/prometheus.yml" || fail "docker/prometheus.yml"
-grep -q 'prometheus/rules.yml' "$src/docker/prometheus.yml" || fail "docker/prometheus.yml does not load prometheus/rules.yml"
+step "promtool check config deploy/prometheus.yml (with its rule files)"
+promtool check config "$src/deploy/prometheus.yml" || fail "deploy/prometheus.yml"
+grep -q 'prometheus/rules.yml' "$src/deploy/prometheus.yml" || fail "deploy/prometheus.yml does not load prometheus/rules.yml"
 
-step "promtool check rules / test rules docker/prometheus/"
-promtool check rules "$src/docker/prometheus/rules.yml" || fail "docker/prometheus/rules.yml"
-(cd "$src/docker/prometheus" && promtool test rules rules_test.yml) || fail "docker/prometheus/rules_test.yml"
+step "promtool check rules / test rules deploy/prometheus/"
+promtool check rules "$src/deploy/prometheus/rules.yml" || fail "deploy/prometheus/rules.yml"
+(cd "$src/deploy/prometheus" && promtool test rules rules_test.yml) || fail "deploy/prometheus/rules_test.yml"
 
-step "Grafana: every query of docker/grafana/hwperf.json parses"
-python3 "$here/grafana_queries.py" "$src/docker/grafana/hwperf.json" "$tmp/grafana_rules.yml" ||
-  fail "docker/grafana/hwperf.json"
+step "Grafana: every query of deploy/grafana/hwperf.json parses"
+python3 "$here/grafana_queries.py" "$src/deploy/grafana/hwperf.json" "$tmp/grafana_rules.yml" ||
+  fail "deploy/grafana/hwperf.json"
 if [ -s "$tmp/grafana_rules.yml" ]; then
   promtool check rules "$tmp/grafana_rules.yml" || fail "a Grafana query does not parse (rules file: see above)"
 fi
 
-step "Kubernetes: kubectl reads docker/kubernetes/ offline; fields asserted"
-if kubectl label --local -f "$src/docker/kubernetes/" -o json hwperf-check=1 >"$tmp/manifests.json" 2>"$tmp/kubectl.err"; then
-  python3 "$here/k8s_manifests.py" "$tmp/manifests.json" "$tmp/configmap-hwperf.yml" || fail "docker/kubernetes/"
+step "Kubernetes: kubectl reads deploy/kubernetes/ offline; fields asserted"
+if kubectl label --local -f "$src/deploy/kubernetes/" -o json hwperf-check=1 >"$tmp/manifests.json" 2>"$tmp/kubectl.err"; then
+  python3 "$here/k8s_manifests.py" "$tmp/manifests.json" "$tmp/configmap-hwperf.yml" || fail "deploy/kubernetes/"
 else
   cat "$tmp/kubectl.err" >&2
-  fail "kubectl cannot read docker/kubernetes/"
+  fail "kubectl cannot read deploy/kubernetes/"
 fi
 if [ -s "$tmp/configmap-hwperf.yml" ]; then
   # The ConfigMap's configuration must be valid for this exporter. Its paths point at /host/*,
@@ -60,14 +60,14 @@ if [ -s "$tmp/configmap-hwperf.yml" ]; then
   fi
 fi
 
-step "systemd-analyze verify docker/systemd/hwperf-exporter.service"
-unit=$src/docker/systemd/hwperf-exporter.service
+step "systemd-analyze verify deploy/systemd/hwperf-exporter.service"
+unit=$src/deploy/systemd/hwperf-exporter.service
 grep -q '^ExecStart=/usr/local/bin/hwperf_exporter ' "$unit" || fail "unexpected ExecStart in $unit"
 mkdir -p "$tmp/unit"
 sed "s|^ExecStart=/usr/local/bin/hwperf_exporter |ExecStart=$exporter |" "$unit" >"$tmp/unit/hwperf-exporter.service"
 if ! systemd-analyze verify "$tmp/unit/hwperf-exporter.service" >"$tmp/verify.out" 2>&1 || [ -s "$tmp/verify.out" ]; then
   cat "$tmp/verify.out" >&2
-  fail "systemd-analyze verify reports problems in docker/systemd/hwperf-exporter.service"
+  fail "systemd-analyze verify reports problems in deploy/systemd/hwperf-exporter.service"
 fi
 for directive in 'LimitNOFILE=65536' 'CapabilityBoundingSet=CAP_PERFMON CAP_SYS_RAWIO' \
                  'SystemCallFilter=@system-service perf_event_open' 'ProtectSystem=strict'; do

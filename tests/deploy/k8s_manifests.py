@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Asserts the fields of docker/kubernetes/ that make the exporter work and keep it contained.
+"""Asserts the fields of deploy/kubernetes/ that make the exporter work and keep it contained.
 Input: the objects kubectl printed as JSON (one after another); writes the ConfigMap's hwperf.yml
 to the second argument for the exporter's --check-config. Every problem is listed, exit 1 if any."""
 import json

@@ -343,7 +343,7 @@ TEST_CASE("the shipped Prometheus scrape configuration is valid", "[e2e]") {
   if (!have("promtool")) FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
   int exit_code = -1;
   const std::string output = test::run_shell(
-      "promtool check config " + std::string(HWPERF_SOURCE_DIR) + "/docker/prometheus.yml", &exit_code);
+      "promtool check config " + std::string(HWPERF_SOURCE_DIR) + "/deploy/prometheus.yml", &exit_code);
   INFO(output);
   CHECK(exit_code == 0);
   CHECK_THAT(output, Catch::Contains("SUCCESS"));
