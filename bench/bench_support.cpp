@@ -43,10 +43,10 @@ long resident_set_kib() {
 
 std::vector<papi::EventSpec> typical_hardware_events() {
   const std::pair<const char*, const char*> presets[] = {
-      {"PAPI_TOT_INS", "instructions"},        {"PAPI_TOT_CYC", "cycles"},
-      {"PAPI_REF_CYC", "reference_cycles"},    {"PAPI_BR_INS", "branch_instructions"},
+      {"PAPI_TOT_INS", "instructions"},         {"PAPI_TOT_CYC", "cycles"},
+      {"PAPI_REF_CYC", "reference_cycles"},     {"PAPI_BR_INS", "branch_instructions"},
       {"PAPI_BR_MSP", "branch_mispredictions"}, {"PAPI_L1_DCM", "l1_data_cache_misses"},
-      {"PAPI_L2_TCM", "l2_cache_misses"},      {"PAPI_L3_TCM", "l3_cache_misses"},
+      {"PAPI_L2_TCM", "l2_cache_misses"},       {"PAPI_L3_TCM", "l3_cache_misses"},
   };
   std::vector<papi::EventSpec> events;
   for (const auto& [event, metric] : presets) {
@@ -75,8 +75,8 @@ void FakeCounterSource::read(std::vector<std::int64_t>& values, std::vector<std:
 
 TempTree::TempTree() {
   const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base != nullptr && *base != '\0' ? base : "/tmp") +
-                        "/hwperf-bench-XXXXXX";
+  std::string pattern =
+      std::string(base != nullptr && *base != '\0' ? base : "/tmp") + "/hwperf-bench-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
     throw std::system_error(errno, std::generic_category(), "mkdtemp " + pattern);
   }

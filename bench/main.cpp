@@ -39,7 +39,7 @@ struct Options {
   // between startup and the last reading shows after far fewer.
   std::size_t rss_scrapes_512 = 1000;
   unsigned only_cpus = 0;  // run only the synthetic rows of this size (for profiling)
-  std::string rss_probe;  // internal: run one RSS measurement in this fresh process
+  std::string rss_probe;   // internal: run one RSS measurement in this fresh process
 };
 
 // What a scrape asks for: Prometheus' own Accept header (OpenMetrics first) or the text format,
@@ -149,8 +149,9 @@ std::unique_ptr<Exporter> synthetic_exporter(const Topology& topology, Granulari
 }
 
 void run_synthetic(const Options& options) {
-  std::printf("\n== Synthetic topologies: topology collector + PAPI (8 events per CPU, fake "
-              "counter source), through Exporter::handle; times in microseconds ==\n");
+  std::printf(
+      "\n== Synthetic topologies: topology collector + PAPI (8 events per CPU, fake "
+      "counter source), through Exporter::handle; times in microseconds ==\n");
   print_header("topology");
   const Granularity levels[] = {Granularity::cpu, Granularity::core, Granularity::package,
                                 Granularity::machine};
@@ -176,8 +177,8 @@ Config real_config(const std::string& sysfs, bool topology_on, bool papi_on, boo
   config.paths.sysfs = sysfs;
   config.collectors.topology.enabled = topology_on;
   config.collectors.papi.enabled = papi_on;
-  for (const char* event : {"perf::CPU-CLOCK", "perf::PAGE-FAULTS", "perf::CONTEXT-SWITCHES",
-                            "perf::CPU-MIGRATIONS"}) {
+  for (const char* event :
+       {"perf::CPU-CLOCK", "perf::PAGE-FAULTS", "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS"}) {
     PapiEventConfig entry;
     entry.event = event;
     config.collectors.papi.events.push_back(entry);
@@ -197,8 +198,9 @@ std::unique_ptr<Exporter> real_exporter(const Config& config) {
 }
 
 void run_real(const Options& options) {
-  std::printf("\n== Real collectors on this machine: PAPI with the real source (perf "
-              "software events, CPUs 0-1), RAPL from a 9-zone powercap tree; microseconds ==\n");
+  std::printf(
+      "\n== Real collectors on this machine: PAPI with the real source (perf "
+      "software events, CPUs 0-1), RAPL from a 9-zone powercap tree; microseconds ==\n");
   print_header("collectors");
   TempTree tree;
   const std::string sysfs = write_nine_zone_powercap(tree);
@@ -256,10 +258,11 @@ struct PipeCloser {
 };
 
 void run_rss(const Options& options) {
-  std::printf("\n== Resident set size (VmRSS, MiB), each in a fresh process; scrapes cycle "
-              "text/OpenMetrics x identity/gzip ==\n");
-  std::printf("%-44s %9s %9s %9s %8s %8s\n", "exporter", "at start", "built", "scraped",
-              "scrapes", "seconds");
+  std::printf(
+      "\n== Resident set size (VmRSS, MiB), each in a fresh process; scrapes cycle "
+      "text/OpenMetrics x identity/gzip ==\n");
+  std::printf("%-44s %9s %9s %9s %8s %8s\n", "exporter", "at start", "built", "scraped", "scrapes",
+              "seconds");
   char self[4096] = {};
   const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (length <= 0) {
@@ -281,8 +284,8 @@ void run_rss(const Options& options) {
     std::unique_ptr<FILE, PipeCloser> pipe(::popen(command.c_str(), "r"));
     long at_start = 0, built = 0, scraped = 0;
     double seconds = 0;
-    if (!pipe || std::fscanf(pipe.get(), "%ld %ld %ld %lf", &at_start, &built, &scraped,
-                             &seconds) != 4) {
+    if (!pipe ||
+        std::fscanf(pipe.get(), "%ld %ld %ld %lf", &at_start, &built, &scraped, &seconds) != 4) {
       std::printf("%-44s probe failed\n", label);
       continue;
     }

@@ -54,10 +54,14 @@ std::optional<std::uint64_t> parse_duration_ms(std::string_view text) {
     const std::string_view unit = text.substr(0, unit_length);
     text.remove_prefix(unit_length);
     std::uint64_t scale = 0;
-    if (unit == "ms") scale = 1;
-    else if (unit == "s") scale = 1000;
-    else if (unit == "m") scale = 60 * 1000;
-    else if (unit == "h") scale = 60 * 60 * 1000;
+    if (unit == "ms")
+      scale = 1;
+    else if (unit == "s")
+      scale = 1000;
+    else if (unit == "m")
+      scale = 60 * 1000;
+    else if (unit == "h")
+      scale = 60 * 60 * 1000;
     if (!number || scale == 0 || *number > (UINT64_MAX - total) / scale) return std::nullopt;
     total += *number * scale;
   }

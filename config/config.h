@@ -1,5 +1,6 @@
 // Plain configuration structs with their defaults. Everything here is a value: it is loaded and
-// validated once at startup (config/loader.h) and then handed, read-only, to the parts that need it.
+// validated once at startup (config/loader.h) and then handed, read-only, to the parts that need
+// it.
 #pragma once
 
 #include <cstdint>
@@ -57,7 +58,9 @@ inline constexpr EnumName<Granularity> kGranularityNames[] = {{Granularity::cpu,
 
 enum class CountingDomain { user, kernel, all };
 inline constexpr EnumName<CountingDomain> kCountingDomainNames[] = {
-    {CountingDomain::user, "user"}, {CountingDomain::kernel, "kernel"}, {CountingDomain::all, "all"}};
+    {CountingDomain::user, "user"},
+    {CountingDomain::kernel, "kernel"},
+    {CountingDomain::all, "all"}};
 
 // How the PAPI collector binds counters to CPUs. `auto` tries PAPI_CPU_ATTACH (the real-PMU way)
 // and falls back to per-CPU event qualifiers when PAPI cannot attach (no hardware PMU).
@@ -69,9 +72,9 @@ inline constexpr EnumName<PapiAttachMode> kPapiAttachModeNames[] = {
 
 // collectors.papi.cpus, parsed once when the configuration is read.
 struct CpuSelection {
-  bool all = true;             // every CPU of the topology
-  std::vector<unsigned> cpus;  // otherwise these, ascending and unique
-  SourceMark mark;             // where the list was written
+  bool all = true;                // every CPU of the topology
+  std::vector<unsigned> cpus;     // otherwise these, ascending and unique
+  SourceMark mark;                // where the list was written
   std::string to_string() const;  // "all" or the CPU list, folded ("0-3,8")
 };
 

@@ -94,12 +94,14 @@ void read_papi_events(Problems& problems, const YAML::Node& node, PapiCollectorC
   out.events_given = true;
   out.events.clear();
   if (!node.IsSequence()) {
-    problems.add(problems.at(node), path + ": expected a list of event names or {event, metric, help}");
+    problems.add(problems.at(node),
+                 path + ": expected a list of event names or {event, metric, help}");
     return;
   }
   if (node.size() == 0) {
-    problems.add(problems.at(node), path + ": the list is empty; name at least one event, or remove "
-                                     "the key for the default set (or set enabled: false)");
+    problems.add(problems.at(node), path +
+                                        ": the list is empty; name at least one event, or remove "
+                                        "the key for the default set (or set enabled: false)");
     return;
   }
   std::size_t index = 0;
@@ -124,8 +126,10 @@ void read_papi_events(Problems& problems, const YAML::Node& node, PapiCollectorC
     }
     if (event.event.size() > kMaxEventNameLength) {
       problems.add(item.Mark(), item_path + ": an event name of " +
-                                    std::to_string(event.event.size()) + " characters; PAPI event "
-                                    "names are at most " + std::to_string(kMaxEventNameLength));
+                                    std::to_string(event.event.size()) +
+                                    " characters; PAPI event "
+                                    "names are at most " +
+                                    std::to_string(kMaxEventNameLength));
       continue;
     }
     if (!event.metric.empty() && !valid_metric_base(event.metric)) {
@@ -187,8 +191,7 @@ struct Key {
 };
 using Section = std::vector<Key>;
 
-Key section(Problems& problems, const std::string& name, const std::string& path,
-            Section keys) {
+Key section(Problems& problems, const std::string& name, const std::string& path, Section keys) {
   auto shared = std::make_shared<Section>(std::move(keys));
   return Key{name,
              [&problems, path, shared](const YAML::Node& node) {
@@ -248,8 +251,8 @@ Key zero_or_between_key(Problems& problems, const std::string& name, const std::
                                                   ") or at least " + format_number(minimum) + " " +
                                                   unit);
             } else if (value > maximum) {
-              problems.add(problems.at(node), path + ": expected at most " +
-                                                  format_number(maximum) + " " + unit);
+              problems.add(problems.at(node),
+                           path + ": expected at most " + format_number(maximum) + " " + unit);
             }
           },
           dump_value(value)};
@@ -295,41 +298,42 @@ Section schema(Problems& problems, Config& config) {
           {section(problems, "topology", "collectors.topology",
                    {bool_key(problems, "enabled", "collectors.topology.enabled",
                              collectors.topology.enabled)}),
-           section(problems, "papi", "collectors.papi",
-                   {bool_key(problems, "enabled", "collectors.papi.enabled", papi.enabled),
-                    {"cpus", [&problems, &papi](const YAML::Node& n) { read_cpus(problems, n, papi.cpus); },
-                     [&papi](YAML::Emitter& out) {
-                       out << YAML::DoubleQuoted << papi.cpus.to_string();
-                     }},
-                    enum_key(problems, "granularity", "collectors.papi.granularity",
-                             papi.granularity, kGranularityNames),
-                    enum_key(problems, "domain", "collectors.papi.domain", papi.domain,
-                             kCountingDomainNames),
-                    enum_key(problems, "attach", "collectors.papi.attach", papi.attach,
-                             kPapiAttachModeNames),
-                    bool_key(problems, "multiplex", "collectors.papi.multiplex", papi.multiplex),
-                    {"events",
-                     [&problems, &papi](const YAML::Node& n) { read_papi_events(problems, n, papi); },
-                     [&papi](YAML::Emitter& out) {
-                       out << YAML::BeginSeq;
-                       for (const auto& event : papi.events) {
-                         if (event.metric.empty() && event.help.empty()) {
-                           out << event.event;
-                           continue;
-                         }
-                         out << YAML::BeginMap << YAML::Key << "event" << YAML::Value
-                             << event.event;
-                         if (!event.metric.empty()) {
-                           out << YAML::Key << "metric" << YAML::Value << event.metric;
-                         }
-                         if (!event.help.empty()) {
-                           out << YAML::Key << "help" << YAML::Value << event.help;
-                         }
-                         out << YAML::EndMap;
-                       }
-                       out << YAML::EndSeq;
-                     },
-                     [&papi] { return papi.events_given; }}}),
+           section(
+               problems, "papi", "collectors.papi",
+               {bool_key(problems, "enabled", "collectors.papi.enabled", papi.enabled),
+                {"cpus",
+                 [&problems, &papi](const YAML::Node& n) { read_cpus(problems, n, papi.cpus); },
+                 [&papi](YAML::Emitter& out) {
+                   out << YAML::DoubleQuoted << papi.cpus.to_string();
+                 }},
+                enum_key(problems, "granularity", "collectors.papi.granularity", papi.granularity,
+                         kGranularityNames),
+                enum_key(problems, "domain", "collectors.papi.domain", papi.domain,
+                         kCountingDomainNames),
+                enum_key(problems, "attach", "collectors.papi.attach", papi.attach,
+                         kPapiAttachModeNames),
+                bool_key(problems, "multiplex", "collectors.papi.multiplex", papi.multiplex),
+                {"events",
+                 [&problems, &papi](const YAML::Node& n) { read_papi_events(problems, n, papi); },
+                 [&papi](YAML::Emitter& out) {
+                   out << YAML::BeginSeq;
+                   for (const auto& event : papi.events) {
+                     if (event.metric.empty() && event.help.empty()) {
+                       out << event.event;
+                       continue;
+                     }
+                     out << YAML::BeginMap << YAML::Key << "event" << YAML::Value << event.event;
+                     if (!event.metric.empty()) {
+                       out << YAML::Key << "metric" << YAML::Value << event.metric;
+                     }
+                     if (!event.help.empty()) {
+                       out << YAML::Key << "help" << YAML::Value << event.help;
+                     }
+                     out << YAML::EndMap;
+                   }
+                   out << YAML::EndSeq;
+                 },
+                 [&papi] { return papi.events_given; }}}),
            section(
                problems, "rapl", "collectors.rapl",
                {bool_key(problems, "enabled", "collectors.rapl.enabled", rapl.enabled),

@@ -32,7 +32,8 @@ Mapping::Handler read_file_path(Problems& problems, const fs::path& directory,
     if (named.is_relative()) named = directory / named;
     std::error_code error;
     if (!fs::is_regular_file(named, error)) {
-      problems.add(problems.at(node), path + ": " + named.string() + " is not a readable regular file");
+      problems.add(problems.at(node),
+                   path + ": " + named.string() + " is not a readable regular file");
     }
     out = named.string();
   };
@@ -65,7 +66,8 @@ std::function<std::optional<std::string>(const YAML::Node&, const std::string&)>
       if (text == table[i].go) return std::string(table[i].openssl);
       names += std::string(i == 0 ? "" : ", ") + table[i].go;
     }
-    problems.add(item.Mark(), path + ": unknown name \"" + text + "\" (expected one of " + names + ")");
+    problems.add(item.Mark(),
+                 path + ": unknown name \"" + text + "\" (expected one of " + names + ")");
     return std::nullopt;
   };
 }
@@ -88,23 +90,21 @@ void read_tls(Problems& problems, const fs::path& directory, const YAML::Node& n
       .on("client_allowed_sans",
           read_list(problems, path + ".client_allowed_sans", tls.client_allowed_sans,
                     [](const YAML::Node&, const std::string& text) { return text; }))
-      .on("min_version", read_enum(problems, path + ".min_version", tls.min_version,
-                                   kTlsVersionNames))
+      .on("min_version",
+          read_enum(problems, path + ".min_version", tls.min_version, kTlsVersionNames))
       .on("max_version",
           [&](const YAML::Node& value) {
             has_max_version = true;
             read_enum(problems, path + ".max_version", max_version, kTlsVersionNames)(value);
           })
-      .on("cipher_suites",
-          read_list(problems, path + ".cipher_suites", tls.cipher_suites,
-                    translate(problems, path + ".cipher_suites", kCipherSuiteNames,
-                              std::size(kCipherSuiteNames))))
+      .on("cipher_suites", read_list(problems, path + ".cipher_suites", tls.cipher_suites,
+                                     translate(problems, path + ".cipher_suites", kCipherSuiteNames,
+                                               std::size(kCipherSuiteNames))))
       .on("prefer_server_cipher_suites", read_bool(problems, path + ".prefer_server_cipher_suites",
                                                    tls.prefer_server_cipher_suites))
-      .on("curve_preferences",
-          read_list(problems, path + ".curve_preferences", tls.curve_groups,
-                    translate(problems, path + ".curve_preferences", kCurveNames,
-                              std::size(kCurveNames))))
+      .on("curve_preferences", read_list(problems, path + ".curve_preferences", tls.curve_groups,
+                                         translate(problems, path + ".curve_preferences",
+                                                   kCurveNames, std::size(kCurveNames))))
       .visit(node);
   if (has_max_version) {
     tls.max_version = max_version;
@@ -120,18 +120,21 @@ void read_tls(Problems& problems, const fs::path& directory, const YAML::Node& n
   }
   if ((tls.cert_file.empty() && tls.cert_pem.empty()) ||
       (tls.key_file.empty() && tls.key_pem.empty())) {
-    problems.add(problems.at(node), path + " needs a certificate (cert_file or cert) and a key "
-                                           "(key_file or key)");
+    problems.add(problems.at(node), path +
+                                        " needs a certificate (cert_file or cert) and a key "
+                                        "(key_file or key)");
   }
   const bool verifies = tls.client_auth == ClientAuth::verify_if_given ||
                         tls.client_auth == ClientAuth::require_and_verify;
   if (verifies && tls.client_ca_file.empty()) {
-    problems.add(problems.at(node), path + ".client_auth_type verifies client certificates and "
-                                           "needs client_ca_file");
+    problems.add(problems.at(node), path +
+                                        ".client_auth_type verifies client certificates and "
+                                        "needs client_ca_file");
   }
   if (!tls.client_allowed_sans.empty() && tls.client_auth != ClientAuth::require_and_verify) {
-    problems.add(problems.at(node), path + ".client_allowed_sans needs client_auth_type "
-                                           "RequireAndVerifyClientCert");
+    problems.add(problems.at(node), path +
+                                        ".client_allowed_sans needs client_auth_type "
+                                        "RequireAndVerifyClientCert");
   }
   config.tls = std::move(tls);
 }
@@ -143,23 +146,25 @@ void read_http_server(Problems& problems, const YAML::Node& node, WebConfigFile&
       .on("headers",
           [&](const YAML::Node& headers) {
             if (!headers.IsMap()) {
-              problems.add(problems.at(headers), path + ".headers: expected a mapping of header "
-                                                        "names to values");
+              problems.add(problems.at(headers), path +
+                                                     ".headers: expected a mapping of header "
+                                                     "names to values");
               return;
             }
             for (const auto& entry : headers) {
               const auto name = entry.first.as<std::string>("");
-              const bool allowed =
-                  std::find_if(std::begin(kAllowedResponseHeaders), std::end(kAllowedResponseHeaders),
-                               [&](const char* known) { return name == known; }) !=
-                  std::end(kAllowedResponseHeaders);
+              const bool allowed = std::find_if(std::begin(kAllowedResponseHeaders),
+                                                std::end(kAllowedResponseHeaders),
+                                                [&](const char* known) { return name == known; }) !=
+                                   std::end(kAllowedResponseHeaders);
               if (!allowed) {
                 std::string names;
                 for (const char* known : kAllowedResponseHeaders) {
                   names += std::string(names.empty() ? "" : ", ") + known;
                 }
                 problems.add(entry.first.Mark(), path + ".headers: \"" + name +
-                                                     "\" cannot be set (expected one of " + names + ")");
+                                                     "\" cannot be set (expected one of " + names +
+                                                     ")");
                 continue;
               }
               std::string value;
@@ -185,8 +190,9 @@ void read_rate_limit(Problems& problems, const YAML::Node& node, WebConfigFile& 
       .visit(node);
   const auto interval_ms = parse_duration_ms(interval);
   if (!interval_ms || *interval_ms == 0 || *interval_ms > 3600 * 1000) {
-    problems.add(problems.at(node), path + ".interval: expected a duration from 1ms to 1h, such "
-                                           "as 100ms or 1s");
+    problems.add(problems.at(node), path +
+                                        ".interval: expected a duration from 1ms to 1h, such "
+                                        "as 100ms or 1s");
   } else {
     limit.interval_seconds = static_cast<double>(*interval_ms) / 1000.0;
   }

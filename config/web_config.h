@@ -14,11 +14,11 @@
 namespace hwperf {
 
 enum class ClientAuth {
-  none,                     // NoClientCert
-  request,                  // RequestClientCert
-  require_any,              // RequireAnyClientCert
-  verify_if_given,          // VerifyClientCertIfGiven
-  require_and_verify,       // RequireAndVerifyClientCert
+  none,                // NoClientCert
+  request,             // RequestClientCert
+  require_any,         // RequireAnyClientCert
+  verify_if_given,     // VerifyClientCertIfGiven
+  require_and_verify,  // RequireAndVerifyClientCert
 };
 
 inline constexpr EnumName<ClientAuth> kClientAuthNames[] = {
@@ -76,11 +76,11 @@ struct TlsServerConfig {
   std::string client_ca_file;
   ClientAuth client_auth = ClientAuth::none;
   std::vector<std::string> client_allowed_sans;  // a verified client certificate names one
-  TlsVersion min_version = TlsVersion::tls12;  // exporter-toolkit's default
-  std::optional<TlsVersion> max_version;       // none: the newest this OpenSSL has
-  std::vector<std::string> cipher_suites;      // OpenSSL's names, in order; empty: OpenSSL's
-  bool prefer_server_cipher_suites = true;     // exporter-toolkit's default
-  std::vector<std::string> curve_groups;       // OpenSSL's names, in order; empty: OpenSSL's
+  TlsVersion min_version = TlsVersion::tls12;    // exporter-toolkit's default
+  std::optional<TlsVersion> max_version;         // none: the newest this OpenSSL has
+  std::vector<std::string> cipher_suites;        // OpenSSL's names, in order; empty: OpenSSL's
+  bool prefer_server_cipher_suites = true;       // exporter-toolkit's default
+  std::vector<std::string> curve_groups;         // OpenSSL's names, in order; empty: OpenSSL's
 };
 
 // exporter-toolkit's http_server_config: HTTP/2 is an option clients negotiate and this server

@@ -48,11 +48,10 @@ int code(ExitCode exit_code) { return static_cast<int>(exit_code); }
 // CivetWeb's form of the listen address, resolved once, before anything is built, so that a bad
 // address is a configuration error naming where it was written.
 std::string resolve_listen_address(const WebConfig& web) {
-  const std::string written_as =
-      web.listen_address_mark.line != 0
-          ? web.listen_address_mark.to_string() + ": web.listen_address \"" + web.listen_address +
-                "\""
-          : "";
+  const std::string written_as = web.listen_address_mark.line != 0
+                                     ? web.listen_address_mark.to_string() +
+                                           ": web.listen_address \"" + web.listen_address + "\""
+                                     : "";
   try {
     return civetweb_listening_port(web.listen_address, written_as);
   } catch (const std::invalid_argument& e) {
@@ -167,7 +166,8 @@ int run_exporter(const std::vector<std::string>& args) {
           // The users' hashes are checked as the exporter is built: say which file they are in.
           std::vector<std::string> problems;
           for (const auto& problem : e.problems()) {
-            problems.push_back(cli.web_config_file ? *cli.web_config_file + ": " + problem : problem);
+            problems.push_back(cli.web_config_file ? *cli.web_config_file + ": " + problem
+                                                   : problem);
           }
           throw ConfigError(std::move(problems));
         }

@@ -84,7 +84,8 @@ std::array<unsigned char, 32> random_bytes() {
 // Seconds one bcrypt check takes here at `cost`: the quickest of a few runs at cost 4, doubled
 // for every step above it.
 double seconds_at_cost(unsigned cost) {
-  const std::string hash = "$2b$04$" + std::string(53, '.').replace(0, 22, "abcdefghijklmnopqrstuu");
+  const std::string hash =
+      "$2b$04$" + std::string(53, '.').replace(0, 22, "abcdefghijklmnopqrstuu");
   double quickest = 1e9;
   for (int run = 0; run < 3; ++run) {
     crypt_data data{};
@@ -125,13 +126,12 @@ BasicAuth::BasicAuth(const std::map<std::string, std::string>& users)
     if (seconds > kMaxSecondsPerCheck) {
       unsigned fits = cost_of(hash);
       while (fits > 4 && seconds_at_cost(fits) > kMaxSecondsPerCheck) --fits;
-      problems.push_back("basic_auth_users." + user + ": bcrypt cost " +
-                         std::to_string(cost_of(hash)) + " takes about " +
-                         std::to_string(static_cast<long long>(seconds)) +
-                         " s per check on this machine, and every scrape (or a client guessing "
-                         "passwords) would pay it; make the hash with a cost of at most " +
-                         std::to_string(fits) + " (htpasswd -nBC " + std::to_string(fits) +
-                         " USER)");
+      problems.push_back(
+          "basic_auth_users." + user + ": bcrypt cost " + std::to_string(cost_of(hash)) +
+          " takes about " + std::to_string(static_cast<long long>(seconds)) +
+          " s per check on this machine, and every scrape (or a client guessing "
+          "passwords) would pay it; make the hash with a cost of at most " +
+          std::to_string(fits) + " (htpasswd -nBC " + std::to_string(fits) + " USER)");
     }
   }
   if (!problems.empty()) throw ConfigError(std::move(problems));

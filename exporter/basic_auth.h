@@ -40,13 +40,13 @@ class BasicAuth {
   bool check(const std::string& user, const std::string& password) const;
 
   std::map<std::string, std::string> users_;
-  std::string unknown_user_hash_;        // made at startup at the highest configured cost
+  std::string unknown_user_hash_;         // made at startup at the highest configured cost
   std::array<unsigned char, 32> secret_;  // the cache key's HMAC key, random per process
   mutable std::mutex cache_mutex_;
-  mutable std::set<Key> allowed_;         // at most one per user: only a right password gets in
-  mutable std::set<Key> refused_;         // bounded: the oldest go first
+  mutable std::set<Key> allowed_;  // at most one per user: only a right password gets in
+  mutable std::set<Key> refused_;  // bounded: the oldest go first
   mutable std::deque<Key> refused_order_;
-  mutable std::mutex bcrypt_mutex_;       // one bcrypt at a time: one core at the most
+  mutable std::mutex bcrypt_mutex_;  // one bcrypt at a time: one core at the most
   mutable std::atomic<std::uint64_t> bcrypt_runs_{0};
 };
 

@@ -30,8 +30,8 @@ const std::vector<Flag>& flags() {
         {"--path.procfs", "PATH", "procfs mount point (default " + defaults.paths.procfs + ")"},
         {"--path.devfs", "PATH", "devfs mount point (default " + defaults.paths.devfs + ")"},
         {"--log.level", "LEVEL",
-         join_names(kLogLevelNames, ", ", " or ") + " (default " +
-             to_string(defaults.log_level) + ")"},
+         join_names(kLogLevelNames, ", ", " or ") + " (default " + to_string(defaults.log_level) +
+             ")"},
         {"--web.config.file", "PATH",
          "TLS and basic authentication, in the exporter-toolkit web config format (default: "
          "none, plain HTTP)"},
@@ -64,9 +64,8 @@ const std::vector<Flag>& flags() {
   return all;
 }
 
-std::optional<unsigned> parse_count(const std::string& flag, const std::string& value,
-                                    unsigned low, unsigned high,
-                                    std::vector<std::string>& problems) {
+std::optional<unsigned> parse_count(const std::string& flag, const std::string& value, unsigned low,
+                                    unsigned high, std::vector<std::string>& problems) {
   const auto parsed = parse_u64(value);
   if (!parsed || *parsed < low || *parsed > high) {
     problems.push_back(flag + "=" + value + ": expected a whole number from " +
@@ -128,19 +127,27 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
       continue;
     }
     try {
-      if (arg == "--config.file") options.config_file = value;
-      else if (arg == "--web.listen-address") options.listen_address = value;
+      if (arg == "--config.file")
+        options.config_file = value;
+      else if (arg == "--web.listen-address")
+        options.listen_address = value;
       else if (arg == "--web.telemetry-path") {
         if (value->empty() || value->front() != '/') {
           problems.push_back(arg + "=" + *value + ": expected a path starting with /");
         }
         options.telemetry_path = value;
-      } else if (arg == "--path.sysfs") options.sysfs = value;
-      else if (arg == "--path.procfs") options.procfs = value;
-      else if (arg == "--path.devfs") options.devfs = value;
-      else if (arg == "--log.level") options.log_level = parse_level(*value);
-      else if (arg == "--web.config.file") options.web_config_file = value;
-      else if (arg == "--runtime.user") options.runtime_user = value;
+      } else if (arg == "--path.sysfs")
+        options.sysfs = value;
+      else if (arg == "--path.procfs")
+        options.procfs = value;
+      else if (arg == "--path.devfs")
+        options.devfs = value;
+      else if (arg == "--log.level")
+        options.log_level = parse_level(*value);
+      else if (arg == "--web.config.file")
+        options.web_config_file = value;
+      else if (arg == "--runtime.user")
+        options.runtime_user = value;
       else if (arg == "--web.max-requests") {
         options.max_requests = parse_count(arg, *value, 0, kMaxConnectionsCeiling, problems);
       } else if (arg == "--web.max-connections") {
@@ -149,11 +156,14 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
         options.request_timeout_ms = parse_timeout(arg, *value, problems);
       } else if (arg == "--web.keep-alive-timeout") {
         options.keep_alive_timeout_ms = parse_timeout(arg, *value, problems);
-      }
-      else if (arg == "--check-config") options.check_config = true;
-      else if (arg == "--once") options.once = true;
-      else if (arg == "--version") options.version = true;
-      else if (arg == "--help") options.help = true;
+      } else if (arg == "--check-config")
+        options.check_config = true;
+      else if (arg == "--once")
+        options.once = true;
+      else if (arg == "--version")
+        options.version = true;
+      else if (arg == "--help")
+        options.help = true;
     } catch (const ConfigError& e) {
       problems.insert(problems.end(), e.problems().begin(), e.problems().end());
     }
@@ -192,8 +202,10 @@ std::string usage_text() {
   for (const auto& flag : flags()) {
     std::string left = std::string("  ") + flag.name;
     if (flag.value_name) left += std::string("=") + flag.value_name;
-    if (left.size() < 34) left.resize(34, ' ');
-    else left += "  ";
+    if (left.size() < 34)
+      left.resize(34, ' ');
+    else
+      left += "  ";
     text += left + flag.help + "\n";
   }
   return text;

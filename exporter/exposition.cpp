@@ -129,7 +129,8 @@ void append_sample(std::string& out, std::string_view name, std::string_view suf
                          " is a summary or histogram, which this exporter does not write");
 }
 
-double sample_value(const prometheus::MetricFamily& family, const prometheus::ClientMetric& metric) {
+double sample_value(const prometheus::MetricFamily& family,
+                    const prometheus::ClientMetric& metric) {
   switch (family.type) {
     case prometheus::MetricType::Counter: return metric.counter.value;
     case prometheus::MetricType::Gauge: return metric.gauge.value;
@@ -237,7 +238,6 @@ bool accepts_gzip(std::string_view accept_encoding) {
   }
   return false;
 }
-
 
 // Owns a deflate stream so that deflateEnd runs on every path, exceptions included.
 namespace {
@@ -356,7 +356,8 @@ std::string gzip_compress(std::string_view data) {
   return out;
 }
 
-PrefixedGzip::PrefixedGzip(std::string_view prefix) : prefix_stream_(std::make_unique<DeflateStream>()) {
+PrefixedGzip::PrefixedGzip(std::string_view prefix)
+    : prefix_stream_(std::make_unique<DeflateStream>()) {
   prefix_stream_->feed(prefix, Z_NO_FLUSH, prefix_output_);
 }
 PrefixedGzip::~PrefixedGzip() = default;

@@ -79,8 +79,7 @@ std::string numeric_host(const std::string& host, const std::string& where) {
   }
   if (rc != 0) rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
   if (rc != 0 || found == nullptr) {
-    throw std::invalid_argument(where + ": cannot resolve \"" +
-                                host + "\": " + gai_strerror(rc));
+    throw std::invalid_argument(where + ": cannot resolve \"" + host + "\": " + gai_strerror(rc));
   }
   char text[INET6_ADDRSTRLEN] = {};
   std::string numeric;
@@ -114,7 +113,8 @@ bool http_server_supports_ipv6() { return mg_check_feature(MG_FEATURES_IPV6) != 
 
 std::string civetweb_listening_port(const std::string& listen_address,
                                     const std::string& written_as) {
-  const std::string where = written_as.empty() ? "--web.listen-address=" + listen_address : written_as;
+  const std::string where =
+      written_as.empty() ? "--web.listen-address=" + listen_address : written_as;
   const std::string expected = " (expected [HOST]:PORT, e.g. :9477, 127.0.0.1:9477 or [::1]:9477)";
   const auto colon = listen_address.rfind(':');
   if (colon == std::string::npos) {
@@ -123,19 +123,16 @@ std::string civetweb_listening_port(const std::string& listen_address,
   const std::string host = listen_address.substr(0, colon);
   const std::string port = listen_address.substr(colon + 1);
   if (!all_digits(port) || std::stoul(port) > 65535) {
-    throw std::invalid_argument(where + ": bad port \"" + port +
-                                "\"" + expected);
+    throw std::invalid_argument(where + ": bad port \"" + port + "\"" + expected);
   }
   if (host.empty()) return port;  // every IPv4 address, like node_exporter's ":9100"
   if (host.front() == '[') {
     if (host.back() != ']' || host.size() < 3) {
-      throw std::invalid_argument(where + ": unterminated IPv6 address" +
-                                  expected);
+      throw std::invalid_argument(where + ": unterminated IPv6 address" + expected);
     }
     in6_addr ignored{};
     if (inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &ignored) != 1) {
-      throw std::invalid_argument(where + ": bad IPv6 address" +
-                                  expected);
+      throw std::invalid_argument(where + ": bad IPv6 address" + expected);
     }
     if (!http_server_supports_ipv6()) {
       throw std::invalid_argument(
@@ -156,9 +153,10 @@ namespace {
 // sysfs reads, and a few per collection in progress; under a small limit, a quarter of it (a
 // collection that then finds no descriptor fails alone, as a failed collector).
 unsigned long fd_reserve(const HttpServerOptions& options, rlim_t limit) {
-  const unsigned collections = options.max_concurrent_requests == 0
-                                   ? options.worker_threads
-                                   : std::min(options.max_concurrent_requests, options.worker_threads);
+  const unsigned collections =
+      options.max_concurrent_requests == 0
+          ? options.worker_threads
+          : std::min(options.max_concurrent_requests, options.worker_threads);
   const unsigned long wanted = 8 + 2ul * collections;
   if (limit == RLIM_INFINITY) return wanted;
   return std::min(wanted, std::max(8ul, static_cast<unsigned long>(limit) / 4));
@@ -241,20 +239,23 @@ std::string describe_bind_error(const std::string& listen_address, int error_num
   std::string text = "cannot listen on " + listen_address + ": " + std::strerror(error_number);
   switch (error_number) {
     case EADDRINUSE:
-      text += " (another process listens on port " + port + ": find it with `ss -ltnp 'sport = :" +
-              port + "'`, stop it, or choose another --web.listen-address)";
+      text += " (another process listens on port " + port +
+              ": find it with `ss -ltnp 'sport = :" + port +
+              "'`, stop it, or choose another --web.listen-address)";
       break;
     case EACCES:
-      text += " (ports below 1024 need root or the CAP_NET_BIND_SERVICE capability: choose a port "
-              "from 1024 up, or grant it with systemd's AmbientCapabilities=CAP_NET_BIND_SERVICE "
-              "or `setcap cap_net_bind_service=+ep` on the binary)";
+      text +=
+          " (ports below 1024 need root or the CAP_NET_BIND_SERVICE capability: choose a port "
+          "from 1024 up, or grant it with systemd's AmbientCapabilities=CAP_NET_BIND_SERVICE "
+          "or `setcap cap_net_bind_service=+ep` on the binary)";
       break;
     case EADDRNOTAVAIL:
-      text += " (the host part is not an address of this host: list them with `ip -brief "
-              "address`, or listen on :" + port + " for every IPv4 address)";
+      text +=
+          " (the host part is not an address of this host: list them with `ip -brief "
+          "address`, or listen on :" +
+          port + " for every IPv4 address)";
       break;
-    default:
-      break;
+    default: break;
   }
   return text;
 }
@@ -308,7 +309,7 @@ struct HttpServer::Impl {
   }
 
   std::unique_ptr<TlsCertificates> tls;  // outlives CivetWeb's SSL_CTX, which calls into it
-  std::string tls_error;                  // why init_ssl failed, for the startup error
+  std::string tls_error;                 // why init_ssl failed, for the startup error
 
   std::mutex log_mutex;
   std::string last_log;  // CivetWeb's last message, for a startup error nothing else explains
@@ -318,11 +319,13 @@ struct HttpServer::Impl {
     // with a fresh timeout for every piece a client trickles: a worker held for ever. So a body
     // is refused without being read, and the connection closed.
     if (has_body) {
-      return HttpResponse{413, "text/plain; charset=utf-8", {},
-                          "request bodies are not accepted\n"};
+      return HttpResponse{
+          413, "text/plain; charset=utf-8", {}, "request bodies are not accepted\n"};
     }
     if (rate_limit && request.path != unlimited_path && !take_token()) {
-      return HttpResponse{429, "text/plain; charset=utf-8", {},
+      return HttpResponse{429,
+                          "text/plain; charset=utf-8",
+                          {},
                           "more requests than rate_limit allows; try again later\n"};
     }
     if (admit) {
@@ -331,9 +334,11 @@ struct HttpServer::Impl {
     if (max_concurrent_requests == 0 || request.path != limited_path) return call_handler(request);
     if (in_flight.fetch_add(1) >= max_concurrent_requests) {
       in_flight.fetch_sub(1);
-      return HttpResponse{503, "text/plain; charset=utf-8", {},
-                          std::to_string(max_concurrent_requests) +
-                              " requests for " + limited_path +
+      return HttpResponse{503,
+                          "text/plain; charset=utf-8",
+                          {},
+                          std::to_string(max_concurrent_requests) + " requests for " +
+                              limited_path +
                               " are in progress, the most allowed at once; try again later\n"};
     }
     const Slot slot(&in_flight);
@@ -345,7 +350,8 @@ struct HttpServer::Impl {
     try {
       return handler(request);
     } catch (const std::exception& e) {
-      return HttpResponse{500, "text/plain; charset=utf-8", {}, std::string("error: ") + e.what() + "\n"};
+      return HttpResponse{
+          500, "text/plain; charset=utf-8", {}, std::string("error: ") + e.what() + "\n"};
     } catch (...) {
       return HttpResponse{500, "text/plain; charset=utf-8", {}, "error: unknown\n"};
     }
@@ -520,15 +526,24 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   const std::string queue = std::to_string(budget.connection_queue);
   const std::string backlog = std::to_string(std::max(1u, options.listen_backlog));
   const std::string timeout = std::to_string(std::max(1u, options.request_timeout_ms));
-  const std::string keep_alive_timeout = std::to_string(std::max(1u, options.keep_alive_timeout_ms));
-  const char* civet_options[] = {"listening_ports", ports.c_str(),
-                                 "num_threads", threads.c_str(),
-                                 "connection_queue", queue.c_str(),
-                                 "listen_backlog", backlog.c_str(),
-                                 "request_timeout_ms", timeout.c_str(),
-                                 "keep_alive_timeout_ms", keep_alive_timeout.c_str(),
-                                 "enable_keep_alive", "yes",
-                                 "tcp_nodelay", "1",
+  const std::string keep_alive_timeout =
+      std::to_string(std::max(1u, options.keep_alive_timeout_ms));
+  const char* civet_options[] = {"listening_ports",
+                                 ports.c_str(),
+                                 "num_threads",
+                                 threads.c_str(),
+                                 "connection_queue",
+                                 queue.c_str(),
+                                 "listen_backlog",
+                                 backlog.c_str(),
+                                 "request_timeout_ms",
+                                 timeout.c_str(),
+                                 "keep_alive_timeout_ms",
+                                 keep_alive_timeout.c_str(),
+                                 "enable_keep_alive",
+                                 "yes",
+                                 "tcp_nodelay",
+                                 "1",
                                  nullptr};
   mg_callbacks callbacks{};
   callbacks.begin_request = &Impl::on_request;

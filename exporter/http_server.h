@@ -114,8 +114,8 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  unsigned port() const;               // the bound port (useful with port 0)
-  std::string bound_address() const;   // e.g. "127.0.0.1:9477" or "[::]:9477"
+  unsigned port() const;              // the bound port (useful with port 0)
+  std::string bound_address() const;  // e.g. "127.0.0.1:9477" or "[::]:9477"
   // What the server runs with after fitting the open-file limit.
   unsigned worker_threads() const;
   unsigned connection_queue() const;

@@ -28,7 +28,6 @@ std::string serialized(const std::vector<prometheus::MetricFamily>& families,
   return out;
 }
 
-
 HttpResponse not_found() {
   return HttpResponse{404, "text/plain; charset=utf-8", {}, "404 page not found\n"};
 }
@@ -91,16 +90,17 @@ HttpResponse Exporter::handle(const HttpRequest& request) const {
 
 std::optional<HttpResponse> Exporter::admit(const HttpRequest& request) const {
   if (request.method != "GET" && request.method != "HEAD") {
-    return HttpResponse{405, "text/plain; charset=utf-8", {{"Allow", "GET, HEAD"}},
-                        "method not allowed\n"};
+    return HttpResponse{
+        405, "text/plain; charset=utf-8", {{"Allow", "GET, HEAD"}}, "method not allowed\n"};
   }
   if (request.path == "/-/healthy") return std::nullopt;
   if (request.path != telemetry_path_ && request.path != "/") return not_found();
   if (!auth_->allows(request.authorization)) {
-    return HttpResponse{401,
-                        "text/plain; charset=utf-8",
-                        {{"WWW-Authenticate", "Basic realm=\"hwperf_exporter\", charset=\"UTF-8\""}},
-                        "401 Unauthorized\n"};
+    return HttpResponse{
+        401,
+        "text/plain; charset=utf-8",
+        {{"WWW-Authenticate", "Basic realm=\"hwperf_exporter\", charset=\"UTF-8\""}},
+        "401 Unauthorized\n"};
   }
   return std::nullopt;
 }

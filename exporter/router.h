@@ -22,8 +22,8 @@ class Exporter {
   // `telemetry_path` is where metrics are served; `build_info` is the constant build info family.
   // With users in `web_config`, every path but /-/healthy needs basic authentication; a hash that
   // can never match or would cost over a second per check throws ConfigError (basic_auth.h).
-  Exporter(std::string telemetry_path, CollectorSet collectors,
-           prometheus::MetricFamily build_info, WebConfigFile web_config = {});
+  Exporter(std::string telemetry_path, CollectorSet collectors, prometheus::MetricFamily build_info,
+           WebConfigFile web_config = {});
 
   // admit(), then route(): what one request gets. Thread-safe; never throws for a collector's
   // failure.

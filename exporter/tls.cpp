@@ -76,13 +76,14 @@ void load_civetweb_openssl() {
     const auto* executable = reinterpret_cast<const char*>(getauxval(AT_EXECFN));
     if (executable != nullptr) {
       if (char* resolved = realpath(executable, nullptr); resolved != nullptr) {
-        directory = (fs::path(resolved).parent_path().parent_path() / "lib" / "hwperf_exporter")
-                        .string();
+        directory =
+            (fs::path(resolved).parent_path().parent_path() / "lib" / "hwperf_exporter").string();
         std::free(resolved);
       }
     }
     // Crypto first: the ssl library depends on it.
-    for (const char* library : {"libhwperf_civetweb_libcrypto.so", "libhwperf_civetweb_libssl.so"}) {
+    for (const char* library :
+         {"libhwperf_civetweb_libcrypto.so", "libhwperf_civetweb_libssl.so"}) {
       std::string tried;
       if (!directory.empty()) {
         const std::string path = directory + "/" + library;
@@ -108,7 +109,7 @@ template <typename T, void (*Free)(T*)>
 struct OpenSslFree {
   void operator()(T* pointer) const noexcept { Free(pointer); }
 };
-void free_chain(STACK_OF(X509)* chain) { sk_X509_pop_free(chain, X509_free); }
+void free_chain(STACK_OF(X509) * chain) { sk_X509_pop_free(chain, X509_free); }
 using X509Ptr = std::unique_ptr<X509, OpenSslFree<X509, X509_free>>;
 using KeyPtr = std::unique_ptr<EVP_PKEY, OpenSslFree<EVP_PKEY, EVP_PKEY_free>>;
 using ChainPtr = std::unique_ptr<STACK_OF(X509), OpenSslFree<STACK_OF(X509), free_chain>>;
@@ -201,8 +202,8 @@ struct TlsCertificates::State {
   std::mutex mutex;
   FileStamp certificate_stamp;  // as they were when last read (or tried)
   FileStamp key_stamp;
-  KeyPair pair;                 // the pair every handshake gets
-  bool reloaded = false;        // the contexts still hold the pair read at startup until then
+  KeyPair pair;           // the pair every handshake gets
+  bool reloaded = false;  // the contexts still hold the pair read at startup until then
 
   // OpenSSL calls this on every handshake, before it chooses the server's certificate.
   static int on_handshake(SSL* ssl, void* argument) {
@@ -272,8 +273,8 @@ std::vector<std::string> subject_alternative_names(X509* certificate) {
 // must name one of them (exporter-toolkit checks the same after Go's verification).
 int verify_allowed_sans(int preverified, X509_STORE_CTX* store) {
   if (preverified != 1 || X509_STORE_CTX_get_error_depth(store) != 0) return preverified;
-  auto* ssl = static_cast<SSL*>(
-      X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
+  auto* ssl =
+      static_cast<SSL*>(X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
   const auto* allowed_sans = static_cast<const std::vector<std::string>*>(
       SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), allowed_sans_index()));
   if (allowed_sans == nullptr) return 0;
@@ -313,8 +314,8 @@ void TlsCertificates::configure(void* ssl_ctx) {
 
   // CivetWeb switched protocol versions off through options (its ssl_protocol_version); the lowest
   // version is set here alone, over the system's default (Debian's openssl.cnf says TLS 1.2).
-  SSL_CTX_clear_options(context, SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1 | SSL_OP_NO_TLSv1_2 |
-                                     SSL_OP_NO_TLSv1_3);
+  SSL_CTX_clear_options(
+      context, SSL_OP_NO_TLSv1 | SSL_OP_NO_TLSv1_1 | SSL_OP_NO_TLSv1_2 | SSL_OP_NO_TLSv1_3);
   if (SSL_CTX_set_min_proto_version(context, protocol_version(config.min_version)) != 1) {
     fail("min_version " + std::string(name_of(kTlsVersionNames, config.min_version)) +
          " is not available in this OpenSSL");
@@ -353,9 +354,7 @@ void TlsCertificates::configure(void* ssl_ctx) {
                       const_cast<std::vector<std::string>*>(&config.client_allowed_sans));
 
   switch (config.client_auth) {
-    case ClientAuth::none:
-      SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nullptr);
-      break;
+    case ClientAuth::none: SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nullptr); break;
     case ClientAuth::request:
       SSL_CTX_set_verify(context, SSL_VERIFY_PEER, accept_any_certificate);
       break;
@@ -363,9 +362,7 @@ void TlsCertificates::configure(void* ssl_ctx) {
       SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
                          accept_any_certificate);
       break;
-    case ClientAuth::verify_if_given:
-      SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr);
-      break;
+    case ClientAuth::verify_if_given: SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr); break;
     case ClientAuth::require_and_verify:
       SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
                          config.client_allowed_sans.empty() ? nullptr : &verify_allowed_sans);
@@ -388,8 +385,8 @@ void check_tls_config(const TlsServerConfig& config) {
 std::string describe_tls(const TlsServerConfig& config) {
   std::string version = name_of(kTlsVersionNames, config.min_version);  // "TLS12"
   version = "TLS " + version.substr(3, 1) + "." + version.substr(4);
-  return version + " or later, client certificates: " +
-         name_of(kClientAuthNames, config.client_auth);
+  return version +
+         " or later, client certificates: " + name_of(kClientAuthNames, config.client_auth);
 }
 
 }  // namespace hwperf

@@ -73,7 +73,8 @@ inline PapiEventConfig event(const std::string& name, int line = 0) {
   return e;
 }
 
-inline PapiCollectorConfig config_for(const std::vector<std::string>& events, const std::string& cpus) {
+inline PapiCollectorConfig config_for(const std::vector<std::string>& events,
+                                      const std::string& cpus) {
   PapiCollectorConfig config;
   if (cpus != "all") config.cpus = {false, parse_cpu_list(cpus), {"live.yml", 3, 9}};
   config.events_given = true;

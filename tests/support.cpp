@@ -161,7 +161,8 @@ UniqueFd connect_to(unsigned port, int receive_buffer) {
 
 bool closed_within(int fd, double seconds) {
   const auto start = std::chrono::steady_clock::now();
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+         seconds) {
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, 50) <= 0) continue;
     char chunk[65536];
@@ -329,10 +330,14 @@ std::vector<Sample> parse_exposition(const std::string& text) {
     std::istringstream rest(line.substr(i));
     std::string value;
     rest >> value;
-    if (value == "+Inf") sample.value = HUGE_VAL;
-    else if (value == "-Inf") sample.value = -HUGE_VAL;
-    else if (value == "NaN") sample.value = std::nan("");
-    else sample.value = std::stod(value);
+    if (value == "+Inf")
+      sample.value = HUGE_VAL;
+    else if (value == "-Inf")
+      sample.value = -HUGE_VAL;
+    else if (value == "NaN")
+      sample.value = std::nan("");
+    else
+      sample.value = std::stod(value);
     samples.push_back(std::move(sample));
   }
   return samples;
@@ -500,7 +505,6 @@ std::string base64(const std::string& text) {
   while (out.size() % 4 != 0) out += '=';
   return out;
 }
-
 
 std::string gunzip(const std::string& data) {
   z_stream stream{};

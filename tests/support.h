@@ -110,7 +110,7 @@ struct CurlResult {
   int exit_code = -1;  // curl's: 0 once any HTTP response came, whatever its status
   int status = 0;      // 0 when no HTTP response came (handshake refused, connection closed)
   std::string body;
-  std::string error;   // what curl said on failure
+  std::string error;  // what curl said on failure
 };
 CurlResult curl(const std::vector<std::string>& args, const std::string& url);
 

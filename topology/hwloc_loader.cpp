@@ -32,7 +32,6 @@ std::runtime_error load_error(const TopologyConfig& source, const std::string& r
   return std::runtime_error("topology " + source.to_string() + ": " + reason);
 }
 
-
 // hwloc has two XML backends and they reject a bad file at different steps: the minimal one in
 // hwloc_topology_set_xml, the libxml2 one only in hwloc_topology_load, both with EINVAL. Which one
 // is installed must not change what the user reads.
@@ -56,14 +55,14 @@ std::string read_topology_xml(const TopologyConfig& source) {
   if (text.ok()) return std::move(text.value);
   switch (text.error) {
     case ENOTSUP:
-      throw load_error(source, "not a regular file (a FIFO, device or directory would block or "
-                               "never end); name an XML file written by `lstopo --of xml FILE`");
+      throw load_error(source,
+                       "not a regular file (a FIFO, device or directory would block or "
+                       "never end); name an XML file written by `lstopo --of xml FILE`");
     case EFBIG:
       throw load_error(source, "larger than " + std::to_string(kMaxTopologyXmlBytes >> 20) +
                                    " MiB, more than any machine's topology; name an XML file "
                                    "written by `lstopo --of xml FILE`");
-    default:
-      throw load_error(source, "cannot load: " + errno_text(text.error));
+    default: throw load_error(source, "cannot load: " + errno_text(text.error));
   }
 }
 
@@ -83,7 +82,8 @@ TopologyHandle open_topology(const TopologyConfig& source) {
   // The exporter describes the machine, not the cgroup cpuset it runs in: a DaemonSet pod pinned
   // to a few CPUs must still see (and count on) all of them.
   // A die with one core would otherwise be merged away as mere structure, and RAPL counts per die.
-  if (hwloc_topology_set_type_filter(topology.get(), HWLOC_OBJ_DIE, HWLOC_TYPE_FILTER_KEEP_ALL) != 0) {
+  if (hwloc_topology_set_type_filter(topology.get(), HWLOC_OBJ_DIE, HWLOC_TYPE_FILTER_KEEP_ALL) !=
+      0) {
     throw load_error(source, "cannot keep dies: " + errno_text(errno));
   }
   if (hwloc_topology_set_flags(topology.get(), HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED) != 0) {
@@ -94,8 +94,7 @@ TopologyHandle open_topology(const TopologyConfig& source) {
   // here: loading anyway would quietly describe the wrong machine.
   std::string xml;  // hwloc reads the buffer during hwloc_topology_load
   switch (source.kind) {
-    case TopologyConfig::Kind::system:
-      break;
+    case TopologyConfig::Kind::system: break;
     case TopologyConfig::Kind::xml:
       xml = read_topology_xml(source);
       if (xml.size() >= static_cast<std::size_t>(std::numeric_limits<int>::max()) ||

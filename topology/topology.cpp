@@ -118,8 +118,8 @@ std::vector<CpuTarget> Topology::package_targets(const std::vector<unsigned>& pr
                                         [](const auto& entry) { return entry.second > 1; });
   std::vector<CpuTarget> targets;
   for (const auto& [key, cpu] : by_die) {
-    targets.push_back({cpu, key.first, several_dies ? std::optional<unsigned>(key.second)
-                                                    : std::nullopt});
+    targets.push_back(
+        {cpu, key.first, several_dies ? std::optional<unsigned>(key.second) : std::nullopt});
   }
   return targets;
 }

@@ -14,11 +14,11 @@
 namespace hwperf {
 
 struct HardwareThread {
-  unsigned cpu = 0;       // Linux CPU number (hwloc PU os_index)
-  unsigned core = 0;      // core id (hwloc Core os_index); unique only together with package
-  unsigned package = 0;   // package id (hwloc Package os_index, Linux physical_package_id)
-  int numa_node = -1;     // NUMA node os_index, -1 when the machine reports none
-  unsigned die = 0;       // die id within the package (Linux die_id); 0 where none is reported
+  unsigned cpu = 0;      // Linux CPU number (hwloc PU os_index)
+  unsigned core = 0;     // core id (hwloc Core os_index); unique only together with package
+  unsigned package = 0;  // package id (hwloc Package os_index, Linux physical_package_id)
+  int numa_node = -1;    // NUMA node os_index, -1 when the machine reports none
+  unsigned die = 0;      // die id within the package (Linux die_id); 0 where none is reported
 };
 
 // One CPU standing for a part of the machine, to open a counter of that part on.
@@ -31,13 +31,13 @@ struct CpuTarget {
 enum class CacheType { data, instruction, unified };
 
 struct Cache {
-  unsigned level = 0;              // 1, 2, 3, ...
+  unsigned level = 0;  // 1, 2, 3, ...
   CacheType type = CacheType::unified;
   std::uint64_t size_bytes = 0;
-  unsigned line_size_bytes = 0;    // 0 when unknown
-  int associativity = 0;           // ways; -1 fully associative; 0 unknown
-  std::vector<unsigned> cpus;      // Linux CPU numbers sharing this cache, ascending
-  std::string label() const;       // "L1d", "L1i", "L2", "L3"
+  unsigned line_size_bytes = 0;  // 0 when unknown
+  int associativity = 0;         // ways; -1 fully associative; 0 unknown
+  std::vector<unsigned> cpus;    // Linux CPU numbers sharing this cache, ascending
+  std::string label() const;     // "L1d", "L1i", "L2", "L3"
 };
 
 class Topology {
@@ -59,7 +59,7 @@ class Topology {
 
   const HardwareThread* find(unsigned cpu) const;
   std::vector<unsigned> cpus() const;
-  std::vector<unsigned> packages() const;                      // ascending, unique
+  std::vector<unsigned> packages() const;                         // ascending, unique
   std::vector<unsigned> cpus_of_package(unsigned package) const;  // ascending
 
   // One CPU per (package, die): a CPU of `preferred` where one lies in that die (a PMU's

@@ -10,7 +10,6 @@
 
 namespace hwperf::papi {
 
-
 // perf's CPU-CLOCK and TASK-CLOCK count nanoseconds; they are exported in seconds (the
 // Prometheus base unit), converted only when the sample is built.
 enum class Unit { count, nanoseconds };
@@ -88,7 +87,8 @@ class CounterSource {
 
 // Every event counted on every CPU, one qualifier event set per CPU: the layout fake sources
 // (tests, the benchmark) start from.
-inline SourceLayout every_event_on_every_cpu(std::size_t events, const std::vector<unsigned>& cpus) {
+inline SourceLayout every_event_on_every_cpu(std::size_t events,
+                                             const std::vector<unsigned>& cpus) {
   SourceLayout layout;
   for (unsigned cpu : cpus) {
     EventSetInfo set;

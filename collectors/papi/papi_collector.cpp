@@ -30,26 +30,19 @@ using papi::Unit;
 
 const char* domain_text(CountingDomain domain) {
   switch (domain) {
-    case CountingDomain::user:
-      return "user mode only";
-    case CountingDomain::kernel:
-      return "kernel mode only";
-    case CountingDomain::all:
-      return "user and kernel mode";
+    case CountingDomain::user: return "user mode only";
+    case CountingDomain::kernel: return "kernel mode only";
+    case CountingDomain::all: return "user and kernel mode";
   }
   return "user and kernel mode";
 }
 
 const char* level_text(Granularity granularity) {
   switch (granularity) {
-    case Granularity::cpu:
-      return "per CPU (hardware thread)";
-    case Granularity::core:
-      return "summed over the counted hardware threads of each core";
-    case Granularity::package:
-      return "summed over the counted CPUs of each package";
-    case Granularity::machine:
-      return "summed over all counted CPUs";
+    case Granularity::cpu: return "per CPU (hardware thread)";
+    case Granularity::core: return "summed over the counted hardware threads of each core";
+    case Granularity::package: return "summed over the counted CPUs of each package";
+    case Granularity::machine: return "summed over all counted CPUs";
   }
   return "per CPU (hardware thread)";
 }
@@ -73,8 +66,8 @@ std::string help_text(const EventSpec& event, const PapiCollectorConfig& config)
   if (!event.counted_as.empty() && event.counted_as != event.event) {
     help += " (counted as " + event.counted_as + ")";
   }
-  help += ", counted system-wide (every process) in " +
-          event_domain_text(event, config.domain) + ", " + level_text(config.granularity) + ".";
+  help += ", counted system-wide (every process) in " + event_domain_text(event, config.domain) +
+          ", " + level_text(config.granularity) + ".";
   if (event.unit == Unit::nanoseconds) help += " Seconds, converted from the event's nanoseconds.";
   return help;
 }
@@ -224,11 +217,12 @@ class PapiCollector final : public Collector {
       out.push_back(std::move(family));
     }
     if (!read_errors.empty()) {
-      auto errors = make_family(counter_name({"papi", "read", "errors"}),
-                                "Failed reads of PAPI event sets, per CPU, since start. A failed "
-                                "set keeps its counters' last values while the CPU's other sets and "
-                                "all other CPUs are still read; the set is restarted with back-off.",
-                                prometheus::MetricType::Counter);
+      auto errors =
+          make_family(counter_name({"papi", "read", "errors"}),
+                      "Failed reads of PAPI event sets, per CPU, since start. A failed "
+                      "set keeps its counters' last values while the CPU's other sets and "
+                      "all other CPUs are still read; the set is restarted with back-off.",
+                      prometheus::MetricType::Counter);
       for (const auto& [cpu, count] : read_errors) {
         add_counter(errors, {{"cpu", std::to_string(cpu)}}, count);
       }
@@ -323,8 +317,9 @@ class PapiCollector final : public Collector {
       return true;
     }
     // Once per failing spell: the back-off retries say nothing new.
-    if (sets_[s].rebuild_attempts == 0) log::info("papi: rebuilding event set " + std::to_string(set.index) + " on CPU " +
-              std::to_string(set.cpu) + " (" + why + ") failed: " + problem + "; will retry");
+    if (sets_[s].rebuild_attempts == 0)
+      log::info("papi: rebuilding event set " + std::to_string(set.index) + " on CPU " +
+                std::to_string(set.cpu) + " (" + why + ") failed: " + problem + "; will retry");
     return false;
   }
 
@@ -337,12 +332,16 @@ class PapiCollector final : public Collector {
       if (now_up == up) continue;
       up = now_up;
       if (!now_up) {
-        log::warn("papi: CPU " + std::to_string(cpu) + " is offline: its counters stop and keep "
-                  "their totals (hwperf_cpu_online{cpu=\"" + std::to_string(cpu) + "\"} 0) until "
+        log::warn("papi: CPU " + std::to_string(cpu) +
+                  " is offline: its counters stop and keep "
+                  "their totals (hwperf_cpu_online{cpu=\"" +
+                  std::to_string(cpu) +
+                  "\"} 0) until "
                   "it comes back");
         continue;
       }
-      log::info("papi: CPU " + std::to_string(cpu) + " is online again: its event sets are "
+      log::info("papi: CPU " + std::to_string(cpu) +
+                " is online again: its event sets are "
                 "opened anew and count from their previous totals");
       if (!rebuild_returning) continue;
       const auto& sets = source_->layout().event_sets;
@@ -422,9 +421,7 @@ class PapiCollector final : public Collector {
           key = {thread->package, 0, 0};
           labels = {{"package", std::to_string(thread->package)}};
           break;
-        case Granularity::machine:
-          key = {0, 0, 0};
-          break;
+        case Granularity::machine: key = {0, 0, 0}; break;
       }
       auto& series = grouped[counter.event][key];
       if (series.counters.empty()) series.labels = std::move(labels);
@@ -471,7 +468,8 @@ class PapiCollector final : public Collector {
       // One series per event and reason, not per CPU: on a 512-CPU machine without a PMU a
       // dropped event would otherwise be 512 series saying the same thing.
       std::map<std::pair<std::size_t, std::string>, std::vector<unsigned>> grouped;
-      for (const auto& drop : layout.dropped) grouped[{drop.event, drop.reason}].push_back(drop.cpu);
+      for (const auto& drop : layout.dropped)
+        grouped[{drop.event, drop.reason}].push_back(drop.cpu);
       for (auto& [key, cpus] : grouped) {
         const auto& [index, reason] = key;
         const std::string event =
@@ -508,8 +506,8 @@ class PapiCollector final : public Collector {
 
   std::unique_ptr<CounterSource> source_;
   std::vector<EventFamily> families_;
-  std::vector<std::string> event_names_;  // per event index, for messages
-  std::vector<FamilyDeclaration> declared_;     // event families under their configured names
+  std::vector<std::string> event_names_;     // per event index, for messages
+  std::vector<FamilyDeclaration> declared_;  // event families under their configured names
   std::vector<prometheus::MetricFamily> status_;
   std::mutex mutex_;
   // Guarded by mutex_, per layout counter: the latest reading, the reading last added to the

@@ -10,7 +10,8 @@ bool contains(const std::string& text, const char* part) {
 }
 
 std::string libpfm_text(const ComponentReport& report) {
-  return report.libpfm_path.empty() ? std::string("libpfm4") : "libpfm4 (" + report.libpfm_path + ")";
+  return report.libpfm_path.empty() ? std::string("libpfm4")
+                                    : "libpfm4 (" + report.libpfm_path + ")";
 }
 
 }  // namespace
@@ -37,7 +38,8 @@ std::string permission_remedy_text(const std::string& paranoid) {
 Unavailable diagnose_component(const ComponentReport& report) {
   const std::string& why = report.disabled_reason;
   const std::string prefix = "papi: PAPI " + report.papi_version +
-                             " disabled its perf_event component (\"" + why + "\"), so it counts "
+                             " disabled its perf_event component (\"" + why +
+                             "\"), so it counts "
                              "no CPU event here, software events included: ";
   // papi/src/components/perf_event/perf_event.c (_pe_init_component, 7.0.0): after
   // pfm_initialize() succeeds, _pe_libpfm4_init() fails with "no PMUs found" when libpfm4 detects
@@ -45,12 +47,13 @@ Unavailable diagnose_component(const ComponentReport& report) {
   // this libpfm4 predates the CPU (or LIBPFM_FORCE_PMU names a PMU it does not have).
   if (contains(why, "no default PMU") || contains(why, "no PMUs found")) {
     if (report.forced_pmu) {
-      return {"forced_pmu_unknown",
-              prefix + "LIBPFM_FORCE_PMU=" + *report.forced_pmu + " is set, and " +
-                  libpfm_text(report) + " has no PMU of that name for this CPU, " +
-                  describe_cpu(report) +
-                  ". Unset LIBPFM_FORCE_PMU, or name a PMU this libpfm4 supports (papi_component_avail "
-                  "lists them under \"PMUs supported\" once it works)"};
+      return {
+          "forced_pmu_unknown",
+          prefix + "LIBPFM_FORCE_PMU=" + *report.forced_pmu + " is set, and " +
+              libpfm_text(report) + " has no PMU of that name for this CPU, " +
+              describe_cpu(report) +
+              ". Unset LIBPFM_FORCE_PMU, or name a PMU this libpfm4 supports (papi_component_avail "
+              "lists them under \"PMUs supported\" once it works)"};
     }
     return {"unknown_cpu",
             prefix + libpfm_text(report) + " does not know this CPU, " + describe_cpu(report) +
@@ -68,9 +71,10 @@ Unavailable diagnose_component(const ComponentReport& report) {
   // process's /proc, whatever --path.procfs says.
   if (contains(why, "not detected")) {
     return {"no_perf_event",
-            prefix + "PAPI could not read /proc/sys/kernel/perf_event_paranoid: the kernel has no "
-                     "perf_event support (CONFIG_PERF_EVENTS), or this process has no /proc "
-                     "mounted (in a container, keep the container's own /proc)"};
+            prefix +
+                "PAPI could not read /proc/sys/kernel/perf_event_paranoid: the kernel has no "
+                "perf_event support (CONFIG_PERF_EVENTS), or this process has no /proc "
+                "mounted (in a container, keep the container's own /proc)"};
   }
   return {"component_disabled",
           prefix + "papi_component_avail on this host shows the same reason; CPU " +

@@ -15,13 +15,13 @@ struct ComponentReport {
   // unknown. libpfm4's own version (support_version) is no help: 4.13.0 and 4.13.0+git99 both
   // report the API version "4.0".
   std::string libpfm_path;
-  std::string papi_version;     // "7.0.0.0"
-  std::string cpu_vendor;       // PAPI_hw_info_t::vendor_string ("GenuineIntel")
-  std::string cpu_model_name;   // PAPI_hw_info_t::model_string
+  std::string papi_version;    // "7.0.0.0"
+  std::string cpu_vendor;      // PAPI_hw_info_t::vendor_string ("GenuineIntel")
+  std::string cpu_model_name;  // PAPI_hw_info_t::model_string
   int cpu_family = 0;
   int cpu_model = 0;
   std::optional<std::string> forced_pmu;  // LIBPFM_FORCE_PMU, when set
-  std::string paranoid;  // kernel.perf_event_paranoid as read under --path.procfs
+  std::string paranoid;                   // kernel.perf_event_paranoid as read under --path.procfs
 };
 
 struct Unavailable {

@@ -50,15 +50,9 @@ int EventSet::set_domain(CountingDomain domain) noexcept {
   PAPI_option_t option{};
   option.domain.eventset = handle_;
   switch (domain) {
-    case CountingDomain::user:
-      option.domain.domain = PAPI_DOM_USER;
-      break;
-    case CountingDomain::kernel:
-      option.domain.domain = PAPI_DOM_KERNEL;
-      break;
-    case CountingDomain::all:
-      option.domain.domain = PAPI_DOM_USER | PAPI_DOM_KERNEL;
-      break;
+    case CountingDomain::user: option.domain.domain = PAPI_DOM_USER; break;
+    case CountingDomain::kernel: option.domain.domain = PAPI_DOM_KERNEL; break;
+    case CountingDomain::all: option.domain.domain = PAPI_DOM_USER | PAPI_DOM_KERNEL; break;
   }
   return PAPI_set_opt(PAPI_DOMAIN, &option);
 }

@@ -112,7 +112,9 @@ struct GenericEvent {
 };
 constexpr GenericEvent kGenericEvents[] = {
     {{"INSTRUCTIONS", nullptr}, "instructions", "Instructions retired", "PAPI_TOT_INS"},
-    {{"CYCLES", "CPU-CYCLES"}, "cycles", "Core cycles (stop while the CPU is halted)",
+    {{"CYCLES", "CPU-CYCLES"},
+     "cycles",
+     "Core cycles (stop while the CPU is halted)",
      "PAPI_TOT_CYC"},
     {{"REF-CYCLES", nullptr},
      "reference_cycles",
@@ -207,7 +209,7 @@ std::string default_metric_base(std::string_view event) {
   // machine counts PAPI_TOT_INS or perf::INSTRUCTIONS.
   const GenericEvent* generic = find_generic_event(event);
   const SoftwareEvent* software = find_software_event(event);
-  std::string joined = generic != nullptr                                  ? generic->metric
+  std::string joined = generic != nullptr                                   ? generic->metric
                        : software != nullptr && software->metric != nullptr ? software->metric
                                                                             : name.base;
   for (const auto& qualifier : name.qualifiers) joined += "_" + qualifier;
@@ -301,15 +303,9 @@ std::string cpu_qualified_name(std::string_view native_event, unsigned cpu, Coun
   // event's own u/k bits to the set's domain, so a domain the user wrote into the name wins.
   if (!has_domain_qualifier(native_event)) {
     switch (domain) {
-      case CountingDomain::user:
-        name += ":u=1:k=0";
-        break;
-      case CountingDomain::kernel:
-        name += ":u=0:k=1";
-        break;
-      case CountingDomain::all:
-        name += ":u=1:k=1";
-        break;
+      case CountingDomain::user: name += ":u=1:k=0"; break;
+      case CountingDomain::kernel: name += ":u=0:k=1"; break;
+      case CountingDomain::all: name += ":u=1:k=1"; break;
     }
   }
   return name;
@@ -321,10 +317,11 @@ std::vector<PapiEventConfig> default_events() {
   // CPUs its release knew (PAPI 7.0.0: Ice Lake-SP and Zen 3), while the kernel maps these on
   // every CPU it supports. The software events keep the default useful on machines (VMs) without
   // a hardware PMU.
-  const char* names[] = {"perf::INSTRUCTIONS",     "perf::CYCLES",         "perf::REF-CYCLES",
-                         "perf::BRANCH-INSTRUCTIONS", "perf::BRANCH-MISSES", "perf::CACHE-REFERENCES",
-                         "perf::CACHE-MISSES",     "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS",
-                         "perf::PAGE-FAULTS"};
+  const char* names[] = {"perf::INSTRUCTIONS",   "perf::CYCLES",
+                         "perf::REF-CYCLES",     "perf::BRANCH-INSTRUCTIONS",
+                         "perf::BRANCH-MISSES",  "perf::CACHE-REFERENCES",
+                         "perf::CACHE-MISSES",   "perf::CONTEXT-SWITCHES",
+                         "perf::CPU-MIGRATIONS", "perf::PAGE-FAULTS"};
   std::vector<PapiEventConfig> events;
   for (const char* name : names) {
     PapiEventConfig event;
@@ -377,8 +374,9 @@ std::vector<EventSpec> resolve_event_specs(
       continue;
     }
     if (const auto sampling = sampling_qualifier(config.event)) {
-      problems.push_back(where + ": PAPI event \"" + config.event + "\" has the sampling qualifier " +
-                         *sampling + "; the exporter counts, it does not sample (a sampled event "
+      problems.push_back(where + ": PAPI event \"" + config.event +
+                         "\" has the sampling qualifier " + *sampling +
+                         "; the exporter counts, it does not sample (a sampled event "
                          "signals every overflow): remove it");
       continue;
     }

@@ -30,7 +30,7 @@ struct Prepared {
   std::vector<unsigned> cpus;
   std::unique_ptr<papi::CounterSource> source;
   std::vector<std::string> skipped_defaults;  // default events PAPI does not know here
-  std::vector<std::size_t> opened_as;  // spec index -> the source's event index
+  std::vector<std::size_t> opened_as;         // spec index -> the source's event index
 };
 
 // The collector opens every configured event (two entries of one event are two counters);
@@ -66,11 +66,10 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
     // A preset PAPI knows but has no definition of for this CPU (PAPI 7.0.0 stops at Ice Lake-SP
     // and Zen 3) is counted through the kernel's generic event where it means the same.
     // The event itself was just looked up; only its generic twin costs a second lookup.
-    counted_as[event.event] =
-        papi::choose_counted_as(event.event, [&](const std::string& name) {
-          const auto found = name == event.event ? lookup : papi::lookup_event(name);
-          return papi::EventStatus{found.known, found.available};
-        });
+    counted_as[event.event] = papi::choose_counted_as(event.event, [&](const std::string& name) {
+      const auto found = name == event.event ? lookup : papi::lookup_event(name);
+      return papi::EventStatus{found.known, found.available};
+    });
     if (!lookup.known) {
       if (defaults) {
         prepared.skipped_defaults.push_back(event.event + " (" + lookup.error + ")");
@@ -184,9 +183,8 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
     // The default set is best effort, and a fleet mixes CPU generations: topology and energy
     // keep being served. Events the user listed are a promise, so their absence stops startup.
     if (!defaults) throw;
-    log::warn(std::string(e.what()) +
-              ". Serving everything else; hwperf_papi_available{reason=\"" + e.reason() +
-              "\"} is 0");
+    log::warn(std::string(e.what()) + ". Serving everything else; hwperf_papi_available{reason=\"" +
+              e.reason() + "\"} is 0");
     return make_papi_unavailable_collector(e.reason());
   }
   Prepared& prepared = *maybe_prepared;
@@ -245,13 +243,14 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
               (counted_cpus.size() < prepared.cpus.size()
                    ? " of " + format_cpu_list(prepared.cpus) + " asked for"
                    : std::string()) +
-              " in " + std::to_string(layout.event_sets.size()) +
-              " event sets (" + std::to_string(multiplexed) + " multiplexed), granularity " +
+              " in " + std::to_string(layout.event_sets.size()) + " event sets (" +
+              std::to_string(multiplexed) + " multiplexed), granularity " +
               to_string(config.granularity) + ", domain " + to_string(config.domain));
   }
   papi::Maintenance maintenance;
-  maintenance.online_cpus = [online = paths.sysfs + "/devices/system/cpu/online"]()
-      -> std::optional<std::vector<unsigned>> {
+  maintenance.online_cpus =
+      [online =
+           paths.sysfs + "/devices/system/cpu/online"]() -> std::optional<std::vector<unsigned>> {
     const auto text = read_small_file(online);
     if (!text.ok()) return std::nullopt;
     try {
@@ -286,8 +285,7 @@ FileNeed papi_file_need(const PapiCollectorConfig& config, const Topology& topol
     });
     return counted == event ? lookup.native_terms : papi::lookup_event(counted).native_terms;
   });
-  return {"PAPI: " + std::to_string(cpus) + " CPUs x " + std::to_string(per_cpu) +
-              " native events",
+  return {"PAPI: " + std::to_string(cpus) + " CPUs x " + std::to_string(per_cpu) + " native events",
           static_cast<unsigned long>(cpus * per_cpu)};
 }
 
@@ -340,8 +338,7 @@ std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
       parts.push_back("countable on CPUs " + format_cpu_list(it->second) + " (" + via + ")");
     }
     for (const auto& line : not_countable[opened]) parts.push_back(line);
-    std::string line = spec.event + " -> " + spec.family +
-                       counted_as_text(spec);
+    std::string line = spec.event + " -> " + spec.family + counted_as_text(spec);
     for (std::size_t i = 0; i < parts.size(); ++i) line += (i == 0 ? ": " : "; ") + parts[i];
     if (spec.is_default && counting.count(opened) == 0) line += "; default event, skipped";
     lines.push_back(std::move(line));

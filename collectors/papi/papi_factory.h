@@ -27,7 +27,8 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
 // For --check-config: one line per event saying whether PAPI can count it here, on which CPUs,
 // under which metric name (and, for a preset counted through the kernel's generic event, through
 // which), and why not. With the default events and PAPI unavailable, one line saying why. Opens
-// the counters for real (then closes them), so the answer is the one the exporter would get. Throws ConfigError like make_papi_collector().
+// the counters for real (then closes them), so the answer is the one the exporter would get. Throws
+// ConfigError like make_papi_collector().
 std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
                                            const Topology& topology,
                                            const PathsConfig& paths = PathsConfig{});

@@ -73,7 +73,8 @@ int Library::runtime_version() { return shared_state().version; }
 Library::~Library() { PAPI_shutdown(); }
 
 Library::Library(std::string multiplex_problem, std::string fast_read_note)
-    : multiplex_problem_(std::move(multiplex_problem)), fast_read_note_(std::move(fast_read_note)) {}
+    : multiplex_problem_(std::move(multiplex_problem)),
+      fast_read_note_(std::move(fast_read_note)) {}
 
 // A function-local static: initialised exactly once, thread-safely, on first use.
 const Library::State& Library::shared_state() {

@@ -67,7 +67,7 @@ class OwnerThread {
   bool stopping_ = false;                    // guarded by mutex_
   std::vector<EventSet> sets_;               // touched only on the owner thread
   int registration_ = 0;  // PAPI_register_thread()'s result (PAPI_OK is 0); set before any task
-  std::thread thread_;                       // last: starts once the members above exist
+  std::thread thread_;    // last: starts once the members above exist
 };
 
 // All the owner threads of a source. A large machine has hundreds of qualifier sets, each with its

@@ -20,8 +20,8 @@ FileNeed files(const Config& config, const Topology& topology) {
 }  // namespace
 
 const CollectorEntry& papi_collector_entry() {
-  static const CollectorEntry entry = {"papi",  &enabled,       &make, &check, &files,
-                                       "papi_version", &papi_library_version};
+  static const CollectorEntry entry = {
+      "papi", &enabled, &make, &check, &files, "papi_version", &papi_library_version};
   return entry;
 }
 

@@ -15,8 +15,7 @@ std::string error_text(int code) {
 // What the user can do about an error from adding or starting an event on a CPU.
 std::string remedy_for(int code, const PathsConfig& paths) {
   switch (code) {
-    case PAPI_EPERM:
-      return permission_remedy(paths.procfs);
+    case PAPI_EPERM: return permission_remedy(paths.procfs);
     case PAPI_ENOEVNT:
       return "PAPI knows this event but the kernel cannot count it on this CPU (no hardware PMU, "
              "as in a VM without PMU passthrough, or not on this CPU model); papi_avail -a and "
@@ -34,8 +33,7 @@ std::string remedy_for(int code, const PathsConfig& paths) {
     case PAPI_ECMP:
     case PAPI_ENOSUPP:
       return "the PAPI component of this event cannot count it system-wide per CPU";
-    default:
-      return "see papi_avail and papi_native_avail for what this host can count";
+    default: return "see papi_avail and papi_native_avail for what this host can count";
   }
 }
 

@@ -234,7 +234,8 @@ class PapiSource final : public CounterSource {
   std::string rebuild(std::size_t set) override {
     ReadSet& read = reads_.at(set);
     std::vector<const EventPlan*> todo;
-    for (std::size_t counter : read.counters) todo.push_back(&plans_.at(layout_.counters[counter].event));
+    for (std::size_t counter : read.counters)
+      todo.push_back(&plans_.at(layout_.counters[counter].event));
     const auto build_on = [&](OwnerThread& owner) {
       return owner.run([&] {
         auto& sets = owner.sets();
@@ -276,7 +277,8 @@ class PapiSource final : public CounterSource {
       const int code = result.setup_error != PAPI_OK ? result.setup_error
                        : !result.failed.empty()      ? result.failed.front().code
                                                      : PAPI_ECNFLCT;
-      return (result.setup_error != PAPI_OK ? result.setup_step : std::string("adding its events")) +
+      return (result.setup_error != PAPI_OK ? result.setup_step
+                                            : std::string("adding its events")) +
              " failed: " + error_text(code);
     }
     read.handle = result.handle;
@@ -285,7 +287,7 @@ class PapiSource final : public CounterSource {
 
  private:
   struct ReadSet {
-    int handle = PAPI_NULL;  // PAPI_NULL after a rebuild that failed
+    int handle = PAPI_NULL;        // PAPI_NULL after a rebuild that failed
     OwnerThread* owner = nullptr;  // the thread the set belongs to (kept alive by owners_)
     unsigned cpu = 0;
     unsigned index = 0;
@@ -400,7 +402,8 @@ class PapiSource final : public CounterSource {
           binding == Binding::cpu_attach && result.setup_error == PAPI_ENOEVNT;
       outcome.setup_reason = error_text(result.setup_error);
       // No CPU number here: drops are grouped by reason and remedy, and the CPUs listed once.
-      outcome.setup_remedy = result.setup_step + " failed: " + remedy_for(result.setup_error, request.paths);
+      outcome.setup_remedy =
+          result.setup_step + " failed: " + remedy_for(result.setup_error, request.paths);
       if (outcome.attach_unsupported && request.attach == PapiAttachMode::cpu_attach) {
         outcome.setup_remedy +=
             "; this machine cannot attach counters to CPUs (attach: auto or "
@@ -478,7 +481,7 @@ class PapiSource final : public CounterSource {
   unsigned attached_sets_ = 0;
   SourceLayout layout_;
   std::vector<ReadSet> reads_;
-  OpenRequest request_;           // what the sets were built from, to build one again
+  OpenRequest request_;  // what the sets were built from, to build one again
   std::vector<EventPlan> plans_;
   std::vector<long long> buffer_;  // PAPI_read's output, reused (reads are serialised)
   std::vector<unsigned> attach_fallback_cpus_;

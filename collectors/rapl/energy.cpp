@@ -83,8 +83,8 @@ double EnergyTotal::joules() const noexcept {
 std::uint64_t plausible_limit_counts(double max_watts, double elapsed_seconds,
                                      std::uint64_t counts_per_joule) noexcept {
   if (!(elapsed_seconds >= 0)) elapsed_seconds = 0;  // also catches NaN
-  const double limit =
-      max_watts * (elapsed_seconds + kPlausibilitySlackSeconds) * static_cast<double>(counts_per_joule);
+  const double limit = max_watts * (elapsed_seconds + kPlausibilitySlackSeconds) *
+                       static_cast<double>(counts_per_joule);
   // 2^64 as a double; anything at or above it saturates.
   if (!(limit < 18446744073709551616.0)) return std::numeric_limits<std::uint64_t>::max();
   if (limit <= 0) return 0;

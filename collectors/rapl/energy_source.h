@@ -62,10 +62,10 @@ class EnergySource {
 // The outcome of trying one interface at startup: a working source, or why not.
 struct ProbeResult {
   RaplInterface interface = RaplInterface::automatic;  // which one was tried
-  std::unique_ptr<EnergySource> source;   // null when the interface cannot be used
-  std::string reason = "ok";              // short code for the metric: ok, absent,
-                                          // permission_denied, unsupported, error
-  std::string message;                    // one line naming the thing and the remedy
+  std::unique_ptr<EnergySource> source;                // null when the interface cannot be used
+  std::string reason = "ok";                           // short code for the metric: ok, absent,
+                                                       // permission_denied, unsupported, error
+  std::string message;                                 // one line naming the thing and the remedy
 };
 
 // A failed probe of `interface`: `message` is prefixed "rapl: <interface>: " for the log.

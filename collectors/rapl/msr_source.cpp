@@ -108,22 +108,25 @@ ProbeResult open_failure(const std::string& devfs_root, unsigned cpu, int error)
   switch (error) {
     case ENOENT:
       return failure("absent",
-                     what + (cpu_dir ? ": the msr driver is not loaded"
-                                     : ": there is no " + devfs_root + "/cpu (no msr driver, "
-                                                                       "or not mapped into this container)") +
+                     what +
+                         (cpu_dir ? ": the msr driver is not loaded"
+                                  : ": there is no " + devfs_root +
+                                        "/cpu (no msr driver, "
+                                        "or not mapped into this container)") +
                          "; remedy: `modprobe msr` on the host, and in a container map the "
                          "device (--device /dev/cpu/N/msr for every CPU, or --privileged)");
     case EACCES:
       return failure("permission_denied",
-                     what + ": the msr device is root-only; remedy: run the exporter as root "
-                            "(with CAP_SYS_RAWIO), or --privileged in a container");
+                     what +
+                         ": the msr device is root-only; remedy: run the exporter as root "
+                         "(with CAP_SYS_RAWIO), or --privileged in a container");
     case EPERM:
       return failure("permission_denied",
-                     what + ": opening the msr device needs CAP_SYS_RAWIO; remedy: run as root "
-                            "with CAP_SYS_RAWIO (`setcap cap_sys_rawio+ep` on the binary, or "
-                            "--cap-add SYS_RAWIO / --privileged in a container)");
-    default:
-      return failure("unsupported", what + ": this CPU is offline or has no MSR access");
+                     what +
+                         ": opening the msr device needs CAP_SYS_RAWIO; remedy: run as root "
+                         "with CAP_SYS_RAWIO (`setcap cap_sys_rawio+ep` on the binary, or "
+                         "--cap-add SYS_RAWIO / --privileged in a container)");
+    default: return failure("unsupported", what + ": this CPU is offline or has no MSR access");
   }
 }
 
@@ -145,9 +148,10 @@ unsigned energy_unit_exponent(const CpuIdentity& cpu, Domain domain, std::uint64
 ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, DomainSet wanted) {
   const auto& cpu = topology.cpu_identity();
   if (!cpu) {
-    return failure("error", paths.procfs + "/cpuinfo is unreadable or names no vendor_id, cpu "
-                                           "family and model: the CPU vendor decides which "
-                                           "registers to read");
+    return failure("error", paths.procfs +
+                                "/cpuinfo is unreadable or names no vendor_id, cpu "
+                                "family and model: the CPU vendor decides which "
+                                "registers to read");
   }
   const Vendor vendor = vendor_of(*cpu);
   const std::string identity = cpu->describe();
@@ -217,8 +221,8 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
   for (const CpuTarget& target : targets) {
     const auto fd_index = source->device(paths.devfs, target.cpu);
     if (!fd_index.ok()) {
-      problems.push_back(paths.devfs + "/cpu/" + std::to_string(target.cpu) + "/msr: " +
-                         errno_text(fd_index.error));
+      problems.push_back(paths.devfs + "/cpu/" + std::to_string(target.cpu) +
+                         "/msr: " + errno_text(fd_index.error));
       continue;
     }
     const auto unit = source->at(fd_index.value).read(unit_address);
@@ -256,8 +260,8 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
       if (!seen.insert({thread.package, thread.core}).second) continue;
       const auto fd_index = source->device(paths.devfs, thread.cpu);
       if (!fd_index.ok()) {
-        problems.push_back(paths.devfs + "/cpu/" + std::to_string(thread.cpu) + "/msr: " +
-                           errno_text(fd_index.error));
+        problems.push_back(paths.devfs + "/cpu/" + std::to_string(thread.cpu) +
+                           "/msr: " + errno_text(fd_index.error));
         continue;
       }
       const auto unit = source->at(fd_index.value).read(unit_address);
@@ -268,15 +272,18 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
   }
   for (const auto& problem : problems) log::warn("rapl: msr: skipping " + problem);
   if (source->empty()) {
-    return failure("unsupported", identity + " reports no live energy status register (each is "
-                                             "missing or reads 0) for the configured domains");
+    return failure("unsupported", identity +
+                                      " reports no live energy status register (each is "
+                                      "missing or reads 0) for the configured domains");
   }
   for (Domain domain : absent) {
     bool found = false;
     for (const auto& info : source->counters()) found = found || info.domain == domain;
     if (!found && wanted.contains(domain)) {
-      log::debug("rapl: msr: " + std::string(to_string(domain)) + " status register is missing "
-                 "or reads 0 on " + identity + "; not exported");
+      log::debug("rapl: msr: " + std::string(to_string(domain)) +
+                 " status register is missing "
+                 "or reads 0 on " +
+                 identity + "; not exported");
     }
   }
   ProbeResult result;

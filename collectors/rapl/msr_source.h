@@ -14,7 +14,6 @@
 
 namespace hwperf::rapl {
 
-
 namespace msr {
 inline constexpr std::uint64_t kIntelPowerUnit = 0x606;
 inline constexpr std::uint64_t kIntelPackageEnergy = 0x611;

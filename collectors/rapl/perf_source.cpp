@@ -63,8 +63,8 @@ int open_event(std::uint32_t type, const PerfEventConfig& config, unsigned cpu) 
   attr.config2 = config.config2;
   // pid -1 with a CPU: a system-wide count of everything on that CPU's package, which is what
   // the power PMU supports (it rejects per-task events and exclude_* filters).
-  return static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1, static_cast<int>(cpu), -1,
-                                    PERF_FLAG_FD_CLOEXEC));
+  return static_cast<int>(
+      ::syscall(SYS_perf_event_open, &attr, -1, static_cast<int>(cpu), -1, PERF_FLAG_FD_CLOEXEC));
 }
 
 std::map<std::string, std::string> read_formats(const std::string& pmu_dir) {
@@ -159,7 +159,8 @@ PerfEventConfig parse_perf_event(std::string_view text,
     std::uint64_t value = 1;
     if (equals != std::string_view::npos) {
       const std::string_view number = trim(term.substr(equals + 1));
-      const bool hex = number.size() > 2 && number[0] == '0' && (number[1] == 'x' || number[1] == 'X');
+      const bool hex =
+          number.size() > 2 && number[0] == '0' && (number[1] == 'x' || number[1] == 'X');
       const auto parsed = parse_u64(number, hex ? 16 : 10);
       if (!parsed) throw std::invalid_argument("term \"" + std::string(term) + "\": not a number");
       value = *parsed;
@@ -177,7 +178,8 @@ PerfEventConfig parse_perf_event(std::string_view text,
                             : field == "config2" ? &config.config2
                                                  : nullptr;
     if (target == nullptr || colon == std::string_view::npos) {
-      throw std::invalid_argument("format/" + name + " \"" + std::string(spec) + "\" is not understood");
+      throw std::invalid_argument("format/" + name + " \"" + std::string(spec) +
+                                  "\" is not understood");
     }
     std::string_view ranges = spec.substr(colon + 1);
     unsigned used = 0;
@@ -189,7 +191,8 @@ PerfEventConfig parse_perf_event(std::string_view text,
       const auto low = parse_u64(range.substr(0, dash));
       const auto high = dash == std::string_view::npos ? low : parse_u64(range.substr(dash + 1));
       if (!low || !high || *high < *low || *high > 63) {
-        throw std::invalid_argument("format/" + name + " \"" + std::string(spec) + "\" is not understood");
+        throw std::invalid_argument("format/" + name + " \"" + std::string(spec) +
+                                    "\" is not understood");
       }
       for (std::uint64_t bit = *low; bit <= *high; ++bit, ++used) {
         if (used < 64 && ((value >> used) & 1u) != 0) *target |= std::uint64_t{1} << bit;
@@ -213,7 +216,8 @@ std::optional<std::uint64_t> counts_per_joule_from_scale(std::string_view scale_
   } catch (const std::exception&) {
     return std::nullopt;
   }
-  if (used != text.size() || !(scale > 0) || !std::isfinite(scale) || scale > 1) return std::nullopt;
+  if (used != text.size() || !(scale > 0) || !std::isfinite(scale) || scale > 1)
+    return std::nullopt;
   const double reciprocal = 1.0 / scale;
   const double rounded = std::round(reciprocal);
   // Up to 2^62 counts per joule, so that EnergyTotal's remainder arithmetic cannot overflow.
@@ -262,7 +266,8 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
   const auto core_type = read_u64_file(core_dir + "/type");
   bool have_core = false;
   for (const auto& event : events) have_core = have_core || event.domain == Domain::core;
-  if (core_type.ok() && core_type.value <= 0xFFFFFFFFu && !have_core && wanted.contains(Domain::core)) {
+  if (core_type.ok() && core_type.value <= 0xFFFFFFFFu && !have_core &&
+      wanted.contains(Domain::core)) {
     if (auto event = describe_event(core_dir, "power_core", "energy-core", Domain::core, true,
                                     read_formats(core_dir))) {
       events.push_back(std::move(*event));
@@ -301,11 +306,13 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
                                  std::to_string(target.cpu) + "): " + errno_text(error);
         if (error == EACCES || error == EPERM) {
           return failure("permission_denied",
-                         what + ": system-wide events need kernel.perf_event_paranoid <= 0 (it "
-                                "is " + paranoid_text(procfs_root) +
-                                ") or CAP_PERFMON; remedy: `sysctl kernel.perf_event_paranoid=0`, "
-                                "grant CAP_PERFMON, or run as root (in a container also allow "
-                                "perf_event_open in the seccomp profile)");
+                         what +
+                             ": system-wide events need kernel.perf_event_paranoid <= 0 (it "
+                             "is " +
+                             paranoid_text(procfs_root) +
+                             ") or CAP_PERFMON; remedy: `sysctl kernel.perf_event_paranoid=0`, "
+                             "grant CAP_PERFMON, or run as root (in a container also allow "
+                             "perf_event_open in the seccomp profile)");
         }
         problems.push_back(what);
         continue;

@@ -86,9 +86,7 @@ class PowercapSource final : public EnergySource {
       : counters_(std::move(counters)), fds_(std::move(fds)), hints_(std::move(hints)) {}
   RaplInterface interface() const override { return RaplInterface::powercap; }
   const std::vector<CounterInfo>& counters() const override { return counters_; }
-  OrErrno<std::uint64_t> read(std::size_t index) override {
-    return pread_counter(fds_.at(index));
-  }
+  OrErrno<std::uint64_t> read(std::size_t index) override { return pread_counter(fds_.at(index)); }
   std::map<unsigned, double> package_power_hints() const override { return hints_; }
 
  private:
@@ -168,14 +166,14 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
     if (ec) {
       const int error = ec.value();
       if (error == EACCES || error == EPERM) {
-        return failure("permission_denied", root + ": " + errno_text(error) +
-                                                "; remedy: run the exporter as root");
+        return failure("permission_denied",
+                       root + ": " + errno_text(error) + "; remedy: run the exporter as root");
       }
-      return failure("absent",
-                     root + ": " + errno_text(error) +
-                         ": no RAPL powercap driver on this kernel or CPU, or /sys/class/powercap "
-                         "is masked in this container; remedy: `modprobe intel_rapl_msr` on the "
-                         "host, and in a container mount the host /sys read-only (-v /sys:/sys:ro)");
+      return failure(
+          "absent", root + ": " + errno_text(error) +
+                        ": no RAPL powercap driver on this kernel or CPU, or /sys/class/powercap "
+                        "is masked in this container; remedy: `modprobe intel_rapl_msr` on the "
+                        "host, and in a container mount the host /sys read-only (-v /sys:/sys:ro)");
     }
     for (const auto& entry : it) {
       if (auto zone = parse_zone_dir(entry.path().filename().string())) {
@@ -184,9 +182,10 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
     }
   }
   if (dirs.empty()) {
-    return failure("absent", root +
-                                 " holds no intel-rapl zones: the intel_rapl_msr driver is not "
-                                 "loaded or this CPU has no RAPL; remedy: `modprobe intel_rapl_msr`");
+    return failure("absent",
+                   root +
+                       " holds no intel-rapl zones: the intel_rapl_msr driver is not "
+                       "loaded or this CPU has no RAPL; remedy: `modprobe intel_rapl_msr`");
   }
   // MSR-backed zones before MMIO ones, parents before subzones, so that an MMIO zone that
   // duplicates a package is recognised as the duplicate, and a subzone finds its parent.
@@ -221,7 +220,8 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
     if (dir.index.size() == 1 && amd && zone->die) {
       if (!amd_dies_logged) {
         log::info("rapl: powercap: " + path + " is \"" + std::string(trim(name_text.value)) +
-                  "\": on " + cpu->vendor + " CPUs every die zone of a package reads the whole "
+                  "\": on " + cpu->vendor +
+                  " CPUs every die zone of a package reads the whole "
                   "socket's energy (Linux 6.10/6.11 register one per CCD), so each package is "
                   "read once, from its first die zone");
         amd_dies_logged = true;
@@ -269,7 +269,8 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
     if (amd && zone->domain == Domain::core) {
       if (!amd_core_logged) {
         log::info("rapl: powercap: leaving out " + path + " and the other `core` zones: on " +
-                  cpu->vendor + " CPUs each is one core's energy (the per-core register read on "
+                  cpu->vendor +
+                  " CPUs each is one core's energy (the per-core register read on "
                   "the package's first CPU), not the package's cores; interface perf (power_core) "
                   "or msr reads every core");
         amd_core_logged = true;
@@ -322,8 +323,8 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
   }
   ProbeResult result;
   result.interface = RaplInterface::powercap;
-  result.source = std::make_unique<PowercapSource>(std::move(counters), std::move(fds),
-                                                   std::move(hints));
+  result.source =
+      std::make_unique<PowercapSource>(std::move(counters), std::move(fds), std::move(hints));
   return result;
 }
 

@@ -124,16 +124,16 @@ class RaplCollector final : public Collector {
     if (!engine_) return;
     const auto series = engine_->snapshot();
     std::map<Domain, prometheus::MetricFamily> energy;
-    auto wraps = make_family(wraps_name_,
-                             "Counter wrap-arounds seen and accounted for, per RAPL domain.",
-                             MetricType::Counter);
+    auto wraps =
+        make_family(wraps_name_, "Counter wrap-arounds seen and accounted for, per RAPL domain.",
+                    MetricType::Counter);
     auto rejected = make_family(rejected_name_,
                                 "Energy deltas rejected as implausible (more than the power "
                                 "ceiling allows for the interval) and not added, per RAPL domain.",
                                 MetricType::Counter);
-    auto read_errors = make_family(read_errors_name_,
-                                   "Failed reads of a RAPL energy counter, per RAPL domain.",
-                                   MetricType::Counter);
+    auto read_errors =
+        make_family(read_errors_name_, "Failed reads of a RAPL energy counter, per RAPL domain.",
+                    MetricType::Counter);
     auto frozen = make_family(frozen_name_,
                               "1 while the domain's energy counter has not changed once since "
                               "startup, 5 s and more (exposed but not measured, as some "
@@ -147,9 +147,9 @@ class RaplCollector final : public Collector {
         auto family = energy.find(s.key.domain);
         if (family == energy.end()) {
           family = energy
-                       .emplace(s.key.domain, make_family(energy_names_.at(s.key.domain),
-                                                          energy_help(s.key.domain),
-                                                          MetricType::Counter))
+                       .emplace(s.key.domain,
+                                make_family(energy_names_.at(s.key.domain),
+                                            energy_help(s.key.domain), MetricType::Counter))
                        .first;
         }
         add_counter(family->second, place, s.tally.energy.joules());
@@ -230,7 +230,8 @@ std::unique_ptr<Collector> build_rapl_collector(std::vector<ProbeResult> probes,
   }
   if (!source) {
     std::string tried;
-    for (const auto& status : statuses) tried += (tried.empty() ? "" : ", ") + std::string(to_string(status.interface));
+    for (const auto& status : statuses)
+      tried += (tried.empty() ? "" : ", ") + std::string(to_string(status.interface));
     log::warn("rapl: energy is unavailable (tried " + tried +
               "); exporting hwperf_rapl_energy_available 0 and no energy, the other collectors "
               "keep serving");
@@ -239,11 +240,13 @@ std::unique_ptr<Collector> build_rapl_collector(std::vector<ProbeResult> probes,
   }
 
   const auto& counters = source->counters();
-  PowerCeilings ceilings =
-      choose_power_ceilings(config.max_power_watts, source->package_power_hints(), topology.packages());
+  PowerCeilings ceilings = choose_power_ceilings(
+      config.max_power_watts, source->package_power_hints(), topology.packages());
   std::vector<double> counter_ceilings;
-  for (const auto& counter : counters) counter_ceilings.push_back(counter_ceiling(counter, ceilings));
-  const GuardPlan plan = plan_wrap_guard(counters, counter_ceilings, config.wrap_guard_interval_seconds);
+  for (const auto& counter : counters)
+    counter_ceilings.push_back(counter_ceiling(counter, ceilings));
+  const GuardPlan plan =
+      plan_wrap_guard(counters, counter_ceilings, config.wrap_guard_interval_seconds);
 
   double largest = 0;
   for (const auto& entry : ceilings.package_watts) largest = std::max(largest, entry.second);
@@ -272,8 +275,8 @@ std::unique_ptr<Collector> build_rapl_collector(std::vector<ProbeResult> probes,
             describe_counters(counters) + "; power ceiling " + format_number(largest) +
             " W per package (" + ceilings.origin + "), " + guard_text);
 
-  auto engine = std::make_unique<RaplEngine>(std::move(source), std::move(counter_ceilings),
-                                             std::move(now));
+  auto engine =
+      std::make_unique<RaplEngine>(std::move(source), std::move(counter_ceilings), std::move(now));
   return std::make_unique<RaplCollector>(std::move(statuses), std::move(engine),
                                          std::move(ceilings), plan);
 }

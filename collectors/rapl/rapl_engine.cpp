@@ -40,10 +40,10 @@ PowerCeilings choose_power_ceilings(double configured_watts,
   }
   if (all.empty()) sum = configured_watts > 0 ? configured_watts : kDefaultPackageWatts;
   ceilings.psys_watts = 2 * sum;
-  ceilings.origin = configured_watts > 0                ? "configured"
-                    : any_hardware && !any_default       ? "hardware"
-                    : any_hardware                       ? "hardware and default"
-                                                         : "default";
+  ceilings.origin = configured_watts > 0           ? "configured"
+                    : any_hardware && !any_default ? "hardware"
+                    : any_hardware                 ? "hardware and default"
+                                                   : "default";
   return ceilings;
 }
 

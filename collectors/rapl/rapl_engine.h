@@ -30,8 +30,8 @@ inline constexpr double kHardwareHintFactor = 4;
 
 struct PowerCeilings {
   std::map<unsigned, double> package_watts;  // every topology package
-  double psys_watts = 0;                      // the whole platform
-  std::string origin;                         // "configured", "hardware" or "default", for logs
+  double psys_watts = 0;                     // the whole platform
+  std::string origin;                        // "configured", "hardware" or "default", for logs
 };
 
 // Config max_power_watts when > 0; else kHardwareHintFactor * the hardware's largest figure per
@@ -49,10 +49,10 @@ inline constexpr double kGuardMinSeconds = 0.05;  // below this the guard would 
 inline constexpr double kGuardMaxSeconds = 60;    // cap: keeps the guard observable
 
 struct GuardPlan {
-  bool needed = false;           // false only when no counter has a range (energy.h)
-  double interval_seconds = 0;   // what the guard uses
-  double derived_seconds = 0;    // what the counters and ceilings call for (before clamping)
-  bool configured = false;       // interval_seconds came from wrap_guard_interval_seconds
+  bool needed = false;          // false only when no counter has a range (energy.h)
+  double interval_seconds = 0;  // what the guard uses
+  double derived_seconds = 0;   // what the counters and ceilings call for (before clamping)
+  bool configured = false;      // interval_seconds came from wrap_guard_interval_seconds
 };
 GuardPlan plan_wrap_guard(const std::vector<CounterInfo>& counters,
                           const std::vector<double>& counter_ceilings, double configured_seconds);

@@ -58,13 +58,13 @@ prometheus::MetricFamily cpu_info_family(const Topology& topology) {
       "together with its package. numa_node is empty when the machine reports no NUMA node.",
       prometheus::MetricType::Gauge);
   for (const HardwareThread& thread : topology.threads()) {
-    add_gauge(family,
-              {{"cpu", std::to_string(thread.cpu)},
-               {"core", std::to_string(thread.core)},
-               {"package", std::to_string(thread.package)},
-               {"numa_node",
-                thread.numa_node < 0 ? std::string() : std::to_string(thread.numa_node)}},
-              1.0);
+    add_gauge(
+        family,
+        {{"cpu", std::to_string(thread.cpu)},
+         {"core", std::to_string(thread.core)},
+         {"package", std::to_string(thread.package)},
+         {"numa_node", thread.numa_node < 0 ? std::string() : std::to_string(thread.numa_node)}},
+        1.0);
   }
   return family;
 }

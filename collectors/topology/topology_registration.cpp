@@ -15,8 +15,8 @@ std::vector<std::string> check(const Config&, const Topology&) { return {}; }
 }  // namespace
 
 const CollectorEntry& topology_collector_entry() {
-  static const CollectorEntry entry = {"topology", &enabled, &make, &check, nullptr,
-                                       "hwloc_version", &hwloc_library_version};
+  static const CollectorEntry entry = {
+      "topology", &enabled, &make, &check, nullptr, "hwloc_version", &hwloc_library_version};
   return entry;
 }
 

@@ -46,13 +46,16 @@ TEST_CASE("PAPI_TOT_INS and PAPI_TOT_CYC count on a real PMU", "[.hardware]") {
   }
 }
 
-TEST_CASE("per-CPU PAPI_TOT_INS read from another CPU: a busy CPU counts far more than the idle "
-          "one the scrape runs on", "[.hardware]") {
+TEST_CASE(
+    "per-CPU PAPI_TOT_INS read from another CPU: a busy CPU counts far more than the idle "
+    "one the scrape runs on",
+    "[.hardware]") {
   require_system_wide_perf();
   if (!has_hardware_pmu()) {
-    FAIL("no hardware PMU here (/sys/bus/event_source/devices/cpu): this test counts PAPI_TOT_INS "
-         "on CPUs 0 and 1 through PAPI_CPU_ATTACH; run it on a physical machine or a VM with PMU "
-         "passthrough");
+    FAIL(
+        "no hardware PMU here (/sys/bus/event_source/devices/cpu): this test counts PAPI_TOT_INS "
+        "on CPUs 0 and 1 through PAPI_CPU_ATTACH; run it on a physical machine or a VM with PMU "
+        "passthrough");
   }
   const Topology topology = live_topology();
   if (topology.find(0) == nullptr || topology.find(1) == nullptr) {
@@ -114,20 +117,21 @@ TEST_CASE("per-CPU PAPI_TOT_INS read from another CPU: a busy CPU counts far mor
 TEST_CASE("more hardware events than counters are multiplexed and every one is counted",
           "[.hardware]") {
   if (!has_hardware_pmu()) {
-    FAIL("no hardware PMU here (/sys/bus/event_source/devices/cpu): this test overflows the PMU's "
-         "counters to make PAPI multiplex; run it on a physical machine or a VM with PMU "
-         "passthrough");
+    FAIL(
+        "no hardware PMU here (/sys/bus/event_source/devices/cpu): this test overflows the PMU's "
+        "counters to make PAPI multiplex; run it on a physical machine or a VM with PMU "
+        "passthrough");
   }
   require_system_wide_perf();
   const Topology topology = live_topology();
   // Presets most x86 PMUs (Intel and AMD) can count. A core has 2-8 general-purpose counters
   // (one may be taken by the NMI watchdog) plus a few fixed ones, and several of these presets are
   // derived from two native events, so a dozen of them never fit at once.
-  const char* candidates[] = {
-      "PAPI_TOT_INS", "PAPI_TOT_CYC", "PAPI_REF_CYC", "PAPI_BR_INS", "PAPI_BR_MSP",
-      "PAPI_BR_CN",   "PAPI_BR_TKN",  "PAPI_BR_NTK",  "PAPI_L1_DCM", "PAPI_L1_ICM",
-      "PAPI_L2_DCM",  "PAPI_L2_ICM",  "PAPI_L2_TCM",  "PAPI_L2_DCA", "PAPI_L3_TCM",
-      "PAPI_LD_INS",  "PAPI_SR_INS",  "PAPI_TLB_DM",  "PAPI_TLB_IM", "PAPI_RES_STL"};
+  const char* candidates[] = {"PAPI_TOT_INS", "PAPI_TOT_CYC", "PAPI_REF_CYC", "PAPI_BR_INS",
+                              "PAPI_BR_MSP",  "PAPI_BR_CN",   "PAPI_BR_TKN",  "PAPI_BR_NTK",
+                              "PAPI_L1_DCM",  "PAPI_L1_ICM",  "PAPI_L2_DCM",  "PAPI_L2_ICM",
+                              "PAPI_L2_TCM",  "PAPI_L2_DCA",  "PAPI_L3_TCM",  "PAPI_LD_INS",
+                              "PAPI_SR_INS",  "PAPI_TLB_DM",  "PAPI_TLB_IM",  "PAPI_RES_STL"};
   constexpr std::size_t kNeeded = 12;
   papi::init_library(PathsConfig{}.procfs);
   std::vector<std::string> events;

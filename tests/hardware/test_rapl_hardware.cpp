@@ -20,14 +20,15 @@
 using namespace hwperf;
 using namespace hwperf::rapl;
 
-TEST_CASE("every available RAPL interface measures the same package energy", "[.hardware][rapl_hardware]") {
+TEST_CASE("every available RAPL interface measures the same package energy",
+          "[.hardware][rapl_hardware]") {
   const PathsConfig paths;  // the host's /sys, /proc, /dev
   const Topology topology = Topology::load(TopologyConfig{}, paths);
   std::vector<ProbeResult> probes;
   probes.push_back(open_perf_source(paths.sysfs, paths.procfs, topology, DomainSet::all()));
   // With the CPU, as the exporter opens it: on AMD the one-core `core` zone is left out.
-  probes.push_back(open_powercap_source(paths.sysfs, topology, DomainSet::all(),
-                                        topology.cpu_identity()));
+  probes.push_back(
+      open_powercap_source(paths.sysfs, topology, DomainSet::all(), topology.cpu_identity()));
   probes.push_back(open_msr_source(paths, topology, DomainSet::all()));
 
   std::map<std::string, std::unique_ptr<RaplEngine>> engines;
@@ -37,11 +38,14 @@ TEST_CASE("every available RAPL interface measures the same package energy", "[.
       WARN(probe.message);
       continue;
     }
-    const auto c = choose_power_ceilings(0, probe.source->package_power_hints(), topology.packages());
+    const auto c =
+        choose_power_ceilings(0, probe.source->package_power_hints(), topology.packages());
     std::vector<double> watts;
-    for (const auto& counter : probe.source->counters()) watts.push_back(counter_ceiling(counter, c));
+    for (const auto& counter : probe.source->counters())
+      watts.push_back(counter_ceiling(counter, c));
     ceilings[to_string(probe.interface)] = c;
-    engines[to_string(probe.interface)] = std::make_unique<RaplEngine>(std::move(probe.source), watts);
+    engines[to_string(probe.interface)] =
+        std::make_unique<RaplEngine>(std::move(probe.source), watts);
   }
   REQUIRE_FALSE(engines.empty());
 

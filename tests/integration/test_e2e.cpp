@@ -31,7 +31,8 @@ struct FixtureConfig {
   explicit FixtureConfig(const std::string& extra_yaml = "") {
     dir.write("sys/.keep", "");
     dir.write("dev/.keep", "");
-    dir.write("proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n");
+    dir.write("proc/cpuinfo",
+              "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n");
     config_path = dir.write("hwperf.yml",
                             "topology:\n"
                             "  source: \"synthetic:pack:2 l3:1(size=16MB) l2:2(size=1MB) "
@@ -93,7 +94,8 @@ TEST_CASE("the exporter run with --once matches the golden file", "[e2e]") {
 }
 
 TEST_CASE("promtool accepts the exposition", "[e2e]") {
-  if (!have("promtool")) FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
+  if (!have("promtool"))
+    FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
   FixtureConfig fixture;
   auto args = fixture.args;
   args.push_back("--once");
@@ -146,7 +148,8 @@ TEST_CASE("bad flags exit 2 with one clear line", "[e2e]") {
       {"--no-such-flag", "unknown flag \\\"--no-such-flag\\\""},
       {"--web.listen-address=nonsense", "--web.listen-address=nonsense: no port"},
       {"--log.level=loud", "--log.level=loud: expected debug, info, warn or error"},
-      {"--config.file=/nonexistent/hwperf.yml", "/nonexistent/hwperf.yml: cannot read the configuration file"},
+      {"--config.file=/nonexistent/hwperf.yml",
+       "/nonexistent/hwperf.yml: cannot read the configuration file"},
   }));
   const auto result = test::run_exporter({flag});
   CAPTURE(flag, result.err);
@@ -159,14 +162,15 @@ TEST_CASE("a listen address from the file that cannot be used names its line and
   const auto bad = dir.write("bad.yml", "web:\n  listen_address: nonsense\n");
   const auto result = test::run_exporter({"--config.file=" + bad.string(), "--check-config"});
   CHECK(result.exit_code == 2);
-  CHECK_THAT(result.err, Catch::Contains(bad.string() +
-                                         ":2:19: web.listen_address \\\"nonsense\\\": no port"));
+  CHECK_THAT(result.err,
+             Catch::Contains(bad.string() + ":2:19: web.listen_address \\\"nonsense\\\": no port"));
 }
 
 TEST_CASE("SIGHUP and the user signals are logged and ignored; only SIGTERM stops", "[e2e]") {
   FixtureConfig fixture;
   test::RunningExporter exporter(fixture.args);
-  for (int signal_number : {SIGHUP, SIGUSR1, SIGUSR2}) REQUIRE(kill(exporter.pid(), signal_number) == 0);
+  for (int signal_number : {SIGHUP, SIGUSR1, SIGUSR2})
+    REQUIRE(kill(exporter.pid(), signal_number) == 0);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (exporter.stderr_text().find("received SIGUSR2, ignored") == std::string::npos &&
          std::chrono::steady_clock::now() < deadline) {
@@ -184,9 +188,9 @@ TEST_CASE("SIGHUP and the user signals are logged and ignored; only SIGTERM stop
 TEST_CASE("the help and version flags", "[e2e]") {
   const auto help = test::run_exporter({"--help"});
   CHECK(help.exit_code == 0);
-  for (const char* flag : {"--config.file", "--web.listen-address", "--web.telemetry-path",
-                           "--path.sysfs", "--path.procfs", "--path.devfs", "--check-config",
-                           "--once", "--log.level", "--version"}) {
+  for (const char* flag :
+       {"--config.file", "--web.listen-address", "--web.telemetry-path", "--path.sysfs",
+        "--path.procfs", "--path.devfs", "--check-config", "--once", "--log.level", "--version"}) {
     CHECK_THAT(help.out, Catch::Contains(flag));
   }
   const auto version = test::run_exporter({"--version"});
@@ -205,7 +209,8 @@ TEST_CASE("serves, survives a port clash, and stops within a second on SIGTERM",
   clash_args.push_back("--web.listen-address=127.0.0.1:" + std::to_string(exporter.port()));
   const auto clash = test::run_exporter(clash_args);
   CHECK(clash.exit_code == 1);
-  CHECK_THAT(clash.err, Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(exporter.port())));
+  CHECK_THAT(clash.err,
+             Catch::Contains("cannot listen on 127.0.0.1:" + std::to_string(exporter.port())));
 
   const auto start = std::chrono::steady_clock::now();
   CHECK(exporter.stop() == 0);
@@ -214,7 +219,8 @@ TEST_CASE("serves, survives a port clash, and stops within a second on SIGTERM",
 }
 
 TEST_CASE("a real Prometheus server scrapes the exporter", "[e2e][prometheus]") {
-  if (!have("prometheus")) FAIL("prometheus not found: apt-get install prometheus (scripts/deps.sh does)");
+  if (!have("prometheus"))
+    FAIL("prometheus not found: apt-get install prometheus (scripts/deps.sh does)");
   // Plain HTTP, and HTTPS with basic authentication as node_exporter's users configure both.
   const bool secured = GENERATE(false, true);
   CAPTURE(secured);
@@ -226,20 +232,21 @@ TEST_CASE("a real Prometheus server scrapes the exporter", "[e2e][prometheus]") 
     const auto web = fixture.dir.write(
         "web.yml", "tls_server_config:\n  cert_file: " + certificates.server_cert.string() +
                        "\n  key_file: " + certificates.server_key.string() +
-                       "\nbasic_auth_users:\n  prometheus: " + test::bcrypt_hash("s3cret", 4) + "\n");
+                       "\nbasic_auth_users:\n  prometheus: " + test::bcrypt_hash("s3cret", 4) +
+                       "\n");
     args.push_back("--web.config.file=" + web.string());
-    scrape_security = "    scheme: https\n    tls_config:\n      ca_file: " +
-                      certificates.ca_cert.string() +
-                      "\n    basic_auth:\n      username: prometheus\n      password: s3cret\n";
+    scrape_security =
+        "    scheme: https\n    tls_config:\n      ca_file: " + certificates.ca_cert.string() +
+        "\n    basic_auth:\n      username: prometheus\n      password: s3cret\n";
   }
   test::RunningExporter exporter(args);
   const unsigned prometheus_port = free_port();
-  const auto prometheus_config = fixture.dir.write(
-      "prometheus.yml",
-      "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-      "scrape_configs:\n  - job_name: hwperf\n" + scrape_security +
-          "    static_configs:\n      - targets: ['127.0.0.1:" + std::to_string(exporter.port()) +
-          "']\n");
+  const auto prometheus_config =
+      fixture.dir.write("prometheus.yml",
+                        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                        "scrape_configs:\n  - job_name: hwperf\n" +
+                            scrape_security + "    static_configs:\n      - targets: ['127.0.0.1:" +
+                            std::to_string(exporter.port()) + "']\n");
   const std::string data = (fixture.dir.path() / "tsdb").string();
   const pid_t pid = fork();
   REQUIRE(pid >= 0);
@@ -249,7 +256,8 @@ TEST_CASE("a real Prometheus server scrapes the exporter", "[e2e][prometheus]") 
     freopen("/dev/null", "w", stdout);
     const std::string config_flag = "--config.file=" + prometheus_config.string();
     const std::string data_flag = "--storage.tsdb.path=" + data;
-    const std::string listen_flag = "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port);
+    const std::string listen_flag =
+        "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port);
     execlp("prometheus", "prometheus", config_flag.c_str(), data_flag.c_str(), listen_flag.c_str(),
            static_cast<char*>(nullptr));
     _exit(127);
@@ -269,8 +277,10 @@ TEST_CASE("a real Prometheus server scrapes the exporter", "[e2e][prometheus]") 
   for (int attempt = 0; attempt < 80 && !ready; ++attempt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     try {
-      up_body = test::http_get(prometheus_port, "/api/v1/query?query=up%7Bjob%3D%22hwperf%22%7D").body;
-      info_body = test::http_get(prometheus_port, "/api/v1/query?query=count(hwperf_cpu_info)").body;
+      up_body =
+          test::http_get(prometheus_port, "/api/v1/query?query=up%7Bjob%3D%22hwperf%22%7D").body;
+      info_body =
+          test::http_get(prometheus_port, "/api/v1/query?query=count(hwperf_cpu_info)").body;
       ready = up_body.find("\"value\":[") != std::string::npos &&
               up_body.find("\"1\"]") != std::string::npos &&
               info_body.find("\"value\":[") != std::string::npos;
@@ -340,10 +350,12 @@ TEST_CASE("the HTTP limit flags reach the server", "[e2e][http]") {
 }
 
 TEST_CASE("the shipped Prometheus scrape configuration is valid", "[e2e]") {
-  if (!have("promtool")) FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
+  if (!have("promtool"))
+    FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
   int exit_code = -1;
   const std::string output = test::run_shell(
-      "promtool check config " + std::string(HWPERF_SOURCE_DIR) + "/deploy/prometheus.yml", &exit_code);
+      "promtool check config " + std::string(HWPERF_SOURCE_DIR) + "/deploy/prometheus.yml",
+      &exit_code);
   INFO(output);
   CHECK(exit_code == 0);
   CHECK_THAT(output, Catch::Contains("SUCCESS"));
@@ -354,35 +366,37 @@ TEST_CASE("the binary with a web config: 401 without credentials, 200 with them"
   FixtureConfig fixture;
   test::TempDir dir;
   const std::string password = "hunter2";
-  const auto web = dir.write("web.yml", "basic_auth_users:\n  prom: " +
-                                            test::bcrypt_hash(password, 4) + "\n");
+  const auto web =
+      dir.write("web.yml", "basic_auth_users:\n  prom: " + test::bcrypt_hash(password, 4) + "\n");
   auto args = fixture.args;
   args.push_back("--web.config.file=" + web.string());
   test::RunningExporter exporter(args);
   CHECK(exporter.get("/metrics").status == 401);
-  CHECK(exporter.get("/metrics", {{"Authorization", "Basic " + test::base64("prom:wrong")}})
-            .status == 401);
+  CHECK(
+      exporter.get("/metrics", {{"Authorization", "Basic " + test::base64("prom:wrong")}}).status ==
+      401);
   const auto allowed =
       exporter.get("/metrics", {{"Authorization", "Basic " + test::base64("prom:" + password)}});
   CHECK(allowed.status == 200);
   CHECK_FALSE(test::find_samples(test::parse_exposition(allowed.body), "hwperf_cpu_info").empty());
   CHECK(exporter.get("/-/healthy").status == 200);
   CHECK(exporter.stop() == 0);
-
 }
 
-TEST_CASE("the binary with TLS and basic authentication: HTTPS only, 401 without the right "
-          "credentials",
-          "[e2e][web_config][tls]") {
+TEST_CASE(
+    "the binary with TLS and basic authentication: HTTPS only, 401 without the right "
+    "credentials",
+    "[e2e][web_config][tls]") {
   FixtureConfig fixture;
   test::TempDir dir;
   const auto certificates = test::make_test_certificates(dir);
   const std::string password = "correct horse";
   // Relative paths are taken from the web config's folder, as in exporter-toolkit.
-  const auto web = dir.write("web.yml", "tls_server_config:\n  cert_file: server.crt\n"
-                                        "  key_file: server.key\n  min_version: TLS12\n"
-                                        "basic_auth_users:\n  prom: " +
-                                            test::bcrypt_hash(password, 5) + "\n");
+  const auto web = dir.write("web.yml",
+                             "tls_server_config:\n  cert_file: server.crt\n"
+                             "  key_file: server.key\n  min_version: TLS12\n"
+                             "basic_auth_users:\n  prom: " +
+                                 test::bcrypt_hash(password, 5) + "\n");
   auto args = fixture.args;
   args.push_back("--web.config.file=" + web.string());
   test::RunningExporter exporter(args);
@@ -402,29 +416,31 @@ TEST_CASE("the binary with TLS and basic authentication: HTTPS only, 401 without
   CHECK(test::curl(with({"--user", "nobody:" + password}), base + "/metrics").status == 401);
   CHECK(test::curl(trust, base + "/-/healthy").status == 200);
   // No plain HTTP on the port.
-  CHECK(test::curl({}, "http://127.0.0.1:" + std::to_string(exporter.port()) + "/-/healthy")
-            .status == 0);
+  CHECK(
+      test::curl({}, "http://127.0.0.1:" + std::to_string(exporter.port()) + "/-/healthy").status ==
+      0);
   CHECK(exporter.stop() == 0);
   CHECK_THAT(exporter.stderr_text(), Catch::Contains("HTTPS only: TLS 1.2 or later, client "
                                                      "certificates: NoClientCert") &&
                                          Catch::Contains("basic authentication required"));
 }
 
-TEST_CASE("a TLS file that cannot be used is a configuration error naming it", "[e2e][web_config][tls]") {
+TEST_CASE("a TLS file that cannot be used is a configuration error naming it",
+          "[e2e][web_config][tls]") {
   FixtureConfig fixture;
   test::TempDir dir;
   const auto certificates = test::make_test_certificates(dir);
   const auto not_a_certificate = dir.write("server.crt.txt", "certificate\n");
-  const auto web = dir.write("web.yml", "tls_server_config:\n  cert_file: " +
-                                            not_a_certificate.string() + "\n  key_file: " +
-                                            certificates.server_key.string() + "\n");
+  const auto web =
+      dir.write("web.yml", "tls_server_config:\n  cert_file: " + not_a_certificate.string() +
+                               "\n  key_file: " + certificates.server_key.string() + "\n");
   auto args = fixture.args;
   args.push_back("--web.config.file=" + web.string());
   const auto refused = test::run_exporter(args);
   CHECK(refused.exit_code == 2);
-  CHECK_THAT(refused.err, Catch::Contains(web.string() + ": tls_server_config: cert_file " +
-                                          not_a_certificate.string() +
-                                          " holds no usable PEM certificate"));
+  CHECK_THAT(refused.err,
+             Catch::Contains(web.string() + ": tls_server_config: cert_file " +
+                             not_a_certificate.string() + " holds no usable PEM certificate"));
 }
 
 TEST_CASE("configurations that would kill or hang the exporter later are exit 2 at startup",
@@ -433,7 +449,8 @@ TEST_CASE("configurations that would kill or hang the exporter later are exit 2 
   const auto fifo = dir.path() / "topology.fifo";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
   std::string huge_cpus;  // just under the 1 MiB configuration limit
-  while (huge_cpus.size() < 1000000) huge_cpus += (huge_cpus.empty() ? "" : ",") + std::string("0-65535");
+  while (huge_cpus.size() < 1000000)
+    huge_cpus += (huge_cpus.empty() ? "" : ",") + std::string("0-65535");
   const auto papi_event = [](const std::string& event) {
     return "collectors:\n  papi:\n    events:\n      - event: \"" + event + "\"\n";
   };
@@ -447,7 +464,8 @@ TEST_CASE("configurations that would kill or hang the exporter later are exit 2 
   CAPTURE(name);
   // The generator's table outlives this run's TempDir: the FIFO's path goes in here.
   std::string text = yaml;
-  if (const auto at = text.find("FIFO"); at != std::string::npos) text.replace(at, 4, fifo.string());
+  if (const auto at = text.find("FIFO"); at != std::string::npos)
+    text.replace(at, 4, fifo.string());
   const auto config = dir.write(name + ".yml", text);
   // Served, not only checked: the process must refuse to start rather than die or hang later.
   // A hang would end at the timeout and fail the exit code check.
@@ -459,8 +477,10 @@ TEST_CASE("configurations that would kill or hang the exporter later are exit 2 
   }
 }
 
-TEST_CASE("a basic auth user whose bcrypt cost would take hours per check is a startup error "
-          "naming the file and the user", "[e2e][web_config]") {
+TEST_CASE(
+    "a basic auth user whose bcrypt cost would take hours per check is a startup error "
+    "naming the file and the user",
+    "[e2e][web_config]") {
   test::TempDir dir;
   std::string hash = test::bcrypt_hash("pw", 4);
   hash.replace(4, 2, "31");

@@ -62,21 +62,23 @@ struct Served {
   HttpServer server;
   explicit Served(double value)
       : exporter(make_exporter(value)),
-        server(served_options(),
-               [this](const HttpRequest& r) { return exporter.handle(r); }) {}
+        server(served_options(), [this](const HttpRequest& r) { return exporter.handle(r); }) {}
 };
 }  // namespace
 
 TEST_CASE("a collector that throws only fails itself", "[http]") {
   const double value = 42;
   const Exporter exporter = make_exporter(value);
-  const auto samples = test::parse_exposition(
-      exporter.handle(HttpRequest{"GET", "/metrics", "", "", ""}).body);
+  const auto samples =
+      test::parse_exposition(exporter.handle(HttpRequest{"GET", "/metrics", "", "", ""}).body);
   CHECK(test::find_samples(samples, "hwperf_scrape_collector_success", {{"collector", "broken"}})
-            .at(0).value == 0);
+            .at(0)
+            .value == 0);
   CHECK(test::find_samples(samples, "hwperf_scrape_collector_success", {{"collector", "fixed"}})
-            .at(0).value == 1);
-  CHECK(test::find_samples(samples, "hwperf_test_events_total", {{"cpu", "0"}}).at(0).value == value);
+            .at(0)
+            .value == 1);
+  CHECK(test::find_samples(samples, "hwperf_test_events_total", {{"cpu", "0"}}).at(0).value ==
+        value);
   // Nothing partial from the failed collector.
   CHECK(test::find_samples(samples, "hwperf_test_partial").empty());
   CHECK(test::find_samples(samples, "hwperf_scrape_collector_duration_seconds").size() == 2);
@@ -97,10 +99,11 @@ TEST_CASE("routes, status codes and content types over real HTTP", "[http]") {
   CHECK(metrics.headers.at("content-type") == "text/plain; version=0.0.4; charset=utf-8");
   CHECK(metrics.headers.count("content-encoding") == 0);
   CHECK(test::find_samples(test::parse_exposition(metrics.body), "hwperf_test_events_total")
-            .at(0).value == value);
+            .at(0)
+            .value == value);
 
-  const auto om = test::http_get(port, "/metrics",
-                                 {{"Accept", "application/openmetrics-text;version=1.0.0"}});
+  const auto om =
+      test::http_get(port, "/metrics", {{"Accept", "application/openmetrics-text;version=1.0.0"}});
   CHECK(om.status == 200);
   CHECK(om.headers.at("content-type") ==
         "application/openmetrics-text; version=1.0.0; charset=utf-8");
@@ -156,7 +159,8 @@ TEST_CASE("listen addresses", "[http]") {
   }
   const std::string localhost = civetweb_listening_port("localhost:1");
   CHECK(localhost == "127.0.0.1:1");
-  for (const char* bad : {"9477", ":99999", "1.2.3.4:x", "[::1:80", "[zz]:80", "no.such.host.invalid:1"}) {
+  for (const char* bad :
+       {"9477", ":99999", "1.2.3.4:x", "[::1:80", "[zz]:80", "no.such.host.invalid:1"}) {
     CAPTURE(bad);
     CHECK_THROWS_WITH(civetweb_listening_port(bad), Catch::Contains(bad));
   }

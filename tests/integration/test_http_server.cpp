@@ -111,7 +111,8 @@ Reply read_reply(int fd, std::string& buffer) {
 // One GET on a fresh connection; the connection's timeouts bound it at 5 s.
 Reply get(unsigned port, const std::string& path) {
   const UniqueFd socket = connect_to(port);
-  send_all(socket.get(), "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  send_all(socket.get(),
+           "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   std::string buffer;
   return read_reply(socket.get(), buffer);
 }
@@ -216,7 +217,8 @@ TEST_CASE("TLS handshakes that never finish are dropped at the request deadline"
   }
   // CivetWeb gives the handshake request_timeout_ms, polling every 50 ms.
   for (auto& attacker : attackers) {
-    CHECK(closed_within(attacker.get(), options.request_timeout_ms / 1000.0 + 1.5 - seconds_since(start)));
+    CHECK(closed_within(attacker.get(),
+                        options.request_timeout_ms / 1000.0 + 1.5 - seconds_since(start)));
   }
 }
 
@@ -319,7 +321,8 @@ TEST_CASE("keep-alive requests are not delayed by Nagle and delayed ACKs", "[htt
   // Nagle meeting the delayed ACK costs ~40 ms on nearly every request; a busy 2-core machine may
   // stall a few requests for other reasons, so only the median and the count of slow ones count.
   CHECK(milliseconds[50] < 5.0);
-  CHECK(std::count_if(milliseconds.begin(), milliseconds.end(), [](double ms) { return ms >= 30; }) < 5);
+  CHECK(std::count_if(milliseconds.begin(), milliseconds.end(),
+                      [](double ms) { return ms >= 30; }) < 5);
 }
 
 TEST_CASE("keep-alive connections are closed after a response when workers are scarce", "[http]") {
@@ -380,7 +383,7 @@ TEST_CASE("requests beyond the concurrency limit get 503, /-/healthy is never li
   released_cv.notify_all();
   for (auto& t : scrapes) t.join();
   CHECK(ok == 3);
-  CHECK(blocked == 3);  // the refused one never reached the handler
+  CHECK(blocked == 3);                                  // the refused one never reached the handler
   CHECK(get(server.port(), "/metrics").status == 200);  // the slots were released
 }
 

@@ -45,7 +45,8 @@ TEST_CASE("HTTPS: a TLS client gets the response, plain HTTP to the port gets no
   const auto certificates = test::make_test_certificates(dir);
   HttpServer server(tls_options(certificates), answer("served over TLS"));
 
-  const auto scraped = test::curl({"--cacert", certificates.ca_cert.string()}, url(server, "/metrics"));
+  const auto scraped =
+      test::curl({"--cacert", certificates.ca_cert.string()}, url(server, "/metrics"));
   INFO(scraped.error);
   CHECK(scraped.exit_code == 0);
   CHECK(scraped.status == 200);
@@ -65,7 +66,8 @@ TEST_CASE("HTTPS: a TLS client gets the response, plain HTTP to the port gets no
     plain_answered = false;  // the server closed the connection without an HTTP response
   }
   CHECK_FALSE(plain_answered);
-  const auto plain = test::curl({}, "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
+  const auto plain =
+      test::curl({}, "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
   CHECK(plain.status == 0);
 
   // ... and the server keeps serving TLS clients.
@@ -93,8 +95,8 @@ TEST_CASE("HTTPS: min_version refuses older clients", "[http][tls]") {
     const auto refused = test::curl(tls12_client, url(server, "/"));
     CHECK(refused.status == 0);
     CHECK(refused.exit_code != 0);
-    const auto tls13 = test::curl({"--cacert", certificates.ca_cert.string(), "--tlsv1.3"},
-                                  url(server, "/"));
+    const auto tls13 =
+        test::curl({"--cacert", certificates.ca_cert.string(), "--tlsv1.3"}, url(server, "/"));
     INFO(tls13.error);
     CHECK(tls13.status == 200);
   }
@@ -109,20 +111,19 @@ TEST_CASE("HTTPS: client_auth_type policies", "[http][tls]") {
     Presented presented;
     bool served;  // Go's crypto/tls semantics, which exporter-toolkit's names stand for
   };
-  const auto row = GENERATE(
-      Row{ClientAuth::none, Presented::none, true},
-      Row{ClientAuth::none, Presented::unknown_ca, true},
-      Row{ClientAuth::request, Presented::none, true},
-      Row{ClientAuth::request, Presented::unknown_ca, true},
-      Row{ClientAuth::require_any, Presented::none, false},
-      Row{ClientAuth::require_any, Presented::unknown_ca, true},
-      Row{ClientAuth::require_any, Presented::signed_by_ca, true},
-      Row{ClientAuth::verify_if_given, Presented::none, true},
-      Row{ClientAuth::verify_if_given, Presented::signed_by_ca, true},
-      Row{ClientAuth::verify_if_given, Presented::unknown_ca, false},
-      Row{ClientAuth::require_and_verify, Presented::none, false},
-      Row{ClientAuth::require_and_verify, Presented::signed_by_ca, true},
-      Row{ClientAuth::require_and_verify, Presented::unknown_ca, false});
+  const auto row = GENERATE(Row{ClientAuth::none, Presented::none, true},
+                            Row{ClientAuth::none, Presented::unknown_ca, true},
+                            Row{ClientAuth::request, Presented::none, true},
+                            Row{ClientAuth::request, Presented::unknown_ca, true},
+                            Row{ClientAuth::require_any, Presented::none, false},
+                            Row{ClientAuth::require_any, Presented::unknown_ca, true},
+                            Row{ClientAuth::require_any, Presented::signed_by_ca, true},
+                            Row{ClientAuth::verify_if_given, Presented::none, true},
+                            Row{ClientAuth::verify_if_given, Presented::signed_by_ca, true},
+                            Row{ClientAuth::verify_if_given, Presented::unknown_ca, false},
+                            Row{ClientAuth::require_and_verify, Presented::none, false},
+                            Row{ClientAuth::require_and_verify, Presented::signed_by_ca, true},
+                            Row{ClientAuth::require_and_verify, Presented::unknown_ca, false});
   CAPTURE(name_of(kClientAuthNames, row.policy), static_cast<int>(row.presented));
 
   auto options = tls_options(certificates);
@@ -227,9 +228,10 @@ TEST_CASE("HTTPS: a renewed certificate is served without a restart, an unusable
   CHECK(trusting(first).status == 200);
 }
 
-TEST_CASE("HTTPS: the rest of tls_server_config: inline PEM, max_version, cipher suites, curves, "
-          "allowed client SANs",
-          "[http][tls]") {
+TEST_CASE(
+    "HTTPS: the rest of tls_server_config: inline PEM, max_version, cipher suites, curves, "
+    "allowed client SANs",
+    "[http][tls]") {
   test::TempDir dir;
   const auto certificates = test::make_test_certificates(dir);
   const std::vector<std::string> trust = {"--cacert", certificates.ca_cert.string()};
@@ -257,10 +259,12 @@ TEST_CASE("HTTPS: the rest of tls_server_config: inline PEM, max_version, cipher
     options.tls->max_version = TlsVersion::tls12;
     options.tls->cipher_suites = {"ECDHE-ECDSA-AES256-GCM-SHA384"};
     HttpServer server(options, answer("ok"));
-    CHECK(test::curl(with({"--ciphers", "ECDHE-ECDSA-AES256-GCM-SHA384"}), url(server, "/"))
-              .status == 200);
-    CHECK(test::curl(with({"--ciphers", "ECDHE-ECDSA-AES128-GCM-SHA256"}), url(server, "/"))
-              .status == 0);
+    CHECK(
+        test::curl(with({"--ciphers", "ECDHE-ECDSA-AES256-GCM-SHA384"}), url(server, "/")).status ==
+        200);
+    CHECK(
+        test::curl(with({"--ciphers", "ECDHE-ECDSA-AES128-GCM-SHA256"}), url(server, "/")).status ==
+        0);
   }
   SECTION("curve_preferences") {
     options.tls->curve_groups = {"P-384"};
@@ -271,8 +275,8 @@ TEST_CASE("HTTPS: the rest of tls_server_config: inline PEM, max_version, cipher
   SECTION("client_allowed_sans") {
     options.tls->client_auth = ClientAuth::require_and_verify;
     options.tls->client_ca_file = certificates.ca_cert.string();
-    const auto client = with({"--cert", certificates.client_cert.string(), "--key",
-                              certificates.client_key.string()});
+    const auto client = with(
+        {"--cert", certificates.client_cert.string(), "--key", certificates.client_key.string()});
     options.tls->client_allowed_sans = {"other.example", "prometheus.example"};
     {
       HttpServer server(options, answer("ok"));
@@ -288,9 +292,10 @@ TEST_CASE("HTTPS: the rest of tls_server_config: inline PEM, max_version, cipher
   }
 }
 
-TEST_CASE("http_server_config headers are on every response; rate_limit answers 429 beyond its "
-          "burst, never on /-/healthy",
-          "[http]") {
+TEST_CASE(
+    "http_server_config headers are on every response; rate_limit answers 429 beyond its "
+    "burst, never on /-/healthy",
+    "[http]") {
   HttpServerOptions options;
   options.listen_address = "127.0.0.1:0";
   options.worker_threads = 8;

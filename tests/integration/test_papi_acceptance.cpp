@@ -30,7 +30,9 @@ double value(const std::vector<test::Sample>& samples, const std::string& name,
 int run_pinned_toucher() {
   const std::string program =
       "import sys\n"
-      "n = " + std::to_string(kTouchBytes) + "\n"
+      "n = " +
+      std::to_string(kTouchBytes) +
+      "\n"
       "b = bytearray(n)\n"
       "for i in range(0, n, 4096):\n"
       "    b[i] = 1\n";
@@ -46,8 +48,10 @@ int run_pinned_toucher() {
 }
 }  // namespace
 
-TEST_CASE("scrapes a second apart: CPU-CLOCK follows wall time, a taskset -c 1 process's faults land on CPU 1",
-          "[papi][live][e2e]") {
+TEST_CASE(
+    "scrapes a second apart: CPU-CLOCK follows wall time, a taskset -c 1 process's faults land on "
+    "CPU 1",
+    "[papi][live][e2e]") {
   if (std::thread::hardware_concurrency() < 2) FAIL("this test needs at least 2 CPUs");
   test::TempDir dir;
   const auto config = dir.write("papi.yml",

@@ -142,7 +142,6 @@ TEST_CASE("without permission to count, the error names perf_event_paranoid and 
 
 // ---- Real PMU only ---------------------------------------------------------------------------
 
-
 namespace {
 
 // More perf descriptors than a soft limit of 64 allows: 40 CPUs x 4 events.
@@ -191,11 +190,12 @@ TEST_CASE("an open-file limit too small for the counters is a startup error nami
   const LimitedRun run = run_fd_hungry(kLimit, kLimit);
   INFO(run.log);
   CHECK(run.exit_code == 1);
-  CHECK_THAT(run.log, Catch::Contains("open-file limit (RLIMIT_NOFILE) is " + std::to_string(kLimit)) &&
-                          Catch::Contains("PAPI: " + std::to_string(kFdHungryCpus) + " CPUs x " +
-                                          std::to_string(kFdHungryEvents.size()) + " native events: " +
-                                          std::to_string(needed)) &&
-                          Catch::Contains("LimitNOFILE="));
+  CHECK_THAT(run.log,
+             Catch::Contains("open-file limit (RLIMIT_NOFILE) is " + std::to_string(kLimit)) &&
+                 Catch::Contains("PAPI: " + std::to_string(kFdHungryCpus) + " CPUs x " +
+                                 std::to_string(kFdHungryEvents.size()) +
+                                 " native events: " + std::to_string(needed)) &&
+                 Catch::Contains("LimitNOFILE="));
 }
 
 TEST_CASE("a small soft open-file limit under a large hard one is raised, and every counter opens",
@@ -218,8 +218,9 @@ TEST_CASE("a small soft open-file limit under a large hard one is raised, and ev
   const auto here = static_cast<std::size_t>(
       std::count_if(cpus.begin(), cpus.end(), [](unsigned cpu) { return cpu < kFdHungryCpus; }));
   const auto samples = parse_exposition(run.out);
-  for (const char* family : {"hwperf_cpu_clock_seconds_total", "hwperf_cpu_task_clock_seconds_total",
-                             "hwperf_cpu_page_faults_total", "hwperf_cpu_context_switches_total"}) {
+  for (const char* family :
+       {"hwperf_cpu_clock_seconds_total", "hwperf_cpu_task_clock_seconds_total",
+        "hwperf_cpu_page_faults_total", "hwperf_cpu_context_switches_total"}) {
     CAPTURE(family);
     CHECK(find_samples(samples, family).size() == here);
   }
@@ -229,15 +230,18 @@ TEST_CASE("a small soft open-file limit under a large hard one is raised, and ev
   }
 }
 
-TEST_CASE("check-config with ten thousand events reports every one at a cost that follows the "
-          "distinct events", "[papi][e2e]") {
+TEST_CASE(
+    "check-config with ten thousand events reports every one at a cost that follows the "
+    "distinct events",
+    "[papi][e2e]") {
   require_system_wide_perf();
   constexpr int kEvents = 10000;
   std::string yaml = "collectors:\n  papi:\n    events:\n";
   for (int i = 0; i < kEvents; ++i) {
     // Two distinct software events, each under many names: each is opened once per CPU.
-    yaml += std::string("      - event: \"") + (i % 2 == 0 ? "perf::PAGE-FAULTS" : "perf::CPU-CLOCK") +
-            "\"\n        metric: m" + std::to_string(i) + "\n";
+    yaml += std::string("      - event: \"") +
+            (i % 2 == 0 ? "perf::PAGE-FAULTS" : "perf::CPU-CLOCK") + "\"\n        metric: m" +
+            std::to_string(i) + "\n";
   }
   test::TempDir dir;
   const auto path = dir.write("many.yml", yaml);

@@ -56,8 +56,7 @@ class Cpu1Offline {
 // Scrapes until `done` holds for the samples, for at most `seconds`; returns the last scrape.
 template <typename Done>
 std::vector<test::Sample> scrape_until(Collector& collector, double seconds, Done done) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   auto samples = scrape(collector);
   while (!done(samples) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -74,8 +73,10 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("a CPU taken offline and brought back counts again, says it was offline, and logs "
-          "each transition once", "[papi][live][hotplug]") {
+TEST_CASE(
+    "a CPU taken offline and brought back counts again, says it was offline, and logs "
+    "each transition once",
+    "[papi][live][hotplug]") {
   require_system_wide_perf();
   if (geteuid() != 0 || ::access(kCpu1Online.c_str(), W_OK) != 0) {
     FAIL("this test takes CPU 1 offline: run it as root on a machine where " << kCpu1Online

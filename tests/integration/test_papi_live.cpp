@@ -132,7 +132,6 @@ TEST_CASE("auto binding: CPU attach with a hardware PMU, per-CPU qualifiers with
   }
   CHECK(counted == static_cast<double>(events.size() * 2));
   CHECK(find_samples(samples, "hwperf_papi_event_dropped").empty());
-
 }
 
 TEST_CASE("unknown events are configuration errors, all listed at once", "[papi][live]") {
@@ -158,8 +157,7 @@ TEST_CASE("an event PAPI knows but cannot count here is dropped, visibly", "[pap
   auto collector =
       make_papi_collector(config_for({"PAPI_TOT_INS", "perf::CPU-CLOCK"}, "all"), topology);
   const auto samples = scrape(*collector);
-  CHECK(find_samples(samples, "hwperf_cpu_clock_seconds_total").size() ==
-        topology.cpus().size());
+  CHECK(find_samples(samples, "hwperf_cpu_clock_seconds_total").size() == topology.cpus().size());
   const auto dropped =
       find_samples(samples, "hwperf_papi_event_dropped", {{"event", "PAPI_TOT_INS"}});
   if (has_hardware_pmu()) {
@@ -224,8 +222,7 @@ TEST_CASE("the check-config report says per event whether it can be counted", "[
   }
 }
 
-TEST_CASE("a source with hundreds of qualifier sets is torn down within a second",
-          "[papi][live]") {
+TEST_CASE("a source with hundreds of qualifier sets is torn down within a second", "[papi][live]") {
   require_system_wide_perf();
   const Topology topology = live_topology();
   // Each CPU entry gets its own qualifier set and owner thread, so listing this machine's CPUs
@@ -254,15 +251,15 @@ TEST_CASE("a source with hundreds of qualifier sets is torn down within a second
   CHECK(seconds < 1.0);
 }
 
-
 TEST_CASE("rebuilding a real event set zeroes it, on its owner thread, and it counts again",
           "[papi][live]") {
   require_system_wide_perf();
   const Topology topology = live_topology();
   if (topology.cpus().size() < 2) FAIL("this test needs at least 2 CPUs online");
   // What the collector does to a set that failed to read or whose CPU came back (rebuild()): the
-  // set destroyed and built again on its owner thread, handed over from another thread. With a hardware PMU the sets are
-  // attached and share one owner; without, each is a qualifier set with an owner of its own.
+  // set destroyed and built again on its owner thread, handed over from another thread. With a
+  // hardware PMU the sets are attached and share one owner; without, each is a qualifier set with
+  // an owner of its own.
   papi::OpenRequest request;
   request.events = {"perf::CPU-CLOCK"};
   request.cpus = {0, 1};

@@ -41,7 +41,7 @@ test::Environment debian12_libpfm() {
   if (os_codename() != "bookworm") return {};
   if (!fs::exists(kDebian12Libpfm / "libpfm.so.4")) {
     FAIL("Debian 12's libpfm.so.4 is not in " << kDebian12Libpfm
-                                               << ": run scripts/deps.sh, which keeps it there");
+                                              << ": run scripts/deps.sh, which keeps it there");
   }
   return {{"LD_LIBRARY_PATH", kDebian12Libpfm.string()}};
 }
@@ -99,8 +99,8 @@ void check_serves_topology_and_rapl(const Served& served) {
   CHECK_FALSE(find_samples(served.samples, "hwperf_cpu_info").empty());
   for (const char* collector : {"topology", "papi", "rapl"}) {
     CAPTURE(collector);
-    CHECK(value_of(served.samples, "hwperf_scrape_collector_success",
-                   {{"collector", collector}}) == 1);
+    CHECK(value_of(served.samples, "hwperf_scrape_collector_success", {{"collector", collector}}) ==
+          1);
   }
   CHECK(value_of(served.samples, "hwperf_rapl_energy_available") == 1);
   CHECK_FALSE(find_samples(served.samples, "hwperf_rapl_package_joules_total").empty());
@@ -108,8 +108,10 @@ void check_serves_topology_and_rapl(const Served& served) {
 
 }  // namespace
 
-TEST_CASE("PAPI unable to start: the default configuration serves topology and RAPL, and the "
-          "log names libpfm4 and the CPU", "[papi][e2e][portability]") {
+TEST_CASE(
+    "PAPI unable to start: the default configuration serves topology and RAPL, and the "
+    "log names libpfm4 and the CPU",
+    "[papi][e2e][portability]") {
   test::Environment environment = debian12_libpfm();
   // A PMU name no libpfm4 has: PAPI's perf_event component is disabled on any CPU.
   environment.emplace_back("LIBPFM_FORCE_PMU", "hwperf_no_such_pmu");
@@ -130,8 +132,10 @@ TEST_CASE("PAPI unable to start: the default configuration serves topology and R
   if (geteuid() == 0) CHECK_THAT(served.log, !Catch::Contains("perf_event_paranoid"));
 }
 
-TEST_CASE("with Debian 12's libpfm4 the default configuration serves, counting where it knows the "
-          "CPU and saying why not where it does not", "[papi][e2e][portability]") {
+TEST_CASE(
+    "with Debian 12's libpfm4 the default configuration serves, counting where it knows the "
+    "CPU and saying why not where it does not",
+    "[papi][e2e][portability]") {
   const test::Environment environment = debian12_libpfm();
   // papi_component_avail, with the same library, says whether perf_event starts on this CPU.
   const std::string components =
@@ -144,7 +148,8 @@ TEST_CASE("with Debian 12's libpfm4 the default configuration serves, counting w
   INFO(served.log);
   check_serves_topology_and_rapl(served);
   if (unknown_cpu) {
-    CHECK(test::value_of(served.samples, "hwperf_papi_available", {{"reason", "unknown_cpu"}}) == 0);
+    CHECK(test::value_of(served.samples, "hwperf_papi_available", {{"reason", "unknown_cpu"}}) ==
+          0);
     CHECK_THAT(served.log, Catch::Contains("does not know this CPU") &&
                                Catch::Contains(cpuinfo_family_model()) &&
                                Catch::Contains("libpfm4 ("));
@@ -155,15 +160,16 @@ TEST_CASE("with Debian 12's libpfm4 the default configuration serves, counting w
   }
 }
 
-TEST_CASE("the check-config report says what a preset is counted as on this CPU", "[papi][e2e][portability]") {
+TEST_CASE("the check-config report says what a preset is counted as on this CPU",
+          "[papi][e2e][portability]") {
   // papi_avail -a lists only the presets PAPI defines for this CPU.
   const std::string available = command_output("papi_avail -a");
   REQUIRE_THAT(available, Catch::Contains("PAPI Preset Events"));
   const bool defined_here = std::regex_search(available, std::regex(R"(\bPAPI_TOT_INS\b)"));
   CAPTURE(defined_here);
   test::TempDir dir;
-  const auto config =
-      dir.write("hwperf.yml", "collectors:\n  papi:\n    events: [PAPI_TOT_INS, perf::PAGE-FAULTS]\n");
+  const auto config = dir.write(
+      "hwperf.yml", "collectors:\n  papi:\n    events: [PAPI_TOT_INS, perf::PAGE-FAULTS]\n");
   const auto result = test::run_exporter({"--config.file=" + config.string(), "--check-config"});
   INFO(result.out << result.err);
   CHECK(result.exit_code == 0);

@@ -10,8 +10,10 @@
 using namespace hwperf;
 using namespace hwperf::test::papi_live;
 
-TEST_CASE("a perf group stuck in the kernel's ERROR state is rebuilt: read errors stop after one "
-          "rebuild and the counts advance again", "[papi][e2e][live]") {
+TEST_CASE(
+    "a perf group stuck in the kernel's ERROR state is rebuilt: read errors stop after one "
+    "rebuild and the counts advance again",
+    "[papi][e2e][live]") {
   require_system_wide_perf();
   test::TempDir dir;
   // Two software events in one set on one CPU: one group, read through its leader.
@@ -41,7 +43,8 @@ TEST_CASE("a perf group stuck in the kernel's ERROR state is rebuilt: read error
 
   // The failure shows, and is counted once per scrape until the set is rebuilt (the maintenance
   // thread runs every second).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10 * HWPERF_SLOWDOWN);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10 * HWPERF_SLOWDOWN);
   auto samples = scrape();
   while (errors(samples) == 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -56,7 +59,7 @@ TEST_CASE("a perf group stuck in the kernel's ERROR state is rebuilt: read error
   const auto later = scrape();
   INFO(exporter.stderr_text());
   CAPTURE(settled_errors, settled_clock, clock(later));
-  CHECK(errors(later) == settled_errors);       // no more failures: the rebuilt set reads
-  CHECK(clock(later) - settled_clock >= 0.5);   // and counts
+  CHECK(errors(later) == settled_errors);      // no more failures: the rebuilt set reads
+  CHECK(clock(later) - settled_clock >= 0.5);  // and counts
   CHECK_THAT(exporter.stderr_text(), Catch::Contains("reads again"));
 }

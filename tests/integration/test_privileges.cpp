@@ -56,15 +56,16 @@ TEST_CASE("dropping to nobody leaves no capabilities, and open descriptors keep 
       const bool reopen_fails = open(secret.c_str(), O_RDONLY) < 0;
       std::ifstream status_file("/proc/self/status");
       const std::string status((std::istreambuf_iterator<char>(status_file)), {});
-      result = "uid=" + status_field(status, "Uid") + "\ncapeff=" +
-               status_field(status, "CapEff") + "\ncapprm=" + status_field(status, "CapPrm") +
+      result = "uid=" + status_field(status, "Uid") + "\ncapeff=" + status_field(status, "CapEff") +
+               "\ncapprm=" + status_field(status, "CapPrm") +
                "\nnonewprivs=" + status_field(status, "NoNewPrivs") +
-               "\nread=" + (read_ok ? "yes" : "no") + "\nreopen_fails=" +
-               (reopen_fails ? "yes" : "no") + "\nvalue=" + buffer;
+               "\nread=" + (read_ok ? "yes" : "no") +
+               "\nreopen_fails=" + (reopen_fails ? "yes" : "no") + "\nvalue=" + buffer;
     } catch (const std::exception& e) {
       result = std::string("error=") + e.what();
     }
-    const bool written = write(out, result.data(), result.size()) == static_cast<ssize_t>(result.size());
+    const bool written =
+        write(out, result.data(), result.size()) == static_cast<ssize_t>(result.size());
     _exit(written ? 0 : 1);
   }
   int status = 0;
@@ -102,10 +103,10 @@ TEST_CASE("the runtime user nobody: no capabilities, and PAPI counts and RAPL en
   test::TempDir dir;
   auto zones = fixture::two_package_zones();
   fixture::write_powercap_tree(dir, zones);
-  const auto config = dir.write(
-      "hwperf.yml",
-      "collectors:\n  papi:\n    cpus: \"0\"\n    events: [perf::CPU-CLOCK]\n"
-      "  rapl:\n    interface: powercap\n");
+  const auto config =
+      dir.write("hwperf.yml",
+                "collectors:\n  papi:\n    cpus: \"0\"\n    events: [perf::CPU-CLOCK]\n"
+                "  rapl:\n    interface: powercap\n");
   test::RunningExporter exporter({"--config.file=" + config.string(),
                                   "--path.sysfs=" + (dir.path() / "sys").string(),
                                   "--runtime.user=nobody"});

@@ -33,10 +33,11 @@ struct Fixture {
     dir.write("sys/.keep", "");
     dir.write("dev/.keep", "");
     dir.write("proc/cpuinfo", cpuinfo("GenuineIntel", 6, 0x55));
-    const auto config = dir.write("hwperf.yml", std::string("topology:\n  source: \"") +
-                                                    kTwoPackages +
-                                                    "\"\ncollectors:\n  papi:\n    enabled: false\n"
-                                                    "  rapl:\n" + rapl_yaml);
+    const auto config =
+        dir.write("hwperf.yml", std::string("topology:\n  source: \"") + kTwoPackages +
+                                    "\"\ncollectors:\n  papi:\n    enabled: false\n"
+                                    "  rapl:\n" +
+                                    rapl_yaml);
     args = {"--config.file=" + config.string(), "--path.sysfs=" + (dir.path() / "sys").string(),
             "--path.devfs=" + (dir.path() / "dev").string(),
             "--path.procfs=" + (dir.path() / "proc").string()};
@@ -100,11 +101,21 @@ TEST_CASE("powercap energy equals the true total across many wraps between slow 
   Fixture fixture("    max_power_watts: " + std::to_string(max_watts) + "\n");
 
   std::vector<SimZone> zones = {
-      {{"intel-rapl:0", "package-1", 4000000, package_range, 0}, "hwperf_rapl_package_joules_total", {{"package", "1"}}},
-      {{"intel-rapl:0:0", "dram", 2999999, dram_range, 0}, "hwperf_rapl_dram_joules_total", {{"package", "1"}}},
-      {{"intel-rapl:1", "package-0", 17, package_range, 0}, "hwperf_rapl_package_joules_total", {{"package", "0"}}},
-      {{"intel-rapl:1:0", "core", 0, package_range, 0}, "hwperf_rapl_core_joules_total", {{"package", "0"}}},
-      {{"intel-rapl:2", "psys", package_range, package_range, 0}, "hwperf_rapl_psys_joules_total", {}},
+      {{"intel-rapl:0", "package-1", 4000000, package_range, 0},
+       "hwperf_rapl_package_joules_total",
+       {{"package", "1"}}},
+      {{"intel-rapl:0:0", "dram", 2999999, dram_range, 0},
+       "hwperf_rapl_dram_joules_total",
+       {{"package", "1"}}},
+      {{"intel-rapl:1", "package-0", 17, package_range, 0},
+       "hwperf_rapl_package_joules_total",
+       {{"package", "0"}}},
+      {{"intel-rapl:1:0", "core", 0, package_range, 0},
+       "hwperf_rapl_core_joules_total",
+       {{"package", "0"}}},
+      {{"intel-rapl:2", "psys", package_range, package_range, 0},
+       "hwperf_rapl_psys_joules_total",
+       {}},
   };
   // The MMIO duplicate of package-0 never moves and must not be counted.
   write_zone(fixture.dir, {"intel-rapl-mmio:0", "package-0", 123, package_range, 0});
@@ -164,9 +175,11 @@ TEST_CASE("powercap energy equals the true total across many wraps between slow 
       // counter unit per wrap here) fails, which Approx's default relative epsilon let through.
       CHECK(microjoules(only_value(samples, z.family, z.labels)) == z.truth_uj);
       auto with_domain = z.labels;
-      with_domain["domain"] = z.family.substr(std::string("hwperf_rapl_").size(),
-                                              z.family.find("_joules") - std::string("hwperf_rapl_").size());
-      CHECK(only_value(samples, "hwperf_rapl_wraps_total", with_domain) == static_cast<double>(z.wraps));
+      with_domain["domain"] =
+          z.family.substr(std::string("hwperf_rapl_").size(),
+                          z.family.find("_joules") - std::string("hwperf_rapl_").size());
+      CHECK(only_value(samples, "hwperf_rapl_wraps_total", with_domain) ==
+            static_cast<double>(z.wraps));
       CHECK(only_value(samples, "hwperf_rapl_rejected_deltas_total", with_domain) == 0);
     }
     // Several wraps between these two scrapes (the steps are a fixed pseudo-random series).
@@ -179,7 +192,8 @@ TEST_CASE("powercap energy equals the true total across many wraps between slow 
   // promtool comes with Debian's prometheus package, which scripts/deps.sh installs.
   if (!have("promtool")) FAIL("promtool not found: install Debian's prometheus (scripts/deps.sh)");
   const auto file = fixture.dir.write("rapl.prom", exporter.get("/metrics").body);
-  const int rc = std::system(("promtool check metrics < " + file.string() + " >/dev/null 2>&1").c_str());
+  const int rc =
+      std::system(("promtool check metrics < " + file.string() + " >/dev/null 2>&1").c_str());
   CHECK(rc == 0);
   CHECK(exporter.stop() == 0);
 }
@@ -211,8 +225,9 @@ TEST_CASE("perf energy advances through the real perf_event_open path", "[rapl][
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   for (const char* package : {"0", "1"}) {
     CAPTURE(package, elapsed.count());
-    const double delta = only_value(second, "hwperf_rapl_package_joules_total", {{"package", package}}) -
-                         only_value(first, "hwperf_rapl_package_joules_total", {{"package", package}});
+    const double delta =
+        only_value(second, "hwperf_rapl_package_joules_total", {{"package", package}}) -
+        only_value(first, "hwperf_rapl_package_joules_total", {{"package", package}});
     CHECK(delta > 0.5 * elapsed.count());
     CHECK(delta < elapsed.count() + 0.1);
   }

@@ -4,7 +4,6 @@
 // "joules" are seconds, so how far they advance is known.
 #include "tests/catch.hpp"
 
-
 #include <chrono>
 #include <map>
 #include <set>
@@ -28,7 +27,8 @@ constexpr int kCpuClock = 0;         // PERF_COUNT_SW_CPU_CLOCK: nanoseconds
 constexpr double kNanosecond = 1e-9;
 
 // A `power` PMU description as the kernel writes it, but backed by the software PMU.
-void write_software_power_pmu(const TempDir& dir, const std::string& pmu, const std::string& cpumask,
+void write_software_power_pmu(const TempDir& dir, const std::string& pmu,
+                              const std::string& cpumask,
                               const std::map<std::string, int>& events) {
   const std::string base = "sys/bus/event_source/devices/" + pmu + "/";
   dir.write(base + "type", std::to_string(kSoftwarePmuType) + "\n");
@@ -62,12 +62,10 @@ TEST_CASE("perf event descriptions fill the bits their format files name", "[rap
   const std::uint64_t event = 0x3c;
   const std::uint64_t umask = 0x01;
   const Row row = GENERATE_COPY(
-      Row{"event=0x02", 0x02, 0},
-      Row{"event=0x3c,umask=0x1", event | (umask << 8), 0},
+      Row{"event=0x02", 0x02, 0}, Row{"event=0x3c,umask=0x1", event | (umask << 8), 0},
       Row{"event=2", 2, 0},
       // Low bits of the value go to the first range, the next bits to the second.
-      Row{"split=0xab", 0xbull | (0xaull << 8), 0},
-      Row{"event=0x01,any", 0x01 | (1ull << 21), 0},
+      Row{"split=0xab", 0xbull | (0xaull << 8), 0}, Row{"event=0x01,any", 0x01 | (1ull << 21), 0},
       Row{"event=0x01,filter=0xbeef", 0x01, 0xbeef});
   CAPTURE(row.text);
   const auto parsed = parse_perf_event(row.text, formats);
@@ -89,21 +87,21 @@ TEST_CASE("perf scales become whole counts per joule", "[rapl]") {
     const char* text;
     std::optional<std::uint64_t> expected;
   };
-  const Row row = GENERATE(
-      Row{"2.3283064365386962890625e-10", std::uint64_t{1} << 32},  // the kernel's 2^-32 J
-      Row{"6.103515625e-05\n", std::uint64_t{1} << 14},
-      Row{"1e-09", std::uint64_t{1000000000}},
-      Row{"1", std::uint64_t{1}},
-      Row{"0.3", std::nullopt},   // 1/0.3 is not whole: the total could not stay exact
-      Row{"0", std::nullopt}, Row{"-1e-9", std::nullopt}, Row{"2", std::nullopt},
-      Row{"1e-30", std::nullopt}, Row{"abc", std::nullopt}, Row{"1e-9x", std::nullopt});
+  const Row row =
+      GENERATE(Row{"2.3283064365386962890625e-10", std::uint64_t{1} << 32},  // the kernel's 2^-32 J
+               Row{"6.103515625e-05\n", std::uint64_t{1} << 14},
+               Row{"1e-09", std::uint64_t{1000000000}}, Row{"1", std::uint64_t{1}},
+               Row{"0.3", std::nullopt},  // 1/0.3 is not whole: the total could not stay exact
+               Row{"0", std::nullopt}, Row{"-1e-9", std::nullopt}, Row{"2", std::nullopt},
+               Row{"1e-30", std::nullopt}, Row{"abc", std::nullopt}, Row{"1e-9x", std::nullopt});
   CAPTURE(row.text);
   CHECK(counts_per_joule_from_scale(row.text) == row.expected);
 }
 
 TEST_CASE("perf opens one event per package and domain on a CPU of that package", "[rapl]") {
   TempDir dir;
-  write_software_power_pmu(dir, "power", "0-1", {{"energy-pkg", kCpuClock}, {"energy-ram", kCpuClock}});
+  write_software_power_pmu(dir, "power", "0-1",
+                           {{"energy-pkg", kCpuClock}, {"energy-ram", kCpuClock}});
   auto probe = open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
   INFO(probe.message);
   REQUIRE(probe.source != nullptr);
@@ -170,8 +168,8 @@ TEST_CASE("perf on AMD and Hygon counts package energy once per socket, not once
           "[rapl]") {
   // A 2024 kernel scoping the power PMU per die: its cpumask names one CPU in each of the
   // package's two dies (CCDs), and each die's event counts the whole socket.
-  for (const auto& [vendor, family] : {std::pair<std::string, unsigned>{"AuthenticAMD", 25},
-                                       {"HygonGenuine", 24}}) {
+  for (const auto& [vendor, family] :
+       {std::pair<std::string, unsigned>{"AuthenticAMD", 25}, {"HygonGenuine", 24}}) {
     CAPTURE(vendor);
     TempDir dir;
     write_software_power_pmu(dir, "power", "0-1", {{"energy-pkg", kCpuClock}});
@@ -208,7 +206,8 @@ TEST_CASE("perf failure states name the cause and the remedy", "[rapl]") {
   TempDir dir;
   dir.write("sys/.keep", "");
   SECTION("no power PMU") {
-    auto probe = open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
+    auto probe =
+        open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
     CHECK(probe.source == nullptr);
     CHECK(probe.interface == RaplInterface::perf);
     CHECK(probe.reason == "absent");
@@ -219,13 +218,15 @@ TEST_CASE("perf failure states name the cause and the remedy", "[rapl]") {
     dir.write("sys/bus/event_source/devices/power/type", "9\n");
     dir.write("sys/bus/event_source/devices/power/format/event", "config:0-7\n");
     dir.write("sys/bus/event_source/devices/power/cpumask", "0\n");
-    auto probe = open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
+    auto probe =
+        open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
     CHECK(probe.reason == "unsupported");
     CHECK_THAT(probe.message, Catch::Contains("no usable energy-* event"));
   }
   SECTION("an event the kernel does not know") {
     write_software_power_pmu(dir, "power", "0", {{"energy-pkg", 0x7f}});
-    auto probe = open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
+    auto probe =
+        open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
     CHECK(probe.source == nullptr);
     CHECK(probe.reason == "unsupported");
     CHECK_THAT(probe.message, Catch::Contains("perf_event_open(power/energy-pkg, cpu 0)"));
@@ -239,8 +240,7 @@ TEST_CASE("perf failure states name the cause and the remedy", "[rapl]") {
   }
 }
 
-TEST_CASE("perf: not permitted is a permission problem naming paranoid and CAP_PERFMON",
-          "[rapl]") {
+TEST_CASE("perf: not permitted is a permission problem naming paranoid and CAP_PERFMON", "[rapl]") {
   // What nobody may do follows from this machine's setting: at <= 0 an unprivileged CPU-wide
   // event is allowed, above it is refused. Each case has its own assertions.
   const auto real_paranoid = hwperf::test::read_file("/proc/sys/kernel/perf_event_paranoid");
@@ -249,8 +249,8 @@ TEST_CASE("perf: not permitted is a permission problem naming paranoid and CAP_P
   write_software_power_pmu(dir, "power", "0", {{"energy-pkg", kCpuClock}});
   dir.write("proc/sys/kernel/perf_event_paranoid", real_paranoid);
   const std::string report = run_as_nobody(dir, [&] {
-    const auto probe = open_perf_source(sysfs(dir), procfs(dir), two_package_topology(),
-                                        DomainSet::all());
+    const auto probe =
+        open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
     return (probe.source ? "source" : probe.reason) + "\n" + probe.message;
   });
   INFO(report);

@@ -43,7 +43,6 @@ TEST_CASE("the live system: every online CPU, each under its caches", "[topology
   CHECK_FALSE(hwloc_library_version().empty());
 }
 
-
 TEST_CASE("a --path.sysfs without CPUs in it leaves hwloc on this process's own /sys",
           "[topology]") {
   test::TempDir fixture;

@@ -75,7 +75,7 @@ class FakeSource final : public EnergySource {
 };
 
 inline CounterInfo msr_counter(Domain domain, std::optional<unsigned> package, unsigned esu,
-                        std::optional<unsigned> die = std::nullopt) {
+                               std::optional<unsigned> die = std::nullopt) {
   CounterInfo info;
   info.domain = domain;
   info.package = package;
@@ -86,10 +86,11 @@ inline CounterInfo msr_counter(Domain domain, std::optional<unsigned> package, u
 }
 
 inline ProbeResult fake_probe(std::vector<CounterInfo> counters, std::shared_ptr<FakeState> state,
-                       std::map<unsigned, double> hints = {}) {
+                              std::map<unsigned, double> hints = {}) {
   ProbeResult probe;
   probe.interface = RaplInterface::msr;
-  probe.source = std::make_unique<FakeSource>(std::move(counters), std::move(state), std::move(hints));
+  probe.source =
+      std::make_unique<FakeSource>(std::move(counters), std::move(state), std::move(hints));
   return probe;
 }
 
@@ -100,7 +101,6 @@ inline ProbeResult failed_probe(RaplInterface interface, const std::string& reas
   probe.message = "rapl: " + std::string(to_string(interface)) + ": test failure";
   return probe;
 }
-
 
 // A clock the test moves by hand, for the plausibility check.
 struct ManualClock {

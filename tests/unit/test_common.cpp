@@ -39,8 +39,7 @@ TEST_CASE("an attribute that is a FIFO, a folder or a device is refused at once"
   CHECK(value.value == 262143328850ull);
 }
 
-TEST_CASE("the open-file budget of 512 CPUs x 11 events does not fit systemd's 1024",
-          "[common]") {
+TEST_CASE("the open-file budget of 512 CPUs x 11 events does not fit systemd's 1024", "[common]") {
   constexpr unsigned long kCpus = 512;
   constexpr unsigned long kEvents = 11;
   const std::vector<FileNeed> needs = {
@@ -55,7 +54,8 @@ TEST_CASE("the open-file budget of 512 CPUs x 11 events does not fit systemd's 1
   CHECK_FALSE(open_file_shortfall(needs, total - 1).empty());
 }
 
-TEST_CASE("the PAPI collector's open-file need is one descriptor per CPU and event", "[common][papi]") {
+TEST_CASE("the PAPI collector's open-file need is one descriptor per CPU and event",
+          "[common][papi]") {
   TopologyConfig synthetic;
   synthetic.kind = TopologyConfig::Kind::synthetic;
   synthetic.argument = "pack:2 core:64 pu:4";
@@ -81,20 +81,20 @@ TEST_CASE("durations are read as Prometheus writes them", "[common]") {
     const char* text;
     std::optional<std::uint64_t> ms;
   };
-  const auto row = GENERATE(Row{"500ms", 500}, Row{"5s", 5 * 1000}, Row{"1m", 60 * 1000},
-                            Row{"1m30s", 90 * 1000}, Row{"2h", 2 * 3600 * 1000},
-                            Row{"1s500ms", 1500}, Row{"0s", 0}, Row{"", std::nullopt},
-                            Row{"5", std::nullopt}, Row{"s", std::nullopt},
-                            Row{"1.5s", std::nullopt}, Row{"-1s", std::nullopt},
-                            Row{"5 s", std::nullopt}, Row{"3d", std::nullopt},
-                            Row{"99999999999999999999ms", std::nullopt},
-                            Row{"9999999999999999h", std::nullopt});
+  const auto row = GENERATE(
+      Row{"500ms", 500}, Row{"5s", 5 * 1000}, Row{"1m", 60 * 1000}, Row{"1m30s", 90 * 1000},
+      Row{"2h", 2 * 3600 * 1000}, Row{"1s500ms", 1500}, Row{"0s", 0}, Row{"", std::nullopt},
+      Row{"5", std::nullopt}, Row{"s", std::nullopt}, Row{"1.5s", std::nullopt},
+      Row{"-1s", std::nullopt}, Row{"5 s", std::nullopt}, Row{"3d", std::nullopt},
+      Row{"99999999999999999999ms", std::nullopt}, Row{"9999999999999999h", std::nullopt});
   CAPTURE(row.text);
   CHECK(parse_duration_ms(row.text) == row.ms);
 }
 
-TEST_CASE("CPU lists merge their ranges before expanding, so work follows the text and the "
-          "distinct CPUs", "[common]") {
+TEST_CASE(
+    "CPU lists merge their ranges before expanding, so work follows the text and the "
+    "distinct CPUs",
+    "[common]") {
   CHECK(parse_cpu_list("5-7,0-3,2-6") == std::vector<unsigned>{0, 1, 2, 3, 4, 5, 6, 7});
   CHECK(parse_cpu_list("9,1,9,1-1") == std::vector<unsigned>{1, 9});
   // A thousand repeats of the widest range Linux allows: 65536 CPUs, not 65 million entries.

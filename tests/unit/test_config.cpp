@@ -105,50 +105,87 @@ collectors:
 TEST_CASE("bad configuration files name file, line and column", "[config]") {
   // Each input is written so that the offending token sits at a known line and column.
   auto [yaml, expected] = GENERATE(table<std::string, std::string>({
-      {"web:\n  listen: x\n", "bad.yml:2:3: unknown key \"listen\" in web (expected one of: listen_address, telemetry_path)"},
+      {"web:\n  listen: x\n",
+       "bad.yml:2:3: unknown key \"listen\" in web (expected one of: listen_address, "
+       "telemetry_path)"},
       {"colectors: {}\n", "bad.yml:1:1: unknown key \"colectors\" in the top level"},
-      {"collectors:\n  papi:\n    enabled: maybe\n", "bad.yml:3:14: collectors.papi.enabled: expected true or false, got \"maybe\""},
-      {"collectors:\n  papi:\n    granularity: socket\n", "bad.yml:3:18: collectors.papi.granularity: expected one of cpu, core, package, machine, got \"socket\""},
-      {"collectors:\n  papi:\n    cpus: 3-1\n", "bad.yml:3:11: collectors.papi.cpus: expected \"all\" or a CPU list"},
-      {"collectors:\n  papi:\n    events: PAPI_TOT_INS\n", "bad.yml:3:13: collectors.papi.events: expected a list"},
-      {"collectors:\n  papi:\n    events:\n      - {evnt: X}\n", "bad.yml:4:10: unknown key \"evnt\" in collectors.papi.events[0]"},
-      {"collectors:\n  papi:\n    events:\n      - event: X\n        metric: Bad-Name\n", "bad.yml:4:9: collectors.papi.events[0].metric: \"Bad-Name\" is not a valid metric name part"},
-      {"collectors:\n  rapl:\n    domains: [package, gpu]\n", "bad.yml:3:24: collectors.rapl.domains: unknown domain \"gpu\""},
-      {"collectors:\n  rapl:\n    wrap_guard_interval_seconds: 1e10\n", "bad.yml:3:34: collectors.rapl.wrap_guard_interval_seconds: expected at most 3600 seconds"},
-      {"collectors:\n  rapl:\n    max_power_watts: 1e9\n", "bad.yml:3:22: collectors.rapl.max_power_watts: expected at most 100000 watt"},
-      {"topology:\n  source: \"synthetic:pack:1000 core:1000 pu:100\"\n", "bad.yml:2:11: topology.source: the synthetic description stands for more than 65536 CPUs"},
-      {"collectors:\n  papi:\n    events:\n      - " + std::string(8192, 'X') + "\n", "bad.yml:4:9: collectors.papi.events[0]: an event name of 8192 characters"},
-      {"collectors:\n  rapl:\n    max_power_watts: -5\n", "bad.yml:3:22: collectors.rapl.max_power_watts: expected a number >= 0, got \"-5\""},
-      {"topology:\n  source: lstopo\n", "bad.yml:2:11: topology.source: expected system, xml:PATH or synthetic:DESCRIPTION, got \"lstopo\""},
-      {"web:\n  telemetry_path: metrics\n", "bad.yml:2:19: web.telemetry_path: expected a path starting with /"},
+      {"collectors:\n  papi:\n    enabled: maybe\n",
+       "bad.yml:3:14: collectors.papi.enabled: expected true or false, got \"maybe\""},
+      {"collectors:\n  papi:\n    granularity: socket\n",
+       "bad.yml:3:18: collectors.papi.granularity: expected one of cpu, core, package, machine, "
+       "got \"socket\""},
+      {"collectors:\n  papi:\n    cpus: 3-1\n",
+       "bad.yml:3:11: collectors.papi.cpus: expected \"all\" or a CPU list"},
+      {"collectors:\n  papi:\n    events: PAPI_TOT_INS\n",
+       "bad.yml:3:13: collectors.papi.events: expected a list"},
+      {"collectors:\n  papi:\n    events:\n      - {evnt: X}\n",
+       "bad.yml:4:10: unknown key \"evnt\" in collectors.papi.events[0]"},
+      {"collectors:\n  papi:\n    events:\n      - event: X\n        metric: Bad-Name\n",
+       "bad.yml:4:9: collectors.papi.events[0].metric: \"Bad-Name\" is not a valid metric name "
+       "part"},
+      {"collectors:\n  rapl:\n    domains: [package, gpu]\n",
+       "bad.yml:3:24: collectors.rapl.domains: unknown domain \"gpu\""},
+      {"collectors:\n  rapl:\n    wrap_guard_interval_seconds: 1e10\n",
+       "bad.yml:3:34: collectors.rapl.wrap_guard_interval_seconds: expected at most 3600 seconds"},
+      {"collectors:\n  rapl:\n    max_power_watts: 1e9\n",
+       "bad.yml:3:22: collectors.rapl.max_power_watts: expected at most 100000 watt"},
+      {"topology:\n  source: \"synthetic:pack:1000 core:1000 pu:100\"\n",
+       "bad.yml:2:11: topology.source: the synthetic description stands for more than 65536 CPUs"},
+      {"collectors:\n  papi:\n    events:\n      - " + std::string(8192, 'X') + "\n",
+       "bad.yml:4:9: collectors.papi.events[0]: an event name of 8192 characters"},
+      {"collectors:\n  rapl:\n    max_power_watts: -5\n",
+       "bad.yml:3:22: collectors.rapl.max_power_watts: expected a number >= 0, got \"-5\""},
+      {"topology:\n  source: lstopo\n",
+       "bad.yml:2:11: topology.source: expected system, xml:PATH or synthetic:DESCRIPTION, got "
+       "\"lstopo\""},
+      {"web:\n  telemetry_path: metrics\n",
+       "bad.yml:2:19: web.telemetry_path: expected a path starting with /"},
       {"web: [1, 2]\n", "bad.yml:1:6: web: expected a mapping"},
-      {"web:\n  listen_address: \":1\"\n  listen_address: \":2\"\n", "bad.yml:3:3: duplicate key \"listen_address\" in web"},
+      {"web:\n  listen_address: \":1\"\n  listen_address: \":2\"\n",
+       "bad.yml:3:3: duplicate key \"listen_address\" in web"},
       {"web: {listen_address: [\n", "bad.yml:2:1: invalid YAML"},
-      {"collectors:\n  rapl:\n    wrap_guard_interval_seconds: 0.0001\n", "bad.yml:3:34: collectors.rapl.wrap_guard_interval_seconds: expected 0 (derived) or at least 0.001 seconds"},
-      {"collectors:\n  papi:\n    events: []\n", "bad.yml:3:13: collectors.papi.events: the list is empty"},
-      {"collectors:\n  papi:\n    events:\n", "bad.yml:3:5: collectors.papi.events: expected a list"},
+      {"collectors:\n  rapl:\n    wrap_guard_interval_seconds: 0.0001\n",
+       "bad.yml:3:34: collectors.rapl.wrap_guard_interval_seconds: expected 0 (derived) or at "
+       "least 0.001 seconds"},
+      {"collectors:\n  papi:\n    events: []\n",
+       "bad.yml:3:13: collectors.papi.events: the list is empty"},
+      {"collectors:\n  papi:\n    events:\n",
+       "bad.yml:3:5: collectors.papi.events: expected a list"},
       {"web:\n  listen_address:\n", "bad.yml:2:3: web.listen_address: expected a non-empty string"},
-      {"collectors:\n  rapl:\n    max_power_watts: inf\n", "bad.yml:3:22: collectors.rapl.max_power_watts: expected a number >= 0, got \"inf\""},
-      {"collectors:\n  rapl:\n    max_power_watts: 0.5\n", "bad.yml:3:22: collectors.rapl.max_power_watts: expected 0 (from the hardware) or at least 1 watt"},
-      {"collectors:\n  rapl:\n    wrap_guard_interval_seconds: nan\n", "bad.yml:3:34: collectors.rapl.wrap_guard_interval_seconds: expected a number >= 0, got \"nan\""},
-      {"log:\n  level: loud\n", "bad.yml:2:10: log.level: expected one of debug, info, warn, error, got \"loud\""},
+      {"collectors:\n  rapl:\n    max_power_watts: inf\n",
+       "bad.yml:3:22: collectors.rapl.max_power_watts: expected a number >= 0, got \"inf\""},
+      {"collectors:\n  rapl:\n    max_power_watts: 0.5\n",
+       "bad.yml:3:22: collectors.rapl.max_power_watts: expected 0 (from the hardware) or at least "
+       "1 watt"},
+      {"collectors:\n  rapl:\n    wrap_guard_interval_seconds: nan\n",
+       "bad.yml:3:34: collectors.rapl.wrap_guard_interval_seconds: expected a number >= 0, got "
+       "\"nan\""},
+      {"log:\n  level: loud\n",
+       "bad.yml:2:10: log.level: expected one of debug, info, warn, error, got \"loud\""},
   }));
   CAPTURE(yaml);
   const std::string text = error_text(yaml);
   CHECK_THAT(text, Catch::Contains(expected));
 }
 
-TEST_CASE("an event mapping without its event key is reported, and so is what follows", "[config]") {
+TEST_CASE("an event mapping without its event key is reported, and so is what follows",
+          "[config]") {
   const std::string text = error_text(
-      "collectors:\n  papi:\n    events:\n      - {metric: x}\n      - event:\n  rapl:\n    enabled: 3\n");
-  CHECK_THAT(text, Catch::Contains("bad.yml:4:9: collectors.papi.events[0]: missing required key \"event\""));
-  CHECK_THAT(text, Catch::Contains("bad.yml:5:9: collectors.papi.events[1].event: expected a non-empty string"));
-  CHECK_THAT(text, Catch::Contains("bad.yml:7:14: collectors.rapl.enabled: expected true or false"));
+      "collectors:\n  papi:\n    events:\n      - {metric: x}\n      - event:\n  rapl:\n    "
+      "enabled: 3\n");
+  CHECK_THAT(text, Catch::Contains(
+                       "bad.yml:4:9: collectors.papi.events[0]: missing required key \"event\""));
+  CHECK_THAT(
+      text,
+      Catch::Contains("bad.yml:5:9: collectors.papi.events[1].event: expected a non-empty string"));
+  CHECK_THAT(text,
+             Catch::Contains("bad.yml:7:14: collectors.rapl.enabled: expected true or false"));
   CHECK_THAT(text, !Catch::Contains("invalid configuration"));
 }
 
 TEST_CASE("all problems in a file are reported at once", "[config]") {
-  const std::string text = error_text("web:\n  port: 1\ncollectors:\n  papi:\n    domain: both\n  gpu: {}\n");
+  const std::string text =
+      error_text("web:\n  port: 1\ncollectors:\n  papi:\n    domain: both\n  gpu: {}\n");
   CHECK_THAT(text, Catch::Contains("bad.yml:2:3"));
   CHECK_THAT(text, Catch::Contains("bad.yml:5:13"));
   CHECK_THAT(text, Catch::Contains("bad.yml:6:3"));
@@ -205,8 +242,13 @@ TEST_CASE("CPU lists", "[config]") {
 
 TEST_CASE("bad CPU lists are rejected with the offending part", "[config]") {
   auto [text, part] = GENERATE(table<std::string, std::string>({
-      {"", "empty"}, {"a", "\"a\""}, {"3-1", "backwards"}, {"1,,2", "\"\""}, {"-1", "\"\""},
-      {"0-4294967295", "beyond any Linux kernel"}, {"65536", "beyond any Linux kernel"},
+      {"", "empty"},
+      {"a", "\"a\""},
+      {"3-1", "backwards"},
+      {"1,,2", "\"\""},
+      {"-1", "\"\""},
+      {"0-4294967295", "beyond any Linux kernel"},
+      {"65536", "beyond any Linux kernel"},
   }));
   CAPTURE(text);
   REQUIRE_THROWS_AS(parse_cpu_list(text), std::invalid_argument);

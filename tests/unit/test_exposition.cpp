@@ -14,8 +14,8 @@ using namespace hwperf;
 
 namespace {
 std::vector<prometheus::MetricFamily> sample_families() {
-  auto counter = make_family(counter_name({"cpu", "instructions"}), "Instructions \\ retired\nper CPU.",
-                             prometheus::MetricType::Counter);
+  auto counter = make_family(counter_name({"cpu", "instructions"}),
+                             "Instructions \\ retired\nper CPU.", prometheus::MetricType::Counter);
   add_counter(counter, {{"cpu", "0"}, {"path", "a\"b\\c\nd"}}, std::uint64_t{12345678901234});
   add_counter(counter, {{"cpu", "1"}, {"path", ""}}, std::uint64_t{0});
   auto gauge = make_family(metric_name({"cpu", "info"}), "Info.", prometheus::MetricType::Gauge);
@@ -33,9 +33,11 @@ TEST_CASE("Accept negotiation", "[exposition]") {
       {"application/openmetrics-text", ExpositionFormat::openmetrics_1_0_0},
       {"application/openmetrics-text; version=1.0.0", ExpositionFormat::openmetrics_1_0_0},
       // What Prometheus 2.42 sends.
-      {"application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+      {"application/openmetrics-text;version=1.0.0,application/"
+       "openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
        ExpositionFormat::openmetrics_1_0_0},
-      {"text/plain;version=0.0.4;q=0.9,application/openmetrics-text;q=0.5", ExpositionFormat::text_0_0_4},
+      {"text/plain;version=0.0.4;q=0.9,application/openmetrics-text;q=0.5",
+       ExpositionFormat::text_0_0_4},
       {"application/openmetrics-text;version=0.0.1", ExpositionFormat::text_0_0_4},
       {"application/openmetrics-text;version=2.0.0", ExpositionFormat::text_0_0_4},
       {"application/openmetrics-text;q=0", ExpositionFormat::text_0_0_4},
@@ -69,8 +71,8 @@ TEST_CASE("a gzip stream over a prefix compressed once decompresses to prefix an
   // A prefix longer than deflate's 32 KiB window, so the state copied is a full one.
   std::string big;
   for (int cpu = 0; big.size() < 200 * 1024; ++cpu) {
-    big += "hwperf_cpu_info{cpu=\"" + std::to_string(cpu) + "\",core=\"" +
-           std::to_string(cpu / 2) + "\"} 1\n";
+    big += "hwperf_cpu_info{cpu=\"" + std::to_string(cpu) + "\",core=\"" + std::to_string(cpu / 2) +
+           "\"} 1\n";
   }
   for (const std::string& prefix : {std::string(), std::string("# TYPE x gauge\n"), big}) {
     CAPTURE(prefix.size());
@@ -103,8 +105,12 @@ TEST_CASE("text 0.0.4 and OpenMetrics carry the same samples", "[exposition]") {
 TEST_CASE("OpenMetrics types counters without _total and ends with # EOF", "[exposition]") {
   const std::string om = serialize(sample_families(), ExpositionFormat::openmetrics_1_0_0);
   CHECK_THAT(om, Catch::Contains("# TYPE hwperf_cpu_instructions counter\n"));
-  CHECK_THAT(om, Catch::Contains("# HELP hwperf_cpu_instructions Instructions \\\\ retired\\nper CPU.\n"));
-  CHECK_THAT(om, Catch::Contains("\nhwperf_cpu_instructions_total{cpu=\"0\",path=\"a\\\"b\\\\c\\nd\"} 12345678901234\n"));
+  CHECK_THAT(
+      om, Catch::Contains("# HELP hwperf_cpu_instructions Instructions \\\\ retired\\nper CPU.\n"));
+  CHECK_THAT(
+      om,
+      Catch::Contains(
+          "\nhwperf_cpu_instructions_total{cpu=\"0\",path=\"a\\\"b\\\\c\\nd\"} 12345678901234\n"));
   CHECK_THAT(om, Catch::Contains("# TYPE hwperf_cpu_info gauge\n"));
   CHECK_THAT(om, Catch::EndsWith("# EOF\n"));
   const std::string text = serialize(sample_families(), ExpositionFormat::text_0_0_4);
@@ -112,14 +118,20 @@ TEST_CASE("OpenMetrics types counters without _total and ends with # EOF", "[exp
   CHECK_THAT(text, !Catch::Contains("# EOF"));
 }
 
-TEST_CASE("the text writer carries what prometheus-cpp's serializer carries, whole numbers in digits",
-          "[exposition]") {
+TEST_CASE(
+    "the text writer carries what prometheus-cpp's serializer carries, whole numbers in digits",
+    "[exposition]") {
   auto counter = make_family(counter_name({"events"}), "Events.", prometheus::MetricType::Counter);
   add_counter(counter, {{"cpu", "0"}, {"path", "a\"b\\c\nd"}}, std::uint64_t{12345678901234});
   auto values = make_family(metric_name({"value", "forms"}), "Values of every form.",
                             prometheus::MetricType::Gauge);
-  const double forms[] = {1e6,    16e6,    -3.5, 9007199254740991.0,
-                          1e300,  -1e-300, std::numeric_limits<double>::infinity(),
+  const double forms[] = {1e6,
+                          16e6,
+                          -3.5,
+                          9007199254740991.0,
+                          1e300,
+                          -1e-300,
+                          std::numeric_limits<double>::infinity(),
                           -std::numeric_limits<double>::infinity()};
   for (std::size_t i = 0; i < std::size(forms); ++i) {
     add_gauge(values, {{"i", std::to_string(i)}}, forms[i]);
@@ -129,8 +141,7 @@ TEST_CASE("the text writer carries what prometheus-cpp's serializer carries, who
   const std::vector<prometheus::MetricFamily> families = {counter, values};
   const std::string ours = serialize(families, ExpositionFormat::text_0_0_4);
   const auto mine = test::parse_exposition(ours);
-  const auto reference =
-      test::parse_exposition(prometheus::TextSerializer().Serialize(families));
+  const auto reference = test::parse_exposition(prometheus::TextSerializer().Serialize(families));
   REQUIRE(mine.size() == 1 + std::size(forms));
   REQUIRE(reference.size() == mine.size());
   for (std::size_t i = 0; i < mine.size(); ++i) {
@@ -166,7 +177,9 @@ TEST_CASE("metric names are validated when built", "[exposition]") {
 
 TEST_CASE("HELP text is escaped in the text format too", "[exposition]") {
   const std::string text = serialize(sample_families(), ExpositionFormat::text_0_0_4);
-  CHECK_THAT(text, Catch::Contains("# HELP hwperf_cpu_instructions_total Instructions \\\\ retired\\nper CPU.\n"));
+  CHECK_THAT(text,
+             Catch::Contains(
+                 "# HELP hwperf_cpu_instructions_total Instructions \\\\ retired\\nper CPU.\n"));
 }
 
 TEST_CASE("the collector set refuses a missing collector instead of crashing later", "[http]") {

@@ -38,7 +38,6 @@ using test::value_of;
 
 namespace {
 
-
 EventSpec spec(const std::string& event, const std::string& metric,
                papi::Unit unit = papi::Unit::count) {
   EventSpec s;
@@ -121,7 +120,6 @@ PapiCollectorConfig config_with(Granularity granularity) {
   return config;
 }
 
-
 }  // namespace
 
 TEST_CASE("per-CPU families carry cpu, core, package and numa_node", "[papi]") {
@@ -193,11 +191,8 @@ TEST_CASE("every granularity sums the right CPUs under the right labels", "[papi
       case Granularity::core:
         labels = {{"core", std::to_string(t.core)}, {"package", std::to_string(t.package)}};
         break;
-      case Granularity::package:
-        labels = {{"package", std::to_string(t.package)}};
-        break;
-      case Granularity::machine:
-        break;
+      case Granularity::package: labels = {{"package", std::to_string(t.package)}}; break;
+      case Granularity::machine: break;
     }
     expected[labels] += static_cast<double>(fake->values_[i]);
   }
@@ -280,9 +275,10 @@ TEST_CASE("dropped counters are reported, and the rest keeps counting", "[papi]"
   REQUIRE(dropped.size() == expected.size());
   for (auto& [key, cpus] : expected) {
     std::sort(cpus.begin(), cpus.end());
-    CHECK(value_of(samples, "hwperf_papi_event_dropped",
-                   {{"event", key.first}, {"reason", key.second}, {"cpus", format_cpu_list(cpus)}}) ==
-          static_cast<double>(cpus.size()));
+    CHECK(
+        value_of(samples, "hwperf_papi_event_dropped",
+                 {{"event", key.first}, {"reason", key.second}, {"cpus", format_cpu_list(cpus)}}) ==
+        static_cast<double>(cpus.size()));
   }
   for (const auto& set : layout.event_sets) {
     const std::map<std::string, std::string> labels = {{"cpu", std::to_string(set.cpu)},
@@ -343,9 +339,9 @@ TEST_CASE("HELP states the event's own u/k domain, not the configured one", "[pa
   const std::string configured_text = configured == CountingDomain::all    ? "user and kernel mode"
                                       : configured == CountingDomain::user ? "user mode only"
                                                                            : "kernel mode only";
-  CHECK_THAT(help_of("hwperf_cpu_cpu_cycles_total"),
-             Catch::Contains("in " + configured_text + ", per CPU") &&
-                 !Catch::Contains("qualifiers"));
+  CHECK_THAT(
+      help_of("hwperf_cpu_cpu_cycles_total"),
+      Catch::Contains("in " + configured_text + ", per CPU") && !Catch::Contains("qualifiers"));
 }
 
 TEST_CASE("a failing source fails the scrape, not the exporter", "[papi]") {
@@ -415,9 +411,10 @@ TEST_CASE("overlapping scrapes are serialised: each reads once and sees a newer 
   CHECK(fake->values_[0] == static_cast<std::uint64_t>(kThreads * kScrapes));
 }
 
-TEST_CASE("one event set failing to read leaves the others served, counts the failures per CPU "
-          "and is rebuilt in the background within the back-off cap even after 1000 failures",
-          "[papi]") {
+TEST_CASE(
+    "one event set failing to read leaves the others served, counts the failures per CPU "
+    "and is rebuilt in the background within the back-off cap even after 1000 failures",
+    "[papi]") {
   const Topology topology = two_socket_topology();
   auto source = std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, {0, 1}));
   auto* fake = source.get();
@@ -474,8 +471,10 @@ TEST_CASE("one event set failing to read leaves the others served, counts the fa
   CHECK(value_of(after, "hwperf_papi_read_errors_total", cpu0) == kFailedScrapes);
 }
 
-TEST_CASE("multiplexed counts are zeroed before PAPI's scaling can overflow, negative readings "
-          "are skipped, and the total stays exact", "[papi]") {
+TEST_CASE(
+    "multiplexed counts are zeroed before PAPI's scaling can overflow, negative readings "
+    "are skipped, and the total stays exact",
+    "[papi]") {
   const Topology topology = two_socket_topology();
   auto layout = papi::every_event_on_every_cpu(1, {0});
   layout.event_sets.front().multiplexed = true;
@@ -483,13 +482,13 @@ TEST_CASE("multiplexed counts are zeroed before PAPI's scaling can overflow, neg
   auto* fake = source.get();
   // Each scrape adds 2^39: the raw count passes 2^40 on the third scrape.
   fake->step_ = std::uint64_t{1} << 39;
-  auto collector = make_papi_collector_from_source(config_with(Granularity::cpu),
-                                                   {spec("PAPI_TOT_CYC", "cycles")}, topology,
-                                                   std::move(source));
+  auto collector = make_papi_collector_from_source(
+      config_with(Granularity::cpu), {spec("PAPI_TOT_CYC", "cycles")}, topology, std::move(source));
   const std::map<std::string, std::string> cpu0 = {{"cpu", "0"}};
   constexpr int kScrapes = 12;
   double total = 0;
-  for (int i = 0; i < kScrapes; ++i) total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
+  for (int i = 0; i < kScrapes; ++i)
+    total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
   CHECK(fake->resets_ > 0);
   // Every count arrived although PAPI's own count was zeroed along the way.
   CHECK(total == static_cast<double>(fake->step_ * kScrapes));
@@ -512,9 +511,8 @@ TEST_CASE("every negative reading is logged, not only a counter's first", "[papi
   auto source = std::make_unique<FakeSource>(layout);
   auto* fake = source.get();
   fake->step_ = 1000;
-  auto collector = make_papi_collector_from_source(config_with(Granularity::cpu),
-                                                   {spec("PAPI_TOT_CYC", "cycles")}, topology,
-                                                   std::move(source));
+  auto collector = make_papi_collector_from_source(
+      config_with(Granularity::cpu), {spec("PAPI_TOT_CYC", "cycles")}, topology, std::move(source));
   const test::CapturedStderr log;
   // Two overflows of the same counter with good readings between them; each reading comes out
   // `below` under zero (read() adds one step before it subtracts the base).
@@ -539,8 +537,10 @@ TEST_CASE("every negative reading is logged, not only a counter's first", "[papi
   CHECK(fake->resets_ == static_cast<int>(expected.size()));
 }
 
-TEST_CASE("a metric name that would give a second topology family is a config error naming "
-          "where it was set", "[papi]") {
+TEST_CASE(
+    "a metric name that would give a second topology family is a config error naming "
+    "where it was set",
+    "[papi]") {
   const Topology topology = two_socket_topology();
   std::vector<prometheus::MetricFamily> topology_families;
   make_topology_collector(topology)->collect_constant(topology_families);
@@ -584,18 +584,19 @@ TEST_CASE("a multiplexed set whose reset fails is not counted twice", "[papi]") 
   auto* fake = source.get();
   fake->step_ = std::uint64_t{1} << 39;  // past the 2^40 reset threshold on the third scrape
   fake->reset_fails_ = true;
-  auto collector = make_papi_collector_from_source(config_with(Granularity::cpu),
-                                                   {spec("PAPI_TOT_CYC", "cycles")}, topology,
-                                                   std::move(source));
+  auto collector = make_papi_collector_from_source(
+      config_with(Granularity::cpu), {spec("PAPI_TOT_CYC", "cycles")}, topology, std::move(source));
   const std::map<std::string, std::string> cpu0 = {{"cpu", "0"}};
   constexpr int kScrapes = 8;
   double total = 0;
-  for (int i = 0; i < kScrapes; ++i) total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
+  for (int i = 0; i < kScrapes; ++i)
+    total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
   CHECK(fake->resets_ > 0);  // it was asked to zero the set, and could not
   // The exported total is what was counted, not that plus what the failed resets pretended.
   CHECK(total == static_cast<double>(fake->step_ * kScrapes));
   // Once resets work again, counting stays exact across them.
   fake->reset_fails_ = false;
-  for (int i = 0; i < kScrapes; ++i) total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
+  for (int i = 0; i < kScrapes; ++i)
+    total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
   CHECK(total == static_cast<double>(fake->step_ * 2 * kScrapes));
 }

@@ -18,7 +18,6 @@ using hwperf::test::two_socket_topology;
 
 namespace {
 
-
 PapiEventConfig event_at(const std::string& name, int line, const std::string& metric = "",
                          const std::string& help = "") {
   PapiEventConfig event;
@@ -233,11 +232,13 @@ TEST_CASE("qualifiers that make libpfm4 sample are found, and refused naming whe
   PapiEventConfig config;
   config.event = event;
   config.mark = {"/etc/hwperf.yml", 7, 11};
-  const auto problems = problems_of(
-      [&] { resolve_event_specs({config}, false, Granularity::cpu, [](const std::string&) { return std::string(); }); });
+  const auto problems = problems_of([&] {
+    resolve_event_specs({config}, false, Granularity::cpu,
+                        [](const std::string&) { return std::string(); });
+  });
   REQUIRE(problems.size() == 1);
-  CHECK_THAT(problems.front(), Catch::StartsWith("/etc/hwperf.yml:7:11: ") && Catch::Contains(found) &&
-                                   Catch::Contains("remove it"));
+  CHECK_THAT(problems.front(), Catch::StartsWith("/etc/hwperf.yml:7:11: ") &&
+                                   Catch::Contains(found) && Catch::Contains("remove it"));
 }
 
 TEST_CASE("the descriptors a CPU's events take count every native term of a derived preset",

@@ -18,8 +18,7 @@ TEST_CASE("the permission remedy reports perf_event_paranoid from --path.procfs"
                          Catch::Contains("CAP_PERFMON"));
 }
 
-TEST_CASE("the permission remedy names the file it could not read under --path.procfs",
-          "[papi]") {
+TEST_CASE("the permission remedy names the file it could not read under --path.procfs", "[papi]") {
   test::TempDir procfs;  // empty: no sys/kernel/perf_event_paranoid
   const std::string remedy = papi::permission_remedy(procfs.path().string());
   CHECK_THAT(remedy, Catch::Contains("unknown (cannot read " + procfs.path().string() +

@@ -27,8 +27,10 @@ struct FakePapi {
 
 }  // namespace
 
-TEST_CASE("a preset this PAPI does not define here is counted as the generic event of the same "
-          "meaning", "[papi][portability]") {
+TEST_CASE(
+    "a preset this PAPI does not define here is counted as the generic event of the same "
+    "meaning",
+    "[papi][portability]") {
   // Sapphire Rapids with PAPI 7.0.0: every preset is known, none is defined; the kernel's
   // generic events are known through libpfm4's perf PMU.
   const auto [preset, generic] = GENERATE(table<std::string, std::string>({
@@ -54,13 +56,12 @@ TEST_CASE("a preset this PAPI does not define here is counted as the generic eve
 }
 
 TEST_CASE("cache presets and other events are never substituted", "[papi][portability]") {
-  const auto event = GENERATE(as<std::string>{}, "PAPI_L1_DCM", "PAPI_L2_TCM", "PAPI_L3_TCM",
-                              "PAPI_L3_TCA", "PAPI_FP_OPS", "perf::CACHE-MISSES",
-                              "perf::PAGE-FAULTS");
+  const auto event =
+      GENERATE(as<std::string>{}, "PAPI_L1_DCM", "PAPI_L2_TCM", "PAPI_L3_TCM", "PAPI_L3_TCA",
+               "PAPI_FP_OPS", "perf::CACHE-MISSES", "perf::PAGE-FAULTS");
   CAPTURE(event);
   // Everything known, nothing defined, and every generic event on offer.
-  FakePapi papi{{event, "perf::CACHE-MISSES", "perf::CACHE-REFERENCES", "perf::INSTRUCTIONS"},
-                {}};
+  FakePapi papi{{event, "perf::CACHE-MISSES", "perf::CACHE-REFERENCES", "perf::INSTRUCTIONS"}, {}};
   CHECK(choose_counted_as(event, papi) == event);
   CHECK_FALSE(generic_equivalent(event).has_value());
 }
@@ -140,8 +141,8 @@ TEST_CASE("when PAPI cannot start, the log names the real cause and its remedy",
   CHECK(contains(verdict.message, "PAPI " + report.papi_version));
   if (row.forced) CHECK(contains(verdict.message, "LIBPFM_FORCE_PMU=" + *report.forced_pmu));
 
-  const std::string cpu = "family " + std::to_string(report.cpu_family) + " model " +
-                          std::to_string(report.cpu_model);
+  const std::string cpu =
+      "family " + std::to_string(report.cpu_family) + " model " + std::to_string(report.cpu_model);
   const bool about_the_cpu = verdict.reason == "unknown_cpu" ||
                              verdict.reason == "forced_pmu_unknown" ||
                              verdict.reason == "component_disabled";
@@ -158,8 +159,8 @@ TEST_CASE("when PAPI cannot start, the log names the real cause and its remedy",
 TEST_CASE("the CPU is described by vendor, family and model, in decimal and hex",
           "[papi][portability]") {
   ComponentReport report = report_with("");
-  const auto [family, model, hex] = GENERATE(table<int, int, std::string>({
-      {6, 207, "0xcf"}, {6, 173, "0xad"}, {26, 2, "0x2"}}));
+  const auto [family, model, hex] =
+      GENERATE(table<int, int, std::string>({{6, 207, "0xcf"}, {6, 173, "0xad"}, {26, 2, "0x2"}}));
   report.cpu_family = family;
   report.cpu_model = model;
   const std::string text = describe_cpu(report);

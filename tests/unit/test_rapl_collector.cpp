@@ -25,14 +25,13 @@
 using namespace hwperf;
 using namespace hwperf::test::rapl_fakes;
 
-TEST_CASE("the collector exports joules per domain with package, die and psys labels",
-          "[rapl]") {
+TEST_CASE("the collector exports joules per domain with package, die and psys labels", "[rapl]") {
   auto state = std::make_shared<FakeState>();
   const unsigned esu = 14;
   const unsigned dram_esu = 16;
   std::vector<CounterInfo> counters = {
-      msr_counter(Domain::package, 0u, esu),     msr_counter(Domain::package, 1u, esu),
-      msr_counter(Domain::core, 0u, esu),        msr_counter(Domain::dram, 1u, dram_esu, 1u),
+      msr_counter(Domain::package, 0u, esu), msr_counter(Domain::package, 1u, esu),
+      msr_counter(Domain::core, 0u, esu), msr_counter(Domain::dram, 1u, dram_esu, 1u),
       msr_counter(Domain::psys, std::nullopt, esu)};
   const std::vector<std::uint64_t> start = {1000, kTwoTo32 - 5, 42, 7, 900};
   const std::vector<std::uint64_t> step = {16384 * 3 + 5, 10, 0, 65536, 1};
@@ -52,8 +51,7 @@ TEST_CASE("the collector exports joules per domain with package, die and psys la
   const auto samples = scrape(*collector);
 
   auto joules = [&](std::size_t i) {
-    return static_cast<double>(step[i]) /
-           static_cast<double>(counters[i].scale.counts_per_joule);
+    return static_cast<double>(step[i]) / static_cast<double>(counters[i].scale.counts_per_joule);
   };
   CHECK(value_of(samples, "hwperf_rapl_energy_available") == 1);
   CHECK(value_of(samples, "hwperf_rapl_interface_info", {{"interface", "msr"}}) == 1);
@@ -72,8 +70,10 @@ TEST_CASE("the collector exports joules per domain with package, die and psys la
   CHECK(psys.front().value == joules(4));
   CHECK(find_samples(samples, "hwperf_rapl_uncore_joules_total").empty());
 
-  CHECK(value_of(samples, "hwperf_rapl_wraps_total", {{"domain", "package"}, {"package", "1"}}) == 1);
-  CHECK(value_of(samples, "hwperf_rapl_wraps_total", {{"domain", "package"}, {"package", "0"}}) == 0);
+  CHECK(value_of(samples, "hwperf_rapl_wraps_total", {{"domain", "package"}, {"package", "1"}}) ==
+        1);
+  CHECK(value_of(samples, "hwperf_rapl_wraps_total", {{"domain", "package"}, {"package", "0"}}) ==
+        0);
   CHECK(value_of(samples, "hwperf_rapl_rejected_deltas_total",
                  {{"domain", "dram"}, {"package", "1"}, {"die", "1"}}) == 0);
   CHECK(value_of(samples, "hwperf_rapl_read_errors_total", {{"domain", "psys"}}) == 0);
@@ -155,8 +155,8 @@ TEST_CASE("a counter that never moves is reported frozen, not as energy, until i
   };
 
   // Before the threshold a still counter is just a quiet one.
-  const auto just_before = std::chrono::milliseconds(
-      static_cast<std::int64_t>(kFrozenAfterSeconds * 1000) - 1);
+  const auto just_before =
+      std::chrono::milliseconds(static_cast<std::int64_t>(kFrozenAfterSeconds * 1000) - 1);
   clock.advance(just_before);
   step_package(100);
   auto samples = scrape(*collector);
@@ -199,4 +199,3 @@ TEST_CASE("without any interface the collector says energy is unavailable, and n
            sample.name == "hwperf_rapl_interface_probe_success"));
   }
 }
-

@@ -63,7 +63,8 @@ TEST_CASE("the wrap guard folds several wraps between two scrapes (engine, manua
   CHECK(msr_delta(start, raw % kTwoTo32).counts != total);
 }
 
-TEST_CASE("the wrap guard thread keeps up with a counter between slow scrapes", "[rapl][concurrency]") {
+TEST_CASE("the wrap guard thread keeps up with a counter between slow scrapes",
+          "[rapl][concurrency]") {
   auto state = std::make_shared<FakeState>();
   const unsigned esu = 14;
   const std::uint64_t per_joule = std::uint64_t{1} << esu;
@@ -179,13 +180,16 @@ TEST_CASE("concurrent scrapes while the wrap guard ticks: monotonic, and exact a
        "hwperf_rapl_package_joules_total,package=0",
        "hwperf_rapl_wraps_total,domain=package,package=0"},
       {{"intel-rapl:0:0", "core", 0, package_range, 0},
-       "hwperf_rapl_core_joules_total,package=0", "hwperf_rapl_wraps_total,domain=core,package=0"},
+       "hwperf_rapl_core_joules_total,package=0",
+       "hwperf_rapl_wraps_total,domain=core,package=0"},
       {{"intel-rapl:0:1", "dram", dram_range, dram_range, 0},
-       "hwperf_rapl_dram_joules_total,package=0", "hwperf_rapl_wraps_total,domain=dram,package=0"},
+       "hwperf_rapl_dram_joules_total,package=0",
+       "hwperf_rapl_wraps_total,domain=dram,package=0"},
       {{"intel-rapl:1", "package-1", 123, package_range, 0},
        "hwperf_rapl_package_joules_total,package=1",
        "hwperf_rapl_wraps_total,domain=package,package=1"},
-      {{"intel-rapl:2", "psys", 4000000, package_range, 0}, "hwperf_rapl_psys_joules_total",
+      {{"intel-rapl:2", "psys", 4000000, package_range, 0},
+       "hwperf_rapl_psys_joules_total",
        "hwperf_rapl_wraps_total,domain=psys"},
   };
   TempDir dir;
@@ -196,7 +200,8 @@ TEST_CASE("concurrent scrapes while the wrap guard ticks: monotonic, and exact a
   }
   write_powercap_tree(dir, tree);
 
-  auto probe = open_powercap_source((dir.path() / "sys").string(), two_packages(), DomainSet::all());
+  auto probe =
+      open_powercap_source((dir.path() / "sys").string(), two_packages(), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   REQUIRE(probe.source->counters().size() == zones.size());
   auto log = std::make_shared<ReadLog>();
@@ -370,8 +375,7 @@ TEST_CASE("the wrap guard stops at once when destroyed, not after its period", "
   CHECK(fast_ticks.load() >= 5);
 }
 
-TEST_CASE("power ceilings: configured, else 4x the hardware's figure, else the default",
-          "[rapl]") {
+TEST_CASE("power ceilings: configured, else 4x the hardware's figure, else the default", "[rapl]") {
   const std::vector<unsigned> packages = {0, 1};
   SECTION("configured wins") {
     const double configured = 300;
@@ -404,8 +408,7 @@ TEST_CASE("power ceilings: configured, else 4x the hardware's figure, else the d
   }
 }
 
-TEST_CASE("the guard period is a quarter of the shortest wrap at the ceiling, clamped",
-          "[rapl]") {
+TEST_CASE("the guard period is a quarter of the shortest wrap at the ceiling, clamped", "[rapl]") {
   const unsigned esu = 14;
   const unsigned dram_esu = 16;
   const std::vector<CounterInfo> counters = {msr_counter(Domain::package, 0u, esu),
@@ -442,11 +445,11 @@ TEST_CASE("the guard period is a quarter of the shortest wrap at the ceiling, cl
     unbounded.scale = {WrapRule::modulo_2_64, 0, std::uint64_t{1} << 32};
     CHECK_FALSE(plan_wrap_guard({unbounded}, {1000}, 0).needed);
     CounterInfo perf = unbounded;
-    perf.scale.range = perf_update_range_counts(kSmallestRaplUnitJoules, perf.scale.counts_per_joule);
+    perf.scale.range =
+        perf_update_range_counts(kSmallestRaplUnitJoules, perf.scale.counts_per_joule);
     CHECK(plan_wrap_guard({perf}, {1000}, 0).needed);
   }
 }
-
 
 namespace {
 
@@ -464,7 +467,8 @@ struct KernelPerfCount {
   std::uint64_t update() {
     const auto delta = static_cast<std::int32_t>(hardware - previous);
     previous = hardware;
-    count += static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) * (std::int64_t{1} << (32 - esu)));
+    count += static_cast<std::uint64_t>(static_cast<std::int64_t>(delta) *
+                                        (std::int64_t{1} << (32 - esu)));
     return count;
   }
 };
@@ -507,8 +511,10 @@ class KernelPerfSource final : public EnergySource {
 
 }  // namespace
 
-TEST_CASE("perf RAPL counts are guarded: the kernel's signed 32-bit update loses energy above "
-          "2^31 units between reads", "[rapl][concurrency]") {
+TEST_CASE(
+    "perf RAPL counts are guarded: the kernel's signed 32-bit update loses energy above "
+    "2^31 units between reads",
+    "[rapl][concurrency]") {
   const unsigned esu = 16;  // AMD Zen: 15.3 uJ per hardware unit
   const double unit_joules = std::ldexp(1.0, -static_cast<int>(esu));
   const std::uint64_t per_joule = kTwoTo32;  // the perf event's .scale, 2^-32 J
@@ -585,8 +591,8 @@ TEST_CASE("the RAPL hardware unit is read from powercap's ranges, the smallest o
   // max_energy_range_uj is 0xFFFFFFFF units (intel_rapl_common.c): an Intel package in 2^-14 J
   // and a server DRAM domain in 2^-16 J.
   const auto range_uj = [](int esu) {
-    return std::to_string(static_cast<std::uint64_t>(
-        std::llround(4294967295.0 * std::ldexp(1.0, -esu) * 1e6)));
+    return std::to_string(
+        static_cast<std::uint64_t>(std::llround(4294967295.0 * std::ldexp(1.0, -esu) * 1e6)));
   };
   sysfs.write("class/powercap/intel-rapl:0/max_energy_range_uj", range_uj(14));
   sysfs.write("class/powercap/intel-rapl:0:1/max_energy_range_uj", range_uj(16));

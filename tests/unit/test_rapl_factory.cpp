@@ -28,26 +28,31 @@ using namespace hwperf;
 using namespace hwperf::test::rapl_fakes;
 using hwperf::test::with_cpu_identity_from;
 
-TEST_CASE("auto tries perf, then powercap, then msr, and stops at the first that works",
-          "[rapl]") {
-  CHECK(interface_order(RaplInterface::automatic) ==
-        std::vector<RaplInterface>{RaplInterface::perf, RaplInterface::powercap, RaplInterface::msr});
+TEST_CASE("auto tries perf, then powercap, then msr, and stops at the first that works", "[rapl]") {
+  CHECK(
+      interface_order(RaplInterface::automatic) ==
+      std::vector<RaplInterface>{RaplInterface::perf, RaplInterface::powercap, RaplInterface::msr});
   CHECK(interface_order(RaplInterface::msr) == std::vector<RaplInterface>{RaplInterface::msr});
 
   TempDir dir;
-  hwperf::test::rapl_fixture::write_powercap_tree(dir, hwperf::test::rapl_fixture::two_package_zones());
+  hwperf::test::rapl_fixture::write_powercap_tree(dir,
+                                                  hwperf::test::rapl_fixture::two_package_zones());
   dir.write("dev/.keep", "");
   dir.write("proc/cpuinfo", hwperf::test::rapl_fixture::cpuinfo("GenuineIntel", 6, 0x55));
   const PathsConfig paths = hwperf::test::rapl_fixture::paths_under(dir);
 
-  const auto automatic = probe_interfaces(RaplInterface::automatic, paths, with_cpu_identity_from(two_packages(), paths.procfs), DomainSet::all());
+  const auto automatic =
+      probe_interfaces(RaplInterface::automatic, paths,
+                       with_cpu_identity_from(two_packages(), paths.procfs), DomainSet::all());
   REQUIRE(automatic.size() == 2);
   CHECK(automatic[0].interface == RaplInterface::perf);
   CHECK(automatic[0].source == nullptr);
   CHECK(automatic[1].interface == RaplInterface::powercap);
   CHECK(automatic[1].source != nullptr);
 
-  const auto forced = probe_interfaces(RaplInterface::msr, paths, with_cpu_identity_from(two_packages(), paths.procfs), DomainSet::all());
+  const auto forced =
+      probe_interfaces(RaplInterface::msr, paths,
+                       with_cpu_identity_from(two_packages(), paths.procfs), DomainSet::all());
   REQUIRE(forced.size() == 1);
   CHECK(forced[0].interface == RaplInterface::msr);
   CHECK(forced[0].source == nullptr);
@@ -81,19 +86,22 @@ TEST_CASE("make_rapl_collector on empty trees serves, with energy unavailable", 
   dir.write("dev/.keep", "");
   dir.write("proc/cpuinfo", hwperf::test::rapl_fixture::cpuinfo("GenuineIntel", 6, 0x55));
   const PathsConfig paths = hwperf::test::rapl_fixture::paths_under(dir);
-  auto collector =
-      make_rapl_collector(RaplCollectorConfig{}, paths, with_cpu_identity_from(two_packages(), paths.procfs));
+  auto collector = make_rapl_collector(RaplCollectorConfig{}, paths,
+                                       with_cpu_identity_from(two_packages(), paths.procfs));
   REQUIRE(collector != nullptr);
   const auto samples = scrape(*collector);
   CHECK(value_of(samples, "hwperf_rapl_energy_available") == 0);
   for (const char* interface : {"perf", "powercap", "msr"}) {
     CAPTURE(interface);
-    CHECK(value_of(samples, "hwperf_rapl_interface_probe_success", {{"interface", interface}}) == 0);
+    CHECK(value_of(samples, "hwperf_rapl_interface_probe_success", {{"interface", interface}}) ==
+          0);
   }
 }
 
-TEST_CASE("make_rapl_collector takes the CPU from the topology, read under --path.procfs: on AMD "
-          "powercap's core zone is left out", "[rapl]") {
+TEST_CASE(
+    "make_rapl_collector takes the CPU from the topology, read under --path.procfs: on AMD "
+    "powercap's core zone is left out",
+    "[rapl]") {
   namespace fixture = hwperf::test::rapl_fixture;
   const auto zones = fixture::amd_two_package_zones();
   std::size_t packages = 0;
@@ -112,7 +120,8 @@ TEST_CASE("make_rapl_collector takes the CPU from the topology, read under --pat
     dir.write("dev/.keep", "");
     dir.write("proc/cpuinfo", fixture::cpuinfo(vendor, family, 0x11));
     const PathsConfig paths = fixture::paths_under(dir);
-    auto collector = make_rapl_collector(config, paths, with_cpu_identity_from(two_packages(), paths.procfs));
+    auto collector =
+        make_rapl_collector(config, paths, with_cpu_identity_from(two_packages(), paths.procfs));
     REQUIRE(collector != nullptr);
     const auto samples = scrape(*collector);
     CHECK(value_of(samples, "hwperf_rapl_interface_info", {{"interface", "powercap"}}) == 1);
@@ -121,8 +130,10 @@ TEST_CASE("make_rapl_collector takes the CPU from the topology, read under --pat
   }
 }
 
-TEST_CASE("powercap on AMD with one die zone per CCD (Linux 6.10, 6.11) exports each socket's "
-          "package energy once", "[rapl]") {
+TEST_CASE(
+    "powercap on AMD with one die zone per CCD (Linux 6.10, 6.11) exports each socket's "
+    "package energy once",
+    "[rapl]") {
   namespace fixture = hwperf::test::rapl_fixture;
   const unsigned ccds = 8;
   const auto zones = fixture::amd_per_ccd_zones(ccds);
@@ -154,7 +165,8 @@ TEST_CASE("powercap on AMD with one die zone per CCD (Linux 6.10, 6.11) exports 
       const auto found =
           find_samples(samples, "hwperf_rapl_package_joules_total", {{"package", package}});
       CHECK(found.size() == package_series / sockets.size());
-      for (const auto& sample : found) CHECK(sample.labels.count("die") == (vendor == "GenuineIntel"));
+      for (const auto& sample : found)
+        CHECK(sample.labels.count("die") == (vendor == "GenuineIntel"));
     }
   }
 }

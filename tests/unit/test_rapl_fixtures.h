@@ -88,7 +88,8 @@ inline void write_zone(const TempDir& root, const Zone& zone) {
   root.write(base + "enabled", "1\n");
   if (zone.long_term_limit_uw != 0) {
     root.write(base + "constraint_0_name", "long_term\n");
-    root.write(base + "constraint_0_power_limit_uw", std::to_string(zone.long_term_limit_uw) + "\n");
+    root.write(base + "constraint_0_power_limit_uw",
+               std::to_string(zone.long_term_limit_uw) + "\n");
     root.write(base + "constraint_1_name", "short_term\n");
     // PL2 above PL1, as on real parts: the hint is the largest figure listed.
     root.write(base + "constraint_1_power_limit_uw",
@@ -195,8 +196,8 @@ inline std::string cpuinfo(const std::string& vendor, unsigned family, unsigned 
   std::string text;
   for (int cpu = 0; cpu < 2; ++cpu) {
     text += "processor\t: " + std::to_string(cpu) + "\nvendor_id\t: " + vendor +
-            "\ncpu family\t: " + std::to_string(family) + "\nmodel\t\t: " +
-            std::to_string(model) + "\nmodel name\t: test CPU\n\n";
+            "\ncpu family\t: " + std::to_string(family) + "\nmodel\t\t: " + std::to_string(model) +
+            "\nmodel name\t: test CPU\n\n";
   }
   return text;
 }

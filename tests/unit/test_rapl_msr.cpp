@@ -101,7 +101,9 @@ TEST_CASE("msr on an Intel server: package, core and fixed-unit DRAM per package
     // Thermal spec power 125 W in 1/8 W; maximum power not reported (0).
     tree.set(cpu, msr::kIntelPackagePowerInfo, tdp_watts << power_unit);
   }
-  auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
+  auto probe =
+      open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
+                      DomainSet::all());
   REQUIRE(probe.source != nullptr);
   const EnergySource& source = *probe.source;
   CHECK(source.interface() == RaplInterface::msr);
@@ -138,7 +140,8 @@ TEST_CASE("msr energy through the engine: 32-bit wraps in raw units, times the u
   tree.set(0, msr::kIntelPp0Energy, start_core);
   tree.set(0, msr::kIntelDramEnergy, start_dram);
   const Topology topology({{0, 0, 0, 0}}, {}, "test: one CPU");
-  auto probe = open_msr_source(tree.paths, with_cpu_identity_from(topology, tree.paths.procfs), DomainSet::all());
+  auto probe = open_msr_source(tree.paths, with_cpu_identity_from(topology, tree.paths.procfs),
+                               DomainSet::all());
   REQUIRE(probe.source != nullptr);
   const auto infos = probe.source->counters();
   auto now = Clock::time_point{} + std::chrono::hours(1);
@@ -177,7 +180,9 @@ TEST_CASE("msr on an Intel client: psys is read once, platform-wide", "[rapl]") 
     tree.set(cpu, msr::kIntelPp1Energy, 200);
     tree.set(cpu, msr::kIntelPsysEnergy, 300);
   }
-  auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
+  auto probe =
+      open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
+                      DomainSet::all());
   REQUIRE(probe.source != nullptr);
   CHECK(count_domain(*probe.source, Domain::psys) == 1);
   CHECK(count_domain(*probe.source, Domain::uncore) == 2);
@@ -197,7 +202,8 @@ TEST_CASE("msr on AMD: package per package, core energy summed over each core", 
   }
   const std::map<unsigned, std::uint64_t> core_start = {{0, kTwoTo32 - 10}, {2, 400}};
   for (const auto& [cpu, value] : core_start) tree.set(cpu, msr::kAmdCoreEnergy, value);
-  auto probe = open_msr_source(tree.paths, with_cpu_identity_from(topology, tree.paths.procfs), DomainSet::all());
+  auto probe = open_msr_source(tree.paths, with_cpu_identity_from(topology, tree.paths.procfs),
+                               DomainSet::all());
   REQUIRE(probe.source != nullptr);
   CHECK(count_domain(*probe.source, Domain::package) == 1);
   // One counter per core, read on the core's first thread, both in package 0.
@@ -225,7 +231,8 @@ TEST_CASE("msr on AMD: package per package, core energy summed over each core", 
   }
   REQUIRE(core != nullptr);
   CHECK(core->key.package == 0u);
-  CHECK(core->tally.energy.joules() == static_cast<double>(total) / static_cast<double>(1ull << esu));
+  CHECK(core->tally.energy.joules() ==
+        static_cast<double>(total) / static_cast<double>(1ull << esu));
   CHECK(core->tally.wraps == 1);  // core 0 wrapped
 }
 
@@ -233,7 +240,9 @@ TEST_CASE("msr failure states name the cause and the remedy", "[rapl]") {
   MsrTree tree;
   tree.cpu("GenuineIntel", 6, 0x55);
   SECTION("no /dev/cpu at all") {
-    auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
+    auto probe = open_msr_source(tree.paths,
+                                 with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
+                                 DomainSet::all());
     CHECK(probe.source == nullptr);
     CHECK(probe.reason == "absent");
     CHECK_THAT(probe.message, Catch::Contains(tree.paths.devfs + "/cpu/0/msr"));
@@ -244,7 +253,9 @@ TEST_CASE("msr failure states name the cause and the remedy", "[rapl]") {
   SECTION("/dev/cpu/N without msr: the driver is not loaded (this VM)") {
     tree.dir.write("dev/cpu/0/cpuid", "");
     tree.dir.write("dev/cpu/1/cpuid", "");
-    auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
+    auto probe = open_msr_source(tree.paths,
+                                 with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
+                                 DomainSet::all());
     CHECK(probe.reason == "absent");
     CHECK_THAT(probe.message, Catch::Contains("msr driver is not loaded"));
     CHECK_THAT(probe.message, Catch::Contains("modprobe msr"));
@@ -252,7 +263,9 @@ TEST_CASE("msr failure states name the cause and the remedy", "[rapl]") {
   SECTION("no unit register: the CPU or hypervisor has no RAPL") {
     tree.dir.write("dev/cpu/0/msr", "");
     tree.dir.write("dev/cpu/1/msr", "");
-    auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
+    auto probe = open_msr_source(tree.paths,
+                                 with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
+                                 DomainSet::all());
     CHECK(probe.reason == "unsupported");
     CHECK_THAT(probe.message, Catch::Contains("0x606"));
     CHECK_THAT(probe.message, Catch::Contains("EIO"));
@@ -260,13 +273,17 @@ TEST_CASE("msr failure states name the cause and the remedy", "[rapl]") {
   SECTION("every status register reads 0") {
     for (unsigned cpu : {0u, 1u}) tree.set(cpu, msr::kIntelPowerUnit, unit_register(3, 14, 10));
     tree.set(0, msr::kIntelPsysEnergy, 0);
-    auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
+    auto probe = open_msr_source(tree.paths,
+                                 with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
+                                 DomainSet::all());
     CHECK(probe.reason == "unsupported");
     CHECK_THAT(probe.message, Catch::Contains("reads 0"));
   }
   SECTION("a vendor without known registers") {
     tree.cpu("CentaurHauls", 7, 1);
-    auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
+    auto probe = open_msr_source(tree.paths,
+                                 with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
+                                 DomainSet::all());
     CHECK(probe.reason == "unsupported");
     CHECK_THAT(probe.message, Catch::Contains("CentaurHauls family 7 model 1"));
   }
@@ -280,7 +297,9 @@ TEST_CASE("msr: a root-only device is a permission problem with its remedy", "[r
     ::chmod((tree.dir.path() / ("dev/cpu/" + std::to_string(cpu) + "/msr")).c_str(), 0600);
   }
   const std::string report = run_as_nobody(tree.dir, [&] {
-    const auto probe = open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs), DomainSet::all());
+    const auto probe = open_msr_source(
+        tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
+        DomainSet::all());
     return (probe.source ? "source" : probe.reason) + "\n" + probe.message;
   });
   INFO(report);

@@ -58,17 +58,17 @@ TEST_CASE("powercap zone names give the domain, package and die", "[rapl]") {
     const char* name;
     std::optional<ZoneName> expected;
   };
-  const Row row = GENERATE(
-      Row{"package-0", ZoneName{Domain::package, 0u, std::nullopt}},
-      Row{"package-13\n", ZoneName{Domain::package, 13u, std::nullopt}},
-      Row{"package-1-die-2", ZoneName{Domain::package, 1u, 2u}},
-      Row{"core", ZoneName{Domain::core, std::nullopt, std::nullopt}},
-      Row{"uncore", ZoneName{Domain::uncore, std::nullopt, std::nullopt}},
-      Row{"dram", ZoneName{Domain::dram, std::nullopt, std::nullopt}},
-      Row{"psys", ZoneName{Domain::psys, std::nullopt, std::nullopt}},
-      Row{"psys-1", ZoneName{Domain::psys, 1u, std::nullopt}},
-      Row{"package-", std::nullopt}, Row{"package-x", std::nullopt},
-      Row{"package-0-die-", std::nullopt}, Row{"gpu", std::nullopt}, Row{"", std::nullopt});
+  const Row row = GENERATE(Row{"package-0", ZoneName{Domain::package, 0u, std::nullopt}},
+                           Row{"package-13\n", ZoneName{Domain::package, 13u, std::nullopt}},
+                           Row{"package-1-die-2", ZoneName{Domain::package, 1u, 2u}},
+                           Row{"core", ZoneName{Domain::core, std::nullopt, std::nullopt}},
+                           Row{"uncore", ZoneName{Domain::uncore, std::nullopt, std::nullopt}},
+                           Row{"dram", ZoneName{Domain::dram, std::nullopt, std::nullopt}},
+                           Row{"psys", ZoneName{Domain::psys, std::nullopt, std::nullopt}},
+                           Row{"psys-1", ZoneName{Domain::psys, 1u, std::nullopt}},
+                           Row{"package-", std::nullopt}, Row{"package-x", std::nullopt},
+                           Row{"package-0-die-", std::nullopt}, Row{"gpu", std::nullopt},
+                           Row{"", std::nullopt});
   CAPTURE(row.name);
   const auto parsed = parse_zone_name(row.name);
   REQUIRE(parsed.has_value() == row.expected.has_value());
@@ -79,32 +79,23 @@ TEST_CASE("powercap zone names give the domain, package and die", "[rapl]") {
   }
 }
 
-TEST_CASE("powercap counter text: digits, optionally zero-padded, then only whitespace",
-          "[rapl]") {
+TEST_CASE("powercap counter text: digits, optionally zero-padded, then only whitespace", "[rapl]") {
   struct Row {
     const char* what;
     std::string text;
     std::optional<std::uint64_t> expected;
   };
   const Row row = GENERATE(
-      Row{"as sysfs prints it", "123456789\n", 123456789u},
-      Row{"zero", "0\n", 0u},
-      Row{"no newline", "42", 42u},
-      Row{"leading zeros (fixtures)", "0000004999\n", 4999u},
+      Row{"as sysfs prints it", "123456789\n", 123456789u}, Row{"zero", "0\n", 0u},
+      Row{"no newline", "42", 42u}, Row{"leading zeros (fixtures)", "0000004999\n", 4999u},
       Row{"trailing spaces (fixtures)", "4999      \n", 4999u},
-      Row{"largest", "18446744073709551615\n", UINT64_MAX},
-      Row{"empty", "", std::nullopt},
-      Row{"only a newline", "\n", std::nullopt},
-      Row{"only spaces", "     \n", std::nullopt},
-      Row{"leading space", " 123\n", std::nullopt},
-      Row{"inner space", "12 3\n", std::nullopt},
-      Row{"sign", "+123\n", std::nullopt},
-      Row{"negative", "-1\n", std::nullopt},
-      Row{"hex", "0x10\n", std::nullopt},
-      Row{"letters after digits", "123abc\n", std::nullopt},
+      Row{"largest", "18446744073709551615\n", UINT64_MAX}, Row{"empty", "", std::nullopt},
+      Row{"only a newline", "\n", std::nullopt}, Row{"only spaces", "     \n", std::nullopt},
+      Row{"leading space", " 123\n", std::nullopt}, Row{"inner space", "12 3\n", std::nullopt},
+      Row{"sign", "+123\n", std::nullopt}, Row{"negative", "-1\n", std::nullopt},
+      Row{"hex", "0x10\n", std::nullopt}, Row{"letters after digits", "123abc\n", std::nullopt},
       Row{"junk after whitespace", "123 x\n", std::nullopt},
-      Row{"a second line", "123\n456\n", std::nullopt},
-      Row{"exponent", "1e6\n", std::nullopt},
+      Row{"a second line", "123\n456\n", std::nullopt}, Row{"exponent", "1e6\n", std::nullopt},
       Row{"NUL after digits", std::string("123\0", 4), std::nullopt},
       Row{"overflow", "18446744073709551616\n", std::nullopt});
   CAPTURE(row.what, row.text);
@@ -115,8 +106,8 @@ TEST_CASE("powercap reads each energy_uj through the descriptor it opened at sta
   TempDir dir;
   const std::uint64_t range = 5000000;
   write_powercap_tree(dir, {{"intel-rapl:0", "package-0", 1000, range, 0}});
-  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
-                                    DomainSet::all());
+  auto probe =
+      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   REQUIRE(probe.source->counters().size() == 1);
   EnergySource& source = *probe.source;
@@ -168,8 +159,8 @@ TEST_CASE("powercap finds every zone of a two-package tree once, by name", "[rap
   TempDir dir;
   const auto zones = two_package_zones();
   write_powercap_tree(dir, zones);
-  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
-                                    DomainSet::all());
+  auto probe =
+      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   CHECK(probe.reason == "ok");
   const EnergySource& source = *probe.source;
@@ -225,8 +216,8 @@ TEST_CASE("powercap: an MMIO zone is used when it is the only one for its packag
   const std::uint64_t range = range_for_unit(61);
   write_powercap_tree(dir, {{"intel-rapl:0", "package-0", 1000, range, 0},
                             {"intel-rapl-mmio:0", "package-1", 2000, range, 0}});
-  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
-                                    DomainSet::all());
+  auto probe =
+      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   CHECK(probe.source->counters().size() == 2);
   const CounterInfo* mmio = find_counter(*probe.source, Domain::package, 1u);
@@ -241,8 +232,8 @@ TEST_CASE("powercap: per-die zones carry the die, subzones inherit it", "[rapl]"
                             {"intel-rapl:0:0", "dram", 2, range, 0},
                             {"intel-rapl:1", "package-0-die-1", 3, range, 0},
                             {"intel-rapl:1:0", "dram", 4, range, 0}});
-  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
-                                    DomainSet::all());
+  auto probe =
+      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   for (unsigned die : {0u, 1u}) {
     CAPTURE(die);
@@ -258,8 +249,8 @@ TEST_CASE("powercap: psys-N is per package", "[rapl]") {
                             {"intel-rapl:1", "psys-0", 2, range, 0},
                             {"intel-rapl:2", "package-1", 3, range, 0},
                             {"intel-rapl:3", "psys-1", 4, range, 0}});
-  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
-                                    DomainSet::all());
+  auto probe =
+      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   CHECK(find_counter(*probe.source, Domain::psys, 0u) != nullptr);
   CHECK(find_counter(*probe.source, Domain::psys, 1u) != nullptr);
@@ -312,8 +303,8 @@ TEST_CASE("powercap: root-only energy_uj is a permission problem with its remedy
     ::chmod((dir.path() / powercap_path(zone.dir) / "energy_uj").c_str(), 0400);
   }
   const std::string report = run_as_nobody(dir, [&] {
-    const auto probe = open_powercap_source((dir.path() / "sys").string(),
-                                            two_package_topology(), DomainSet::all());
+    const auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
+                                            DomainSet::all());
     return (probe.source ? "source" : probe.reason) + "\n" + probe.message;
   });
   INFO(report);
@@ -329,8 +320,8 @@ TEST_CASE("powercap: a zone without max_energy_range_uj is skipped, the rest ser
   TempDir dir;
   write_powercap_tree(dir, two_package_zones());
   std::filesystem::remove(dir.path() / powercap_path("intel-rapl:0:2") / "max_energy_range_uj");
-  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
-                                    DomainSet::all());
+  auto probe =
+      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   CHECK(find_counter(*probe.source, Domain::dram, 1u) == nullptr);
   CHECK(find_counter(*probe.source, Domain::dram, 0u) != nullptr);
@@ -351,8 +342,8 @@ TEST_CASE("powercap energy through the engine is exact across wraps of every zon
     }
   }
   write_powercap_tree(dir, zones);
-  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
-                                    DomainSet::all());
+  auto probe =
+      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   const std::vector<CounterInfo> infos = probe.source->counters();
 
@@ -439,8 +430,8 @@ TEST_CASE("powercap on AMD and Hygon leaves out the core zone, which is one core
   };
   CHECK(static_cast<std::size_t>(count_core(*intel.source)) == core_zones);
 
-  for (const auto& [vendor, family] : {std::pair<std::string, unsigned>{"AuthenticAMD", 25},
-                                       {"HygonGenuine", 24}}) {
+  for (const auto& [vendor, family] :
+       {std::pair<std::string, unsigned>{"AuthenticAMD", 25}, {"HygonGenuine", 24}}) {
     CAPTURE(vendor);
     const auto amd = open_powercap_source(sysfs, two_package_topology(), DomainSet::all(),
                                           parse_cpuinfo(cpuinfo(vendor, family, 17)));
@@ -451,8 +442,10 @@ TEST_CASE("powercap on AMD and Hygon leaves out the core zone, which is one core
   }
 }
 
-TEST_CASE("powercap on an AMD EPYC (intel_rapl_msr, family 17h/19h) reads each package and "
-          "leaves out its core zone", "[rapl]") {
+TEST_CASE(
+    "powercap on an AMD EPYC (intel_rapl_msr, family 17h/19h) reads each package and "
+    "leaves out its core zone",
+    "[rapl]") {
   TempDir dir;
   const auto zones = amd_two_package_zones();
   write_powercap_tree(dir, zones);
@@ -500,8 +493,8 @@ TEST_CASE("powercap reads TPMI zones (Granite Rapids, Sierra Forest) once per pa
   TempDir dir;
   dir.write("sys/class/powercap/intel-rapl-tpmi/enabled", "1\n");
   write_powercap_tree(dir, zones);
-  auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
-                                    DomainSet::all());
+  auto probe =
+      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
   REQUIRE(probe.source != nullptr);
   const EnergySource& source = *probe.source;
   std::set<Key> keys;

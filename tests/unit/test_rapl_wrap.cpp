@@ -64,12 +64,10 @@ TEST_CASE("powercap deltas add the zone's range and one counter unit on a decrea
     std::uint64_t previous;
     std::uint64_t current;
   };
-  const Row row = GENERATE_COPY(Row{"equal readings", 5000, 5000},
-                                Row{"equal at zero", 0, 0},
-                                Row{"plain increase", 5000, 5000 + 7 * unit},
-                                Row{"wrap of one unit", range, 0},
-                                Row{"wrap across zero", range - 100 * unit, 3 * unit},
-                                Row{"equal at the top", range, range});
+  const Row row = GENERATE_COPY(
+      Row{"equal readings", 5000, 5000}, Row{"equal at zero", 0, 0},
+      Row{"plain increase", 5000, 5000 + 7 * unit}, Row{"wrap of one unit", range, 0},
+      Row{"wrap across zero", range - 100 * unit, 3 * unit}, Row{"equal at the top", range, range});
   CAPTURE(row.what, unit);
   // The counter runs up to `range`, then to 0, one unit later: a decrease is the way to the
   // top, the step over it, and the way up from 0.
@@ -117,7 +115,7 @@ TEST_CASE("EnergyTotal keeps whole joules and a remainder exactly", "[rapl]") {
   const std::uint64_t per_joule = GENERATE(as<std::uint64_t>{}, 1000000, 1ull << 14, 1ull << 32, 1);
   EnergyTotal total(per_joule);
   // Steps chosen to cross joule boundaries through the remainder as well as in one go.
-  const std::uint64_t steps[] = {per_joule - 1, 1, per_joule / 2 + 1, per_joule / 2 + 1,
+  const std::uint64_t steps[] = {per_joule - 1,     1, per_joule / 2 + 1, per_joule / 2 + 1,
                                  3 * per_joule + 7, 0};
   std::uint64_t sum = 0;
   for (std::uint64_t step : steps) {
@@ -127,7 +125,8 @@ TEST_CASE("EnergyTotal keeps whole joules and a remainder exactly", "[rapl]") {
   CAPTURE(per_joule);
   CHECK(total.whole_joules() == sum / per_joule);
   CHECK(total.remainder_counts() == sum % per_joule);
-  CHECK(total.joules() == Approx(static_cast<double>(sum) / static_cast<double>(per_joule)).epsilon(1e-15));
+  CHECK(total.joules() ==
+        Approx(static_cast<double>(sum) / static_cast<double>(per_joule)).epsilon(1e-15));
 }
 
 TEST_CASE("EnergyTotal does not overflow where raw counts would", "[rapl]") {
@@ -152,7 +151,8 @@ TEST_CASE("the plausibility limit is max power times (elapsed + slack), saturati
                                             static_cast<double>(per_joule)));
   CHECK(plausible_limit_counts(1e30, 1e30, per_joule) == std::numeric_limits<std::uint64_t>::max());
   // A clock that went backwards counts as no time, not as negative energy.
-  CHECK(plausible_limit_counts(watts, -5, per_joule) == plausible_limit_counts(watts, 0, per_joule));
+  CHECK(plausible_limit_counts(watts, -5, per_joule) ==
+        plausible_limit_counts(watts, 0, per_joule));
 }
 
 TEST_CASE("fold_reading: baseline, equal readings, wraps and an implausible jump", "[rapl]") {
@@ -178,7 +178,8 @@ TEST_CASE("fold_reading: baseline, equal readings, wraps and an implausible jump
 
   // Across the wrap by 3000 counts.
   const std::uint64_t after_wrap = 2000;
-  REQUIRE(fold_reading(scale, watts, state, tally, after_wrap, t0 + 2 * second) == FoldOutcome::added);
+  REQUIRE(fold_reading(scale, watts, state, tally, after_wrap, t0 + 2 * second) ==
+          FoldOutcome::added);
   expected_counts += (k2to32 - start) + after_wrap;
   CHECK(tally.wraps == 1);
 
@@ -188,16 +189,19 @@ TEST_CASE("fold_reading: baseline, equal readings, wraps and an implausible jump
   CHECK(tally.rejected == 1);
   // ... and the next reading continues from the jump, so one bad value costs one interval.
   const std::uint64_t after_jump = jump + 500;
-  REQUIRE(fold_reading(scale, watts, state, tally, after_jump, t0 + 4 * second) == FoldOutcome::added);
+  REQUIRE(fold_reading(scale, watts, state, tally, after_jump, t0 + 4 * second) ==
+          FoldOutcome::added);
   expected_counts += after_jump - jump;
 
   // The largest plausible delta is still added.
   const std::uint64_t at_limit = after_jump + limit_1s;
-  REQUIRE(fold_reading(scale, watts, state, tally, at_limit, t0 + 5 * second) == FoldOutcome::added);
+  REQUIRE(fold_reading(scale, watts, state, tally, at_limit, t0 + 5 * second) ==
+          FoldOutcome::added);
   expected_counts += limit_1s;
 
-  CHECK(tally.energy.joules() ==
-        Approx(static_cast<double>(expected_counts) / static_cast<double>(per_joule)).epsilon(1e-15));
+  CHECK(
+      tally.energy.joules() ==
+      Approx(static_cast<double>(expected_counts) / static_cast<double>(per_joule)).epsilon(1e-15));
   CHECK(tally.rejected == 1);
   CHECK(tally.wraps == 1);
 }

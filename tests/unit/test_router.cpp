@@ -33,8 +33,10 @@ HttpRequest get(const std::string& path, const std::string& authorization = "") 
 
 }  // namespace
 
-TEST_CASE("with basic_auth_users every path but /-/healthy needs the right credentials, and paths "
-          "that do not exist answer 404 without a bcrypt run", "[http][web_config]") {
+TEST_CASE(
+    "with basic_auth_users every path but /-/healthy needs the right credentials, and paths "
+    "that do not exist answer 404 without a bcrypt run",
+    "[http][web_config]") {
   const std::string user = "prometheus";
   const std::string password = "s3cret";
   const Exporter exporter = exporter_with_user(user, password);
@@ -101,7 +103,8 @@ class ConstantAndMoving final : public Collector {
 
 std::size_t occurrences(const std::string& text, const std::string& needle) {
   std::size_t count = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+    ++count;
   return count;
 }
 
@@ -119,7 +122,8 @@ TEST_CASE("constant families are gathered once and served in every scrape with t
   const auto calls_at_startup = probe->constant_calls;
   CHECK(calls_at_startup >= 1);
   HttpRequest request = get("/metrics");
-  for (const char* accept : {"text/plain;version=0.0.4", "application/openmetrics-text;version=1.0.0"}) {
+  for (const char* accept :
+       {"text/plain;version=0.0.4", "application/openmetrics-text;version=1.0.0"}) {
     CAPTURE(accept);
     request.accept = accept;
     const std::string first = exporter.handle(request).body;
@@ -129,7 +133,8 @@ TEST_CASE("constant families are gathered once and served in every scrape with t
     for (const auto* body : {&first, &second}) {
       CHECK(occurrences(*body, "# TYPE hwperf_fixed_info gauge") == 1);
       CHECK(occurrences(*body, "# TYPE hwperf_build_info gauge") == 1);
-      CHECK(occurrences(*body, "# EOF") == (request.accept.rfind("application/openmetrics", 0) == 0 ? 1u : 0u));
+      CHECK(occurrences(*body, "# EOF") ==
+            (request.accept.rfind("application/openmetrics", 0) == 0 ? 1u : 0u));
     }
     REQUIRE(test::find_samples(before, "hwperf_fixed_info", {{"cpu", "0"}}).size() == 1);
     const double moved_from = test::find_samples(before, "hwperf_moving_total", {}).front().value;

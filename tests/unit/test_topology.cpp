@@ -49,8 +49,7 @@ std::string error_of(const TopologyConfig& config) {
 
 const Cache* cache_of(const Topology& topology, unsigned cpu, const std::string& label) {
   for (const Cache& cache : topology.caches()) {
-    if (cache.label() == label &&
-        std::binary_search(cache.cpus.begin(), cache.cpus.end(), cpu)) {
+    if (cache.label() == label && std::binary_search(cache.cpus.begin(), cache.cpus.end(), cpu)) {
       return &cache;
     }
   }
@@ -89,8 +88,8 @@ std::string synthetic_description() {
   // hwloc reads unit suffixes.
   return "pack:" + std::to_string(kPackages) + " [numa] l3:1(size=" + std::to_string(kL3Bytes) +
          ") l2:" + std::to_string(kCoresPerPackage) + "(size=" + std::to_string(kL2Bytes) +
-         ") l1d:1(size=" + std::to_string(kL1dBytes) + ") l1i:1(size=" +
-         std::to_string(kL1iBytes) + ") core:1 pu:" + std::to_string(kThreadsPerCore);
+         ") l1d:1(size=" + std::to_string(kL1dBytes) + ") l1i:1(size=" + std::to_string(kL1iBytes) +
+         ") core:1 pu:" + std::to_string(kThreadsPerCore);
 }
 
 // ---- The XML fixture's layout, as documented in tests/fixtures/topology/README.md. ----
@@ -121,7 +120,6 @@ constexpr unsigned kLineBytes = 64;
 std::string path() { return test::fixtures_dir() + "/topology/two_socket_snc2.xml"; }
 }  // namespace fixture
 
-
 }  // namespace
 
 TEST_CASE("a cache label is its level and, when split, its type", "[topology]") {
@@ -140,8 +138,7 @@ TEST_CASE("a cache label is its level and, when split, its type", "[topology]") 
 }
 
 TEST_CASE("a hand-built topology is ordered and answers lookups", "[topology]") {
-  std::vector<HardwareThread> threads = {
-      {3, 1, 1, 1}, {0, 0, 0, 0}, {2, 1, 1, 1}, {1, 0, 0, 0}};
+  std::vector<HardwareThread> threads = {{3, 1, 1, 1}, {0, 0, 0, 0}, {2, 1, 1, 1}, {1, 0, 0, 0}};
   Cache l3_package1{3, CacheType::unified, 1 << 20, 64, 16, {3, 2}};
   Cache l3_package0{3, CacheType::unified, 1 << 20, 64, 16, {1, 0}};
   Cache l1d_cpu2{1, CacheType::data, 32 << 10, 64, 8, {2}};
@@ -163,8 +160,7 @@ TEST_CASE("a hand-built topology is ordered and answers lookups", "[topology]") 
   CHECK(topology.caches()[2].cpus == std::vector<unsigned>{2, 3});
 }
 
-TEST_CASE("a hand-built topology rejects shapes that would give duplicate series",
-          "[topology]") {
+TEST_CASE("a hand-built topology rejects shapes that would give duplicate series", "[topology]") {
   const std::vector<HardwareThread> two = {{0, 0, 0, -1}, {1, 1, 0, -1}};
   SECTION("a CPU listed twice") {
     CHECK_THROWS_WITH(Topology({{0, 0, 0, -1}, {0, 1, 0, -1}}, {}, ""),
@@ -189,10 +185,10 @@ TEST_CASE("a synthetic two-package description maps CPUs, cores, packages and ca
   const unsigned cpus_per_package = kCoresPerPackage * kThreadsPerCore;
   REQUIRE(topology.threads().size() == kPackages * cpus_per_package);
   CHECK(topology.packages() == range(0, kPackages));
-  CHECK(topology.description() ==
-        std::to_string(kPackages) + " packages, " + std::to_string(kPackages * kCoresPerPackage) +
-            " cores, " + std::to_string(kPackages * cpus_per_package) + " CPUs (" +
-            config.to_string() + ")");
+  CHECK(topology.description() == std::to_string(kPackages) + " packages, " +
+                                      std::to_string(kPackages * kCoresPerPackage) + " cores, " +
+                                      std::to_string(kPackages * cpus_per_package) + " CPUs (" +
+                                      config.to_string() + ")");
 
   for (unsigned package = 0; package < kPackages; ++package) {
     CHECK(topology.cpus_of_package(package) == range(package * cpus_per_package, cpus_per_package));
@@ -381,9 +377,9 @@ TEST_CASE("the topology collector exports every CPU and each of its caches", "[t
     REQUIRE(test::find_samples(samples, "hwperf_cpu_cache_size_bytes", labels).size() == 1);
     CHECK(test::find_samples(samples, "hwperf_cpu_cache_size_bytes", labels).front().value ==
           static_cast<double>(spec.size));
-    CHECK(test::find_samples(samples, "hwperf_cpu_cache_associativity_ways", labels)
-              .front()
-              .value == spec.ways);
+    CHECK(
+        test::find_samples(samples, "hwperf_cpu_cache_associativity_ways", labels).front().value ==
+        spec.ways);
     const double sharing = std::string(spec.label) == "L3"
                                ? fixture::kCoresPerPackage * fixture::kThreadsPerCore
                                : fixture::kThreadsPerCore;
@@ -409,9 +405,9 @@ TEST_CASE("the topology collector leaves out what the machine does not know", "[
   constexpr unsigned kLine = 64;
   const std::vector<HardwareThread> threads = {{0, 0, 0, -1}, {1, 1, 0, -1}};
   const std::vector<Cache> caches = {
-      {1, CacheType::data, kSize, kLine, -1, {0}},        // fully associative: size / line ways
-      {1, CacheType::instruction, kSize, 0, -1, {0}},     // fully associative, line unknown
-      {2, CacheType::unified, 0, kLine, 0, {0, 1}},       // size and ways unknown
+      {1, CacheType::data, kSize, kLine, -1, {0}},     // fully associative: size / line ways
+      {1, CacheType::instruction, kSize, 0, -1, {0}},  // fully associative, line unknown
+      {2, CacheType::unified, 0, kLine, 0, {0, 1}},    // size and ways unknown
   };
   const Topology topology(threads, caches, "hand-built");
   const auto collector = make_topology_collector(topology);
@@ -429,8 +425,8 @@ TEST_CASE("the topology collector leaves out what the machine does not know", "[
   CHECK(ways(0, "L1d").front().value == static_cast<double>(kSize / kLine));
   CHECK(ways(0, "L1i").empty());
   CHECK(ways(1, "L2").empty());
-  CHECK(test::find_samples(samples, "hwperf_cpu_cache_line_size_bytes", cpu_cache(0, "L1i"))
-            .empty());
+  CHECK(
+      test::find_samples(samples, "hwperf_cpu_cache_line_size_bytes", cpu_cache(0, "L1i")).empty());
   CHECK(test::find_samples(samples, "hwperf_cpu_cache_size_bytes", cpu_cache(1, "L2")).empty());
   CHECK(test::find_samples(samples, "hwperf_cpu_cache_line_size_bytes", cpu_cache(1, "L2"))
             .front()
@@ -536,8 +532,10 @@ TEST_CASE("cpuinfo gives the first processor's vendor, family and model", "[topo
   CHECK_FALSE(parse_cpuinfo(""));
 }
 
-TEST_CASE("the topology carries the CPU identity read under --path.procfs, whatever describes "
-          "its shape", "[topology]") {
+TEST_CASE(
+    "the topology carries the CPU identity read under --path.procfs, whatever describes "
+    "its shape",
+    "[topology]") {
   for (const auto& [vendor, family, model] :
        {std::tuple<std::string, unsigned, unsigned>{"AuthenticAMD", 0x1A, 0x11},
         {"GenuineIntel", 6, 0xCF}}) {

@@ -81,8 +81,10 @@ TEST_CASE("verdicts are cached: the same credentials run bcrypt once, right or w
   CHECK(auth.bcrypt_runs() == 7);
 }
 
-TEST_CASE("hashes that can never match, or that cost too much here, are startup errors naming "
-          "the user", "[web_config]") {
+TEST_CASE(
+    "hashes that can never match, or that cost too much here, are startup errors naming "
+    "the user",
+    "[web_config]") {
   const std::string good = bcrypt_hash("pw", 4);
   // A cost above what one check may take on any machine this runs on (cost 31 is 2^27 times
   // cost 4: hours).
@@ -97,10 +99,9 @@ TEST_CASE("hashes that can never match, or that cost too much here, are startup 
   REQUIRE(problems.size() == 1);
   CHECK_THAT(problems.front(), Catch::StartsWith("basic_auth_users.alice: bcrypt cost 31") &&
                                    Catch::Contains("htpasswd -nBC"));
-  for (const std::string& never : {std::string("$2b$03$") + good.substr(7),
-                                   std::string("$2b$32$") + good.substr(7),
-                                   std::string("$2b$99$") + good.substr(7),
-                                   good.substr(0, 20) + "!" + good.substr(21)}) {
+  for (const std::string& never :
+       {std::string("$2b$03$") + good.substr(7), std::string("$2b$32$") + good.substr(7),
+        std::string("$2b$99$") + good.substr(7), good.substr(0, 20) + "!" + good.substr(21)}) {
     CAPTURE(never);
     CHECK_FALSE(is_bcrypt_hash(never));
     CHECK_THROWS_AS(BasicAuth({{"bob", never}}), ConfigError);
@@ -122,7 +123,8 @@ TEST_CASE("a web config file is read with relative paths from its folder", "[web
                               "  client_auth_type: RequireAndVerifyClientCert\n"
                               "  min_version: TLS13\n"
                               "basic_auth_users:\n"
-                              "  alice: " + hash + "\n");
+                              "  alice: " +
+                                  hash + "\n");
   const WebConfigFile config = load_web_config(path.string());
   REQUIRE(config.tls.has_value());
   CHECK(config.tls->cert_file == (dir.path() / "tls/server.crt").string());
@@ -133,9 +135,10 @@ TEST_CASE("a web config file is read with relative paths from its folder", "[web
   CHECK(config.basic_auth_users.at("alice") == hash);
 }
 
-TEST_CASE("every exporter-toolkit setting is read: inline PEM, versions, suites, curves, SANs, "
-          "headers, rate limit",
-          "[web_config]") {
+TEST_CASE(
+    "every exporter-toolkit setting is read: inline PEM, versions, suites, curves, SANs, "
+    "headers, rate limit",
+    "[web_config]") {
   test::TempDir dir;
   dir.write("ca.crt", "ca\n");
   const auto path = dir.write("web.yml",
@@ -199,7 +202,8 @@ TEST_CASE("exporter-toolkit settings that contradict each other or cannot be hon
           "unknown name \"CurveP224\""},
       Row{"http_server_config:\n  headers:\n    Server: hwperf\n", "\"Server\" cannot be set"},
       Row{"rate_limit:\n  interval: 1\n  burst: 5\n", "rate_limit.interval: expected a duration"},
-      Row{"rate_limit:\n  interval: 1s\n  burst: 0\n", "rate_limit.burst: expected a whole number"});
+      Row{"rate_limit:\n  interval: 1s\n  burst: 0\n",
+          "rate_limit.burst: expected a whole number"});
   CAPTURE(row.yaml);
   const auto problems = problems_loading(dir.write("web.yml", row.yaml).string());
   REQUIRE(problems.size() == 1);
@@ -245,7 +249,8 @@ TEST_CASE("a web config path that is not a small regular file is refused", "[web
   CHECK_THAT(problems_loading((dir.path() / "absent.yml").string()).at(0),
              Catch::Contains("regular file"));
   // Found by fuzzing: a complex key ("? ...") used to escape as a YAML exception.
-  const auto complex_key = dir.write("complex.yml", "? [a, b]\n: 1\nbasic_auth_users:\n  ? [c]\n  : x\n");
+  const auto complex_key =
+      dir.write("complex.yml", "? [a, b]\n: 1\nbasic_auth_users:\n  ? [c]\n  : x\n");
   const auto complex_problems = problems_loading(complex_key.string());
   REQUIRE(complex_problems.size() == 2);
   CHECK_THAT(complex_problems[0], Catch::StartsWith(complex_key.string() + ":1:3: "));
