@@ -23,6 +23,16 @@ std::string SourceMark::to_string() const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
+std::string telemetry_path_problem(const std::string& path) {
+  if (path.empty() || path.front() != '/') return "expected a path starting with /";
+  if (path == "/" || path == "/-/healthy") {
+    return "\"" + path + "\" is where the exporter serves its " +
+           (path == "/" ? "landing page" : "liveness answer") +
+           ", so the metrics could not be reached; choose another path such as /metrics";
+  }
+  return "";
+}
+
 std::string TopologyConfig::to_string() const {
   switch (kind) {
     case Kind::system: return "system";

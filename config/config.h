@@ -32,6 +32,11 @@ struct WebConfig {
   std::string telemetry_path = "/metrics";
 };
 
+// What is wrong with a telemetry path, or "" when nothing is: it must start with /, and it must
+// not be a path the exporter serves something else at (/-/healthy, the landing page /), or the
+// metrics could not be reached. The one check behind web.telemetry_path and the flag.
+std::string telemetry_path_problem(const std::string& path);
+
 struct PathsConfig {
   std::string sysfs = "/sys";
   std::string procfs = "/proc";

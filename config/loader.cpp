@@ -275,9 +275,9 @@ Section schema(Problems& problems, Config& config) {
                {"telemetry_path",
                 [&problems, &web](const YAML::Node& node) {
                   read_nonempty_string(problems, "web.telemetry_path", web.telemetry_path)(node);
-                  if (web.telemetry_path.front() != '/') {
-                    problems.add(problems.at(node),
-                                 "web.telemetry_path: expected a path starting with /");
+                  if (const auto problem = telemetry_path_problem(web.telemetry_path);
+                      !web.telemetry_path.empty() && !problem.empty()) {
+                    problems.add(problems.at(node), "web.telemetry_path: " + problem);
                   }
                 },
                 dump_value(web.telemetry_path)}}),

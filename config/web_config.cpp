@@ -169,8 +169,21 @@ void read_http_server(Problems& problems, const YAML::Node& node, WebConfigFile&
               }
               std::string value;
               read_nonempty_string(problems, path + ".headers." + name, value)(entry.second);
-              if (value.find_first_of("\r\n") != std::string::npos) {
-                problems.add(entry.second.Mark(), path + ".headers." + name + ": one line only");
+              // Control characters (NUL, CR, LF, ...) would break the response for every client.
+              if (std::any_of(value.begin(), value.end(), [](char c) {
+                    return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f;
+                  })) {
+                problems.add(entry.second.Mark(), path + ".headers." + name +
+                                                      ": one line of printable text only (no "
+                                                      "control characters)");
+                continue;
+              }
+              const bool repeated =
+                  std::any_of(config.http.headers.begin(), config.http.headers.end(),
+                              [&](const auto& header) { return header.first == name; });
+              if (repeated) {
+                problems.add(entry.first.Mark(), path + ".headers: \"" + name +
+                                                     "\" is set twice; which value would hold?");
                 continue;
               }
               if (!value.empty()) config.http.headers.emplace_back(name, value);
@@ -229,7 +242,10 @@ void read_users(Problems& problems, const YAML::Node& node, WebConfigFile& confi
                                             "60 characters, cost NN from 04 to 31; htpasswd -nBC "
                                             "10 USER makes one)");
     }
-    config.basic_auth_users[user] = hash;
+    if (!config.basic_auth_users.emplace(user, hash).second) {
+      problems.add(entry.first.Mark(), "basic_auth_users: user \"" + user +
+                                           "\" is listed twice; which hash would hold?");
+    }
   }
 }
 

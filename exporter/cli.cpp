@@ -132,8 +132,8 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
       else if (arg == "--web.listen-address")
         options.listen_address = value;
       else if (arg == "--web.telemetry-path") {
-        if (value->empty() || value->front() != '/') {
-          problems.push_back(arg + "=" + *value + ": expected a path starting with /");
+        if (const auto problem = telemetry_path_problem(*value); !problem.empty()) {
+          problems.push_back(arg + "=" + *value + ": " + problem);
         }
         options.telemetry_path = value;
       } else if (arg == "--path.sysfs")

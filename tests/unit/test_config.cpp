@@ -140,6 +140,9 @@ TEST_CASE("bad configuration files name file, line and column", "[config]") {
        "\"lstopo\""},
       {"web:\n  telemetry_path: metrics\n",
        "bad.yml:2:19: web.telemetry_path: expected a path starting with /"},
+      {"web:\n  telemetry_path: /-/healthy\n",
+       "bad.yml:2:19: web.telemetry_path: \"/-/healthy\" is where the exporter serves its liveness "
+       "answer, so the metrics could not be reached; choose another path such as /metrics"},
       {"web: [1, 2]\n", "bad.yml:1:6: web: expected a mapping"},
       {"web:\n  listen_address: \":1\"\n  listen_address: \":2\"\n",
        "bad.yml:3:3: duplicate key \"listen_address\" in web"},

@@ -202,8 +202,17 @@ TEST_CASE("exporter-toolkit settings that contradict each other or cannot be hon
           "unknown name \"CurveP224\""},
       Row{"http_server_config:\n  headers:\n    Server: hwperf\n", "\"Server\" cannot be set"},
       Row{"rate_limit:\n  interval: 1\n  burst: 5\n", "rate_limit.interval: expected a duration"},
-      Row{"rate_limit:\n  interval: 1s\n  burst: 0\n",
-          "rate_limit.burst: expected a whole number"});
+      Row{"rate_limit:\n  interval: 1s\n  burst: 0\n", "rate_limit.burst: expected a whole number"},
+      Row{"basic_auth_users:\n  u: \"" + bcrypt_hash("a", 4) + "\"\n  u: \"" + bcrypt_hash("b", 4) +
+              "\"\n",
+          "user \"u\" is listed twice"},
+      Row{"http_server_config:\n  headers:\n    X-Frame-Options: \"deny\\x01\"\n",
+          "no control characters"},
+      Row{"http_server_config:\n  headers:\n    X-Frame-Options: \"deny\\0x\"\n",
+          "no control characters"},
+      Row{"http_server_config:\n  headers:\n    X-Frame-Options: deny\n    X-Frame-Options: "
+          "sameorigin\n",
+          "\"X-Frame-Options\" is set twice"});
   CAPTURE(row.yaml);
   const auto problems = problems_loading(dir.write("web.yml", row.yaml).string());
   REQUIRE(problems.size() == 1);
