@@ -1,8 +1,13 @@
 // collectors/cgroup: where perf_event looks (cgroups + mountinfo) and container identity from paths.
 #include "tests/catch.hpp"
 
-#include <string>
+#include <unistd.h>
 
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "collectors/cgroup/discovery.h"
 #include "collectors/cgroup/hierarchy.h"
 #include "collectors/cgroup/identity.h"
 
@@ -87,4 +92,30 @@ TEST_CASE("container identity from cgroup paths", "[cgroup]") {
   CHECK(got.container_id == row.container_id);
   CHECK(got.pod_uid == row.pod_uid);
   CHECK(got.cgroup == row.path.substr(1));
+}
+
+TEST_CASE("discovery takes leaf container scopes and services, under a cap", "[cgroup]") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("hwperf-cgroup-fixture-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const std::string a(64, 'a'), b(64, 'b');
+  const std::vector<std::string> dirs = {
+      "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1_2.slice/cri-containerd-" + a + ".scope",
+      "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1_2.slice/crio-conmon-" + a + ".scope",
+      "system.slice/docker-" + b + ".scope",
+      "system.slice/ssh.service",
+      "system.slice/parent.service/child",  // parent.service is not a leaf; child is not eligible
+      "user.slice/user-1000.slice"};
+  for (const auto& d : dirs) fs::create_directories(root / d);
+  const auto all = scan_leaf_cgroups(root, 100);
+  std::vector<std::string> got;
+  for (const auto& t : all.targets) got.push_back(t.cgroup);
+  const std::vector<std::string> want = {dirs[0], dirs[2], dirs[3]};
+  CHECK(got == want);
+  CHECK(all.left_out_over_cap == 0);
+  const auto capped = scan_leaf_cgroups(root, 1);
+  REQUIRE(capped.targets.size() == 1);
+  CHECK(capped.targets[0].cgroup == dirs[0]);
+  CHECK(capped.left_out_over_cap == 2);
+  fs::remove_all(root);
 }
