@@ -1,0 +1,121 @@
+// collectors/cgroup: where perf_event looks (cgroups + mountinfo) and container identity from paths.
+#include "tests/catch.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "collectors/cgroup/discovery.h"
+#include "collectors/cgroup/hierarchy.h"
+#include "collectors/cgroup/identity.h"
+
+using namespace hwperf::collectors;
+using Kind = PerfEventHierarchy::Kind;
+
+namespace {
+const char* cgroups_v2 =
+    "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t0\t80\t1\nperf_event\t0\t80\t1\n";
+const char* cgroups_v1 =
+    "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\nperf_event\t7\t1\t1\n";
+const char* cgroups_disabled = "#subsys_name\thierarchy\tnum_cgroups\tenabled\nperf_event\t0\t1\t0\n";
+const char* cgroups_without = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t0\t1\t1\n";
+const char* mi_pure_v2 =
+    "22 1 0:21 / /sys rw,nosuid - sysfs sysfs rw\n"
+    "30 22 0:26 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n";
+// This machine (Linux 6.18, hybrid): tmpfs at /sys/fs/cgroup, v1 controllers, cgroup2 in unified/.
+const char* mi_hybrid =
+    "30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "39 30 0:36 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
+    "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+const char* mi_v1_perf =
+    "30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime shared:3 - cgroup cgroup rw,cpu\n"
+    "41 30 0:38 / /sys/fs/cgroup/perf\\040event rw,relatime - cgroup cgroup rw,perf_event\n";
+const char* mi_none = "22 1 0:21 / /sys rw,nosuid - sysfs sysfs rw\n";
+}  // namespace
+
+TEST_CASE("perf_event hierarchy detection from cgroups and mountinfo", "[cgroup]") {
+  struct Row { const char* name; const char* cgroups; const char* mountinfo; Kind kind; std::string mount; std::string message_has; };
+  const auto row = GENERATE(
+      Row{"pure v2", cgroups_v2, mi_pure_v2, Kind::v2, "/sys/fs/cgroup", ""},
+      Row{"hybrid, perf_event on v2", cgroups_v2, mi_hybrid, Kind::v2, "/sys/fs/cgroup/unified", ""},
+      Row{"v1 with perf_event mounted", cgroups_v1, mi_v1_perf, Kind::v1, "/sys/fs/cgroup/perf event", ""},
+      Row{"v2 bound, no cgroup fs", cgroups_v2, mi_none, Kind::none, "", "no cgroup2 filesystem"},
+      Row{"v1 bound, not mounted", cgroups_v1, mi_hybrid, Kind::none, "", "hierarchy 7"},
+      Row{"controller disabled", cgroups_disabled, mi_pure_v2, Kind::none, "", "enabled=0"},
+      Row{"no controller", cgroups_without, mi_pure_v2, Kind::none, "", "CONFIG_CGROUP_PERF"});
+  INFO(row.name);
+  const auto h = detect_perf_event_hierarchy(row.cgroups, row.mountinfo);
+  CHECK(h.kind == row.kind);
+  CHECK(h.mount_point == row.mount);
+  if (row.message_has.empty()) CHECK(h.message.empty());
+  else CHECK(h.message.find(row.message_has) != std::string::npos);
+}
+
+TEST_CASE("perf_event hierarchy reader reports an unreadable procfs", "[cgroup]") {
+  const auto h = read_perf_event_hierarchy("/nonexistent-procfs");
+  CHECK(h.kind == Kind::none);
+  CHECK(h.message.find("/nonexistent-procfs/cgroups") != std::string::npos);
+  CHECK(h.message.find("--path.procfs") != std::string::npos);
+}
+
+TEST_CASE("container identity from cgroup paths", "[cgroup]") {
+  const std::string id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  const std::string uid = "5d3e4f2a-1b2c-4d5e-8f90-123456789abc";
+  std::string uid_ = uid;
+  for (auto& c : uid_) if (c == '-') c = '_';
+  struct Row { std::string path, container_id, pod_uid; };
+  const auto row = GENERATE_COPY(
+      Row{"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uid_ +
+              ".slice/cri-containerd-" + id + ".scope", "containerd://" + id, uid},
+      Row{"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + uid_ +
+              ".slice/crio-" + id + ".scope", "cri-o://" + id, uid},
+      Row{"/kubepods.slice/kubepods-pod" + uid_ + ".slice/docker-" + id + ".scope", "docker://" + id, uid},
+      Row{"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uid_ +
+              ".slice/crio-conmon-" + id + ".scope", "", uid},
+      Row{"/kubepods/burstable/pod" + uid + "/" + id, id, uid},
+      Row{"/kubepods/pod" + uid + "/" + id, id, uid},
+      Row{"/system.slice/docker-" + id + ".scope", "docker://" + id, ""},
+      Row{"/docker/" + id, "docker://" + id, ""},
+      Row{"/machine.slice/libpod-" + id + ".scope", "podman://" + id, ""},
+      Row{"/machine.slice/libpod-conmon-" + id + ".scope", "", ""},
+      Row{"/libpod_parent/libpod-" + id, "podman://" + id, ""},
+      Row{"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + id + ".scope",
+          "podman://" + id, ""},
+      Row{"/system.slice/ssh.service", "", ""},
+      Row{"/", "", ""});
+  INFO(row.path);
+  const auto got = identify_cgroup(row.path);
+  CHECK(got.container_id == row.container_id);
+  CHECK(got.pod_uid == row.pod_uid);
+  CHECK(got.cgroup == row.path.substr(1));
+}
+
+TEST_CASE("discovery takes leaf container scopes and services, under a cap", "[cgroup]") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("hwperf-cgroup-fixture-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const std::string a(64, 'a'), b(64, 'b');
+  const std::vector<std::string> dirs = {
+      "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1_2.slice/cri-containerd-" + a + ".scope",
+      "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1_2.slice/crio-conmon-" + a + ".scope",
+      "system.slice/docker-" + b + ".scope",
+      "system.slice/ssh.service",
+      "system.slice/parent.service/child",  // parent.service is not a leaf; child is not eligible
+      "user.slice/user-1000.slice"};
+  for (const auto& d : dirs) fs::create_directories(root / d);
+  const auto all = scan_leaf_cgroups(root, 100);
+  std::vector<std::string> got;
+  for (const auto& t : all.targets) got.push_back(t.cgroup);
+  const std::vector<std::string> want = {dirs[0], dirs[2], dirs[3]};
+  CHECK(got == want);
+  CHECK(all.left_out_over_cap == 0);
+  const auto capped = scan_leaf_cgroups(root, 1);
+  REQUIRE(capped.targets.size() == 1);
+  CHECK(capped.targets[0].cgroup == dirs[0]);
+  CHECK(capped.left_out_over_cap == 2);
+  fs::remove_all(root);
+}
