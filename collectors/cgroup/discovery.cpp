@@ -4,13 +4,12 @@
 #include <string>
 #include <system_error>
 
-namespace hwperf::collectors {
+namespace hwperf::cgroup {
 namespace {
 
 bool eligible(const CgroupIdentity& id) {
   const auto& c = id.cgroup;
-  return !id.container_id.empty() ||
-         (c.size() > 8 && c.compare(c.size() - 8, 8, ".service") == 0);
+  return !id.container_id.empty() || (c.size() > 8 && c.compare(c.size() - 8, 8, ".service") == 0);
 }
 
 void walk(const std::filesystem::path& root, const std::filesystem::path& dir,
@@ -43,4 +42,4 @@ CgroupScan scan_leaf_cgroups(const std::filesystem::path& root, std::size_t max_
   return scan;
 }
 
-}  // namespace hwperf::collectors
+}  // namespace hwperf::cgroup

@@ -8,7 +8,7 @@
 
 #include "collectors/cgroup/identity.h"
 
-namespace hwperf::collectors {
+namespace hwperf::cgroup {
 
 struct CgroupScan {
   // Sorted by cgroup path; at most max_cgroups of them.
@@ -22,4 +22,4 @@ struct CgroupScan {
 // opening a parent and its child would count twice. A directory vanishing mid-walk is skipped.
 CgroupScan scan_leaf_cgroups(const std::filesystem::path& root, std::size_t max_cgroups);
 
-}  // namespace hwperf::collectors
+}  // namespace hwperf::cgroup

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <vector>
 
-namespace hwperf::collectors {
+namespace hwperf::cgroup {
 namespace {
 
 std::vector<std::string> split_ws(const std::string& line) {
@@ -19,10 +19,10 @@ std::vector<std::string> split_ws(const std::string& line) {
 std::string unescape_octal(const std::string& s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() &&
-        s[i + 1] >= '0' && s[i + 1] <= '7' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
-        s[i + 3] >= '0' && s[i + 3] <= '7') {
-      out.push_back(static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '7' && s[i + 2] >= '0' &&
+        s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+      out.push_back(
+          static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0')));
       i += 3;
     } else {
       out.push_back(s[i]);
@@ -43,7 +43,10 @@ std::vector<Mount> parse_mountinfo(std::string_view text) {
     // id parent major:minor root mount_point options [optional...] - fstype source super_options
     std::size_t dash = 0;
     for (std::size_t i = 6; i < fields.size(); ++i)
-      if (fields[i] == "-") { dash = i; break; }
+      if (fields[i] == "-") {
+        dash = i;
+        break;
+      }
     if (dash == 0 || dash + 1 >= fields.size()) continue;
     Mount m;
     m.mount_point = unescape_octal(fields[4]);
@@ -87,14 +90,16 @@ PerfEventHierarchy detect_perf_event_hierarchy(std::string_view proc_cgroups,
   }
   const auto mounts = parse_mountinfo(mountinfo);
   if (hierarchy && !enabled) {
-    h.message = "the perf_event cgroup controller is disabled (cgroups file: enabled=0); "
-                "boot without cgroup_disable=perf_event";
+    h.message =
+        "the perf_event cgroup controller is disabled (cgroups file: enabled=0); "
+        "boot without cgroup_disable=perf_event";
     return h;
   }
   // On a kernel without CONFIG_CGROUP_PERF perf_event is absent from /proc/cgroups.
   if (!hierarchy) {
-    h.message = "the kernel has no perf_event cgroup controller (not listed in the cgroups file); "
-                "per-cgroup counting needs CONFIG_CGROUP_PERF";
+    h.message =
+        "the kernel has no perf_event cgroup controller (not listed in the cgroups file); "
+        "per-cgroup counting needs CONFIG_CGROUP_PERF";
     return h;
   }
   if (*hierarchy == 0) {
@@ -104,8 +109,9 @@ PerfEventHierarchy detect_perf_event_hierarchy(std::string_view proc_cgroups,
         h.mount_point = m.mount_point;
         return h;
       }
-    h.message = "perf_event is bound to cgroup v2 but no cgroup2 filesystem is mounted "
-                "(mountinfo); mount the host's /sys (with /sys/fs/cgroup) read-only into the container";
+    h.message =
+        "perf_event is bound to cgroup v2 but no cgroup2 filesystem is mounted "
+        "(mountinfo); mount the host's /sys (with /sys/fs/cgroup) read-only into the container";
     return h;
   }
   for (const auto& m : mounts)
@@ -133,4 +139,4 @@ PerfEventHierarchy read_perf_event_hierarchy(const std::filesystem::path& procfs
   return detect_perf_event_hierarchy(cgroups, mountinfo);
 }
 
-}  // namespace hwperf::collectors
+}  // namespace hwperf::cgroup

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace hwperf::collectors {
+namespace hwperf::cgroup {
 
 struct PerfEventHierarchy {
   enum class Kind { v2, v1, none };
@@ -24,4 +24,4 @@ PerfEventHierarchy detect_perf_event_hierarchy(std::string_view proc_cgroups,
 // Reads both files under procfs (Config::paths.procfs); a missing file gives Kind::none.
 PerfEventHierarchy read_perf_event_hierarchy(const std::filesystem::path& procfs);
 
-}  // namespace hwperf::collectors
+}  // namespace hwperf::cgroup

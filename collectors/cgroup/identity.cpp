@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-namespace hwperf::collectors {
+namespace hwperf::cgroup {
 namespace {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
@@ -64,7 +64,9 @@ CgroupIdentity identify_cgroup(std::string_view cgroup_path) {
       if (auto uid = pod_uid_of(c); !uid.empty()) id.pod_uid = std::move(uid);
 
   const auto leaf = parts.back();
-  struct Scheme { std::string_view prefix, scheme; };
+  struct Scheme {
+    std::string_view prefix, scheme;
+  };
   // The conmon scopes of CRI-O and Podman are monitors, not containers: they match nothing here.
   static constexpr Scheme scopes[] = {{"cri-containerd-", "containerd://"},
                                       {"crio-", "cri-o://"},
@@ -77,13 +79,15 @@ CgroupIdentity identify_cgroup(std::string_view cgroup_path) {
     }
   if (parts.size() >= 2 && is_hex_id(leaf)) {
     const auto parent = parts[parts.size() - 2];
-    if (parent == "docker") id.container_id = "docker://" + std::string(leaf);
-    else if (kube && !id.pod_uid.empty()) id.container_id = std::string(leaf);  // runtime unknown
+    if (parent == "docker")
+      id.container_id = "docker://" + std::string(leaf);
+    else if (kube && !id.pod_uid.empty())
+      id.container_id = std::string(leaf);  // runtime unknown
   }
-  if (parts.size() >= 2 && starts_with(leaf, "libpod-") && parts[parts.size() - 2] == "libpod_parent" &&
-      is_hex_id(leaf.substr(7)))
+  if (parts.size() >= 2 && starts_with(leaf, "libpod-") &&
+      parts[parts.size() - 2] == "libpod_parent" && is_hex_id(leaf.substr(7)))
     id.container_id = "podman://" + std::string(leaf.substr(7));
   return id;
 }
 
-}  // namespace hwperf::collectors
+}  // namespace hwperf::cgroup

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace hwperf::collectors {
+namespace hwperf::cgroup {
 
 struct CgroupIdentity {
   // kube-state-metrics spelling: containerd://<id>, cri-o://<id>, docker://<id>; Podman (which
@@ -21,4 +21,4 @@ struct CgroupIdentity {
 
 CgroupIdentity identify_cgroup(std::string_view cgroup_path);
 
-}  // namespace hwperf::collectors
+}  // namespace hwperf::cgroup

@@ -1,4 +1,5 @@
-// collectors/cgroup: where perf_event looks (cgroups + mountinfo) and container identity from paths.
+// collectors/cgroup: where perf_event looks (cgroups + mountinfo) and container identity from
+// paths.
 #include "tests/catch.hpp"
 
 #include <unistd.h>
@@ -11,7 +12,7 @@
 #include "collectors/cgroup/hierarchy.h"
 #include "collectors/cgroup/identity.h"
 
-using namespace hwperf::collectors;
+using namespace hwperf::cgroup;
 using Kind = PerfEventHierarchy::Kind;
 
 namespace {
@@ -19,7 +20,8 @@ const char* cgroups_v2 =
     "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t0\t80\t1\nperf_event\t0\t80\t1\n";
 const char* cgroups_v1 =
     "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t1\t1\t1\nperf_event\t7\t1\t1\n";
-const char* cgroups_disabled = "#subsys_name\thierarchy\tnum_cgroups\tenabled\nperf_event\t0\t1\t0\n";
+const char* cgroups_disabled =
+    "#subsys_name\thierarchy\tnum_cgroups\tenabled\nperf_event\t0\t1\t0\n";
 const char* cgroups_without = "#subsys_name\thierarchy\tnum_cgroups\tenabled\ncpu\t0\t1\t1\n";
 const char* mi_pure_v2 =
     "22 1 0:21 / /sys rw,nosuid - sysfs sysfs rw\n"
@@ -38,11 +40,20 @@ const char* mi_none = "22 1 0:21 / /sys rw,nosuid - sysfs sysfs rw\n";
 }  // namespace
 
 TEST_CASE("perf_event hierarchy detection from cgroups and mountinfo", "[cgroup]") {
-  struct Row { const char* name; const char* cgroups; const char* mountinfo; Kind kind; std::string mount; std::string message_has; };
+  struct Row {
+    const char* name;
+    const char* cgroups;
+    const char* mountinfo;
+    Kind kind;
+    std::string mount;
+    std::string message_has;
+  };
   const auto row = GENERATE(
       Row{"pure v2", cgroups_v2, mi_pure_v2, Kind::v2, "/sys/fs/cgroup", ""},
-      Row{"hybrid, perf_event on v2", cgroups_v2, mi_hybrid, Kind::v2, "/sys/fs/cgroup/unified", ""},
-      Row{"v1 with perf_event mounted", cgroups_v1, mi_v1_perf, Kind::v1, "/sys/fs/cgroup/perf event", ""},
+      Row{"hybrid, perf_event on v2", cgroups_v2, mi_hybrid, Kind::v2, "/sys/fs/cgroup/unified",
+          ""},
+      Row{"v1 with perf_event mounted", cgroups_v1, mi_v1_perf, Kind::v1,
+          "/sys/fs/cgroup/perf event", ""},
       Row{"v2 bound, no cgroup fs", cgroups_v2, mi_none, Kind::none, "", "no cgroup2 filesystem"},
       Row{"v1 bound, not mounted", cgroups_v1, mi_hybrid, Kind::none, "", "hierarchy 7"},
       Row{"controller disabled", cgroups_disabled, mi_pure_v2, Kind::none, "", "enabled=0"},
@@ -51,8 +62,10 @@ TEST_CASE("perf_event hierarchy detection from cgroups and mountinfo", "[cgroup]
   const auto h = detect_perf_event_hierarchy(row.cgroups, row.mountinfo);
   CHECK(h.kind == row.kind);
   CHECK(h.mount_point == row.mount);
-  if (row.message_has.empty()) CHECK(h.message.empty());
-  else CHECK(h.message.find(row.message_has) != std::string::npos);
+  if (row.message_has.empty())
+    CHECK(h.message.empty());
+  else
+    CHECK(h.message.find(row.message_has) != std::string::npos);
 }
 
 TEST_CASE("perf_event hierarchy reader reports an unreadable procfs", "[cgroup]") {
@@ -66,16 +79,23 @@ TEST_CASE("container identity from cgroup paths", "[cgroup]") {
   const std::string id = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
   const std::string uid = "5d3e4f2a-1b2c-4d5e-8f90-123456789abc";
   std::string uid_ = uid;
-  for (auto& c : uid_) if (c == '-') c = '_';
-  struct Row { std::string path, container_id, pod_uid; };
+  for (auto& c : uid_)
+    if (c == '-') c = '_';
+  struct Row {
+    std::string path, container_id, pod_uid;
+  };
   const auto row = GENERATE_COPY(
       Row{"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uid_ +
-              ".slice/cri-containerd-" + id + ".scope", "containerd://" + id, uid},
+              ".slice/cri-containerd-" + id + ".scope",
+          "containerd://" + id, uid},
       Row{"/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + uid_ +
-              ".slice/crio-" + id + ".scope", "cri-o://" + id, uid},
-      Row{"/kubepods.slice/kubepods-pod" + uid_ + ".slice/docker-" + id + ".scope", "docker://" + id, uid},
+              ".slice/crio-" + id + ".scope",
+          "cri-o://" + id, uid},
+      Row{"/kubepods.slice/kubepods-pod" + uid_ + ".slice/docker-" + id + ".scope",
+          "docker://" + id, uid},
       Row{"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uid_ +
-              ".slice/crio-conmon-" + id + ".scope", "", uid},
+              ".slice/crio-conmon-" + id + ".scope",
+          "", uid},
       Row{"/kubepods/burstable/pod" + uid + "/" + id, id, uid},
       Row{"/kubepods/pod" + uid + "/" + id, id, uid},
       Row{"/system.slice/docker-" + id + ".scope", "docker://" + id, ""},
@@ -85,8 +105,7 @@ TEST_CASE("container identity from cgroup paths", "[cgroup]") {
       Row{"/libpod_parent/libpod-" + id, "podman://" + id, ""},
       Row{"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + id + ".scope",
           "podman://" + id, ""},
-      Row{"/system.slice/ssh.service", "", ""},
-      Row{"/", "", ""});
+      Row{"/system.slice/ssh.service", "", ""}, Row{"/", "", ""});
   INFO(row.path);
   const auto got = identify_cgroup(row.path);
   CHECK(got.container_id == row.container_id);
@@ -96,12 +115,15 @@ TEST_CASE("container identity from cgroup paths", "[cgroup]") {
 
 TEST_CASE("discovery takes leaf container scopes and services, under a cap", "[cgroup]") {
   namespace fs = std::filesystem;
-  const fs::path root = fs::temp_directory_path() / ("hwperf-cgroup-fixture-" + std::to_string(::getpid()));
+  const fs::path root =
+      fs::temp_directory_path() / ("hwperf-cgroup-fixture-" + std::to_string(::getpid()));
   fs::remove_all(root);
   const std::string a(64, 'a'), b(64, 'b');
   const std::vector<std::string> dirs = {
-      "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1_2.slice/cri-containerd-" + a + ".scope",
-      "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1_2.slice/crio-conmon-" + a + ".scope",
+      "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1_2.slice/cri-containerd-" +
+          a + ".scope",
+      "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1_2.slice/crio-conmon-" + a +
+          ".scope",
       "system.slice/docker-" + b + ".scope",
       "system.slice/ssh.service",
       "system.slice/parent.service/child",  // parent.service is not a leaf; child is not eligible
