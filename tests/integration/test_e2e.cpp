@@ -299,8 +299,10 @@ TEST_CASE("a real Prometheus server scrapes the exporter", "[e2e][prometheus]") 
   CHECK_THAT(targets, Catch::Contains("\"lastError\":\"\""));
 }
 
-TEST_CASE("SIGTERM stops within a second with PAPI counting and an idle keep-alive connection",
-          "[e2e]") {
+TEST_CASE(
+    "SIGTERM stops within the keep-alive timeout with PAPI counting and an idle keep-alive "
+    "connection",
+    "[e2e]") {
   // The default configuration: PAPI counting on every CPU (owner threads on this VM).
   test::RunningExporter exporter({});
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -327,7 +329,10 @@ TEST_CASE("SIGTERM stops within a second with PAPI counting and an idle keep-ali
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
   ::close(fd);
   CAPTURE(took.count());
-  CHECK(took.count() < 1.0);
+  // CivetWeb lets the idle connection's worker finish its keep-alive wait (1 s by default, 0.8 s
+  // of it left here); a hang would be far longer. The margin holds on a loaded machine under
+  // sanitizers, where a clean clone once took 1.007 s.
+  CHECK(took.count() < 2.0 * HWPERF_SLOWDOWN);
 }
 
 TEST_CASE("the HTTP limit flags reach the server", "[e2e][http]") {
