@@ -2,6 +2,7 @@
 
 #include "collectors/build_info.h"
 #include "collectors/papi/papi_registration.h"
+#include "collectors/process/process_registration.h"
 #include "collectors/rapl/rapl_registration.h"
 #include "collectors/topology/topology_registration.h"
 
@@ -14,6 +15,7 @@ const std::vector<const CollectorEntry*>& collector_registry() {
       &topology_collector_entry(),
       &papi_collector_entry(),
       &rapl_collector_entry(),
+      &process_collector_entry(),
   };
   return entries;
 }

@@ -138,10 +138,44 @@ struct RaplCollectorConfig {
   double wrap_guard_interval_seconds = 0;
 };
 
+// One process target: a name (its `target` label) and exactly one way of finding its processes.
+struct ProcessTargetConfig {
+  enum class Selector { pid, pidfile, match, command };
+  std::string name;
+  Selector selector = Selector::pid;
+  long pid = 0;         // Selector::pid, and Selector::command once started
+  std::string pidfile;  // Selector::pidfile: read again whenever its process is gone
+  // Selector::match: regular expressions (ECMAScript, searched anywhere in the text) on
+  // /proc/PID/comm, the executable's path and the command line (arguments joined by spaces);
+  // every one given must match. "" = not given.
+  std::string comm;
+  std::string exe;
+  std::string cmdline;
+  SourceMark mark;
+};
+
+// Minimum and maximum of collectors.process.rescan_interval_seconds: faster would spend the CPU
+// being measured on reading /proc; slower leaves new processes uncounted for a minute.
+inline constexpr double kMinRescanIntervalSeconds = 0.1;
+inline constexpr double kMaxRescanIntervalSeconds = 60;
+
+struct ProcessCollectorConfig {
+  bool enabled = true;  // and only built when there are targets
+  // The same vocabulary as the PAPI collector. Empty = the default set, best effort.
+  std::vector<PapiEventConfig> events;
+  bool events_given = false;
+  CountingDomain domain = CountingDomain::all;
+  // Each thread counted on each CPU, so counts carry the CPU's topology labels.
+  bool per_cpu = false;
+  double rescan_interval_seconds = 1;
+  std::vector<ProcessTargetConfig> targets;
+};
+
 struct CollectorsConfig {
   TopologyCollectorConfig topology;
   PapiCollectorConfig papi;
   RaplCollectorConfig rapl;
+  ProcessCollectorConfig process;
 };
 
 struct Config {

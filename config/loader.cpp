@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -89,10 +90,10 @@ void read_topology_source(Problems& problems, const YAML::Node& node, TopologyCo
   }
 }
 
-void read_papi_events(Problems& problems, const YAML::Node& node, PapiCollectorConfig& out) {
-  const std::string path = "collectors.papi.events";
-  out.events_given = true;
-  out.events.clear();
+void read_event_list(Problems& problems, const YAML::Node& node, const std::string& path,
+                     std::vector<PapiEventConfig>& events, bool& events_given) {
+  events_given = true;
+  events.clear();
   if (!node.IsSequence()) {
     problems.add(problems.at(node),
                  path + ": expected a list of event names or {event, metric, help}");
@@ -136,8 +137,12 @@ void read_papi_events(Problems& problems, const YAML::Node& node, PapiCollectorC
       problems.add(item.Mark(), item_path + ".metric: \"" + event.metric +
                                     "\" is not a valid metric name part (use [a-z_][a-z0-9_]*)");
     }
-    if (!event.event.empty()) out.events.push_back(std::move(event));
+    if (!event.event.empty()) events.push_back(std::move(event));
   }
+}
+
+void read_papi_events(Problems& problems, const YAML::Node& node, PapiCollectorConfig& out) {
+  read_event_list(problems, node, "collectors.papi.events", out.events, out.events_given);
 }
 
 void read_cpus(Problems& problems, const YAML::Node& node, CpuSelection& out) {
@@ -178,6 +183,140 @@ void read_rapl_domains(Problems& problems, const YAML::Node& node, RaplCollector
     }
     out.domains.push_back(*domain);
   }
+}
+
+// collectors.process.targets: a list of {name, and one of pid, pidfile, match}.
+void read_process_targets(Problems& problems, const YAML::Node& node,
+                          std::vector<ProcessTargetConfig>& targets) {
+  const std::string path = "collectors.process.targets";
+  const std::string expected = "a list of {name, pid | pidfile | match}";
+  targets.clear();
+  if (!node.IsSequence()) {
+    problems.add(problems.at(node), path + ": expected " + expected);
+    return;
+  }
+  std::set<std::string> names;
+  std::size_t index = 0;
+  for (const auto& item : node) {
+    const std::string item_path = path + "[" + std::to_string(index++) + "]";
+    if (!item.IsMap()) {
+      problems.add(item.Mark(), item_path + ": expected {name, pid | pidfile | match}");
+      continue;
+    }
+    ProcessTargetConfig target;
+    target.mark = problems.where(item.Mark());
+    std::string pid_text;
+    int selectors = 0;
+    Mapping(problems, item_path)
+        .on("name", read_nonempty_string(problems, item_path + ".name", target.name))
+        .on("pid",
+            [&](const YAML::Node& value) {
+              ++selectors;
+              target.selector = ProcessTargetConfig::Selector::pid;
+              read_nonempty_string(problems, item_path + ".pid", pid_text)(value);
+              const auto pid = parse_u64(pid_text);
+              if (!pid_text.empty() && (!pid || *pid == 0 || *pid > 4194304)) {
+                problems.add(problems.at(value), item_path +
+                                                     ".pid: expected a process id (1 to "
+                                                     "4194304, Linux's pid_max), got \"" +
+                                                     pid_text + "\"");
+              } else if (pid) {
+                target.pid = static_cast<long>(*pid);
+              }
+            })
+        .on("pidfile",
+            [&](const YAML::Node& value) {
+              ++selectors;
+              target.selector = ProcessTargetConfig::Selector::pidfile;
+              read_nonempty_string(problems, item_path + ".pidfile", target.pidfile)(value);
+            })
+        .on("match",
+            [&](const YAML::Node& value) {
+              ++selectors;
+              target.selector = ProcessTargetConfig::Selector::match;
+              const std::string match_path = item_path + ".match";
+              std::vector<std::pair<const char*, std::string*>> fields = {
+                  {"comm", &target.comm}, {"exe", &target.exe}, {"cmdline", &target.cmdline}};
+              Mapping mapping(problems, match_path);
+              for (auto& [key, text] : fields) {
+                std::string* out = text;
+                const std::string key_path = match_path + "." + key;
+                mapping.on(key, [&problems, key_path, out](const YAML::Node& regex_node) {
+                  read_nonempty_string(problems, key_path, *out)(regex_node);
+                  try {
+                    std::regex compiled(*out, std::regex::ECMAScript);
+                  } catch (const std::regex_error& e) {
+                    problems.add(problems.at(regex_node), key_path + ": \"" + *out +
+                                                              "\" is not a regular expression (" +
+                                                              e.what() + ")");
+                  }
+                });
+              }
+              if (!value.IsMap()) {
+                problems.add(problems.at(value),
+                             match_path + ": expected a mapping of comm, exe and/or cmdline");
+                return;
+              }
+              mapping.visit(value);
+              if (target.comm.empty() && target.exe.empty() && target.cmdline.empty()) {
+                problems.add(problems.at(value),
+                             match_path + ": give at least one of comm, exe, cmdline");
+              }
+            })
+        .visit(item);
+    if (!item["name"].IsDefined()) {
+      problems.add(item.Mark(), item_path + ": missing required key \"name\"");
+    } else if (!target.name.empty() && !names.insert(target.name).second) {
+      problems.add(item.Mark(),
+                   item_path + ".name: \"" + target.name + "\" names an earlier target too");
+    }
+    if (selectors != 1) {
+      problems.add(item.Mark(), item_path + ": give exactly one of pid, pidfile, match (" +
+                                    std::to_string(selectors) + " given)");
+      continue;
+    }
+    targets.push_back(std::move(target));
+  }
+}
+
+void dump_process_targets(YAML::Emitter& out, const std::vector<ProcessTargetConfig>& targets) {
+  out << YAML::BeginSeq;
+  for (const auto& target : targets) {
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << target.name;
+    switch (target.selector) {
+      case ProcessTargetConfig::Selector::pid:
+      case ProcessTargetConfig::Selector::command:
+        out << YAML::Key << "pid" << YAML::Value << target.pid;
+        break;
+      case ProcessTargetConfig::Selector::pidfile:
+        out << YAML::Key << "pidfile" << YAML::Value << target.pidfile;
+        break;
+      case ProcessTargetConfig::Selector::match:
+        out << YAML::Key << "match" << YAML::Value << YAML::BeginMap;
+        if (!target.comm.empty()) out << YAML::Key << "comm" << YAML::Value << target.comm;
+        if (!target.exe.empty()) out << YAML::Key << "exe" << YAML::Value << target.exe;
+        if (!target.cmdline.empty()) out << YAML::Key << "cmdline" << YAML::Value << target.cmdline;
+        out << YAML::EndMap;
+        break;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+}
+
+void dump_events(YAML::Emitter& out, const std::vector<PapiEventConfig>& events) {
+  out << YAML::BeginSeq;
+  for (const auto& event : events) {
+    if (event.metric.empty() && event.help.empty()) {
+      out << event.event;
+      continue;
+    }
+    out << YAML::BeginMap << YAML::Key << "event" << YAML::Value << event.event;
+    if (!event.metric.empty()) out << YAML::Key << "metric" << YAML::Value << event.metric;
+    if (!event.help.empty()) out << YAML::Key << "help" << YAML::Value << event.help;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
 }
 
 // The schema, written once: each key with how it is read from YAML and how it is dumped. Reading
@@ -264,6 +403,7 @@ Section schema(Problems& problems, Config& config) {
   auto& collectors = config.collectors;
   auto& papi = collectors.papi;
   auto& rapl = collectors.rapl;
+  auto& process = collectors.process;
   return {
       section(problems, "web", "web",
               {{"listen_address",
@@ -315,25 +455,9 @@ Section schema(Problems& problems, Config& config) {
                 bool_key(problems, "multiplex", "collectors.papi.multiplex", papi.multiplex),
                 {"events",
                  [&problems, &papi](const YAML::Node& n) { read_papi_events(problems, n, papi); },
-                 [&papi](YAML::Emitter& out) {
-                   out << YAML::BeginSeq;
-                   for (const auto& event : papi.events) {
-                     if (event.metric.empty() && event.help.empty()) {
-                       out << event.event;
-                       continue;
-                     }
-                     out << YAML::BeginMap << YAML::Key << "event" << YAML::Value << event.event;
-                     if (!event.metric.empty()) {
-                       out << YAML::Key << "metric" << YAML::Value << event.metric;
-                     }
-                     if (!event.help.empty()) {
-                       out << YAML::Key << "help" << YAML::Value << event.help;
-                     }
-                     out << YAML::EndMap;
-                   }
-                   out << YAML::EndSeq;
-                 },
+                 [&papi](YAML::Emitter& out) { dump_events(out, papi.events); },
                  [&papi] { return papi.events_given; }}}),
+
            section(
                problems, "rapl", "collectors.rapl",
                {bool_key(problems, "enabled", "collectors.rapl.enabled", rapl.enabled),
@@ -354,7 +478,38 @@ Section schema(Problems& problems, Config& config) {
                 zero_or_between_key(problems, "wrap_guard_interval_seconds",
                                     "collectors.rapl.wrap_guard_interval_seconds",
                                     rapl.wrap_guard_interval_seconds, kMinWrapGuardIntervalSeconds,
-                                    kMaxWrapGuardIntervalSeconds, "derived", "seconds")})}),
+                                    kMaxWrapGuardIntervalSeconds, "derived", "seconds")}),
+           section(problems, "process", "collectors.process",
+                   {bool_key(problems, "enabled", "collectors.process.enabled", process.enabled),
+                    {"events",
+                     [&problems, &process](const YAML::Node& n) {
+                       read_event_list(problems, n, "collectors.process.events", process.events,
+                                       process.events_given);
+                     },
+                     [&process](YAML::Emitter& out) { dump_events(out, process.events); },
+                     [&process] { return process.events_given; }},
+                    enum_key(problems, "domain", "collectors.process.domain", process.domain,
+                             kCountingDomainNames),
+                    bool_key(problems, "per_cpu", "collectors.process.per_cpu", process.per_cpu),
+                    {"rescan_interval_seconds",
+                     [&problems, &process](const YAML::Node& n) {
+                       const std::string path = "collectors.process.rescan_interval_seconds";
+                       read_non_negative(problems, path, process.rescan_interval_seconds)(n);
+                       if (process.rescan_interval_seconds < kMinRescanIntervalSeconds ||
+                           process.rescan_interval_seconds > kMaxRescanIntervalSeconds) {
+                         problems.add(problems.at(n),
+                                      path + ": expected " +
+                                          format_number(kMinRescanIntervalSeconds) + " to " +
+                                          format_number(kMaxRescanIntervalSeconds) + " seconds");
+                       }
+                     },
+                     dump_value(process.rescan_interval_seconds)},
+                    {"targets",
+                     [&problems, &process](const YAML::Node& n) {
+                       read_process_targets(problems, n, process.targets);
+                     },
+                     [&process](YAML::Emitter& out) { dump_process_targets(out, process.targets); },
+                     [&process] { return !process.targets.empty(); }}})}),
   };
 }
 

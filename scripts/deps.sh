@@ -14,6 +14,11 @@ packages=(
   openssl curl # the HTTPS tests: certificates made per test, and a TLS client
 )
 
+# libpfm4's headers encode perf events for the process targets (collectors/perf). They must match
+# the libpfm4 that is installed: on Debian 12 that is Debian 13's, fetched below with its library.
+. /etc/os-release
+[ "${VERSION_CODENAME:-}" = bookworm ] || packages+=(libpfm4-dev)
+
 # --- Deployment checks (tests/deploy) and the container build; Debian 12 and 13 alike. ---------
 # systemd-analyze verifies the unit; kubectl renders the manifests. kubernetes-client only when no
 # kubectl is installed yet: another package may already own /usr/bin/kubectl, and the two conflict.
@@ -52,9 +57,10 @@ fi
 # Debian 12's own library is kept under $debian12_libpfm_dir for the end-to-end test that shows
 # the exporter still serves when PAPI cannot start.
 debian12_libpfm_dir=/var/cache/hwperf_exporter/libpfm4-debian12
-. /etc/os-release
 if [ "${VERSION_CODENAME:-}" = bookworm ]; then
   if ! dpkg --compare-versions "$(dpkg-query -W -f='${Version}' libpfm4)" gt 4.13.0-1 ||
+     ! dpkg --compare-versions "$(dpkg-query -W -f='${Version}' libpfm4-dev 2>/dev/null || echo 0)" \
+       eq "$(dpkg-query -W -f='${Version}' libpfm4)" ||
      [ ! -e "$debian12_libpfm_dir/libpfm.so.4" ]; then
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
@@ -65,22 +71,25 @@ if [ "${VERSION_CODENAME:-}" = bookworm ]; then
       > "$work/trixie.list"
     echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror bookworm main" \
       > "$work/bookworm.list"
-    fetch_deb() {  # fetch_deb SUITE_LIST: downloads libpfm4 from that suite into $work/debs
+    fetch_deb() {  # fetch_deb SUITE_LIST PACKAGE...: downloads those packages of that suite into $work/debs
       local opts=(-o Dir::Etc::SourceList="$1" -o Dir::Etc::SourceParts=/dev/null
                   -o Dir::State::Lists="$work/lists" -o Dir::Cache::Archives="$work/archives"
                   -o APT::Sandbox::User=root -qq)
       rm -rf "$work/lists"/* && mkdir -p "$work/lists/partial"
       $sudo apt-get "${opts[@]}" update
-      (cd "$work/debs" && $sudo apt-get "${opts[@]}" download libpfm4 >/dev/null)
+      (cd "$work/debs" && $sudo apt-get "${opts[@]}" download "${@:2}" >/dev/null)
     }
-    fetch_deb "$work/bookworm.list"
-    mkdir -p "$work/debian12" && dpkg-deb -x "$work"/debs/libpfm4_*.deb "$work/debian12"
-    $sudo mkdir -p "$debian12_libpfm_dir"
-    $sudo cp -L "$work"/debian12/usr/lib/*/libpfm.so.4 "$debian12_libpfm_dir/"
-    rm -f "$work"/debs/*.deb
-    fetch_deb "$work/trixie.list"
-    $sudo dpkg -i "$work"/debs/libpfm4_*.deb >/dev/null
-    echo "deps.sh: installed Debian 13's libpfm4 $(dpkg-query -W -f='${Version}' libpfm4)" \
+    # Suite-qualified names: the version already installed may be the other suite's.
+    if [ ! -e "$debian12_libpfm_dir/libpfm.so.4" ]; then
+      fetch_deb "$work/bookworm.list" libpfm4/bookworm
+      mkdir -p "$work/debian12" && dpkg-deb -x "$work"/debs/libpfm4_*.deb "$work/debian12"
+      $sudo mkdir -p "$debian12_libpfm_dir"
+      $sudo cp -L "$work"/debian12/usr/lib/*/libpfm.so.4 "$debian12_libpfm_dir/"
+      rm -f "$work"/debs/*.deb
+    fi
+    fetch_deb "$work/trixie.list" libpfm4/trixie libpfm4-dev/trixie
+    $sudo dpkg -i "$work"/debs/libpfm4_*.deb "$work"/debs/libpfm4-dev_*.deb >/dev/null
+    echo "deps.sh: installed Debian 13's libpfm4 and libpfm4-dev $(dpkg-query -W -f='${Version}' libpfm4)" \
          "(Debian 12's does not know Emerald Rapids, Granite Rapids or Zen 5)" >&2
   fi
 fi

@@ -1,5 +1,8 @@
 #include "collectors/rapl/perf_source.h"
 
+#include "collectors/perf/perf_event.h"
+#include "collectors/perf/pmu_sysfs.h"
+
 #include "common/sysctl.h"
 
 #include <linux/perf_event.h>
@@ -19,6 +22,9 @@
 
 namespace hwperf::rapl {
 namespace {
+using perf::parse_perf_event;
+using perf::PerfEventConfig;
+using perf::read_formats;
 namespace fs = std::filesystem;
 
 struct EventName {
@@ -37,11 +43,8 @@ class PerfSource final : public EnergySource {
   RaplInterface interface() const override { return RaplInterface::perf; }
   const std::vector<CounterInfo>& counters() const override { return counters_; }
   OrErrno<std::uint64_t> read(std::size_t index) override {
-    std::uint64_t count = 0;
-    const ssize_t n = ::read(fds_.at(index).get(), &count, sizeof count);
-    if (n < 0) return {0, errno};
-    if (n != static_cast<ssize_t>(sizeof count)) return {0, EIO};
-    return {count, 0};
+    const auto reading = perf::read_counter(fds_.at(index));
+    return {reading.value.value, reading.error};
   }
   void add(CounterInfo info, UniqueFd fd) {
     counters_.push_back(std::move(info));
@@ -53,30 +56,6 @@ class PerfSource final : public EnergySource {
   std::vector<CounterInfo> counters_;
   std::vector<UniqueFd> fds_;
 };
-
-int open_event(std::uint32_t type, const PerfEventConfig& config, unsigned cpu) {
-  perf_event_attr attr{};
-  attr.size = sizeof attr;
-  attr.type = type;
-  attr.config = config.config;
-  attr.config1 = config.config1;
-  attr.config2 = config.config2;
-  // pid -1 with a CPU: a system-wide count of everything on that CPU's package, which is what
-  // the power PMU supports (it rejects per-task events and exclude_* filters).
-  return static_cast<int>(
-      ::syscall(SYS_perf_event_open, &attr, -1, static_cast<int>(cpu), -1, PERF_FLAG_FD_CLOEXEC));
-}
-
-std::map<std::string, std::string> read_formats(const std::string& pmu_dir) {
-  std::map<std::string, std::string> formats;
-  std::error_code ec;
-  for (fs::directory_iterator it(pmu_dir + "/format", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const auto text = read_small_file(it->path().string());
-    if (text.ok()) formats[it->path().filename().string()] = std::string(trim(text.value));
-  }
-  return formats;
-}
 
 // One CPU per package, or per die where the PMU counts per die, taken from the PMU's cpumask
 // where it names one in that die, else the die's first CPU from the topology.
@@ -143,68 +122,6 @@ std::optional<PmuEvent> describe_event(const std::string& pmu_dir, const std::st
 }
 
 }  // namespace
-
-PerfEventConfig parse_perf_event(std::string_view text,
-                                 const std::map<std::string, std::string>& formats) {
-  PerfEventConfig config;
-  text = trim(text);
-  if (text.empty()) throw std::invalid_argument("empty event description");
-  while (!text.empty()) {
-    const auto comma = text.find(',');
-    const std::string_view term = trim(text.substr(0, comma));
-    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
-    if (term.empty()) continue;
-    const auto equals = term.find('=');
-    const std::string name(trim(term.substr(0, equals)));
-    std::uint64_t value = 1;
-    if (equals != std::string_view::npos) {
-      const std::string_view number = trim(term.substr(equals + 1));
-      const bool hex =
-          number.size() > 2 && number[0] == '0' && (number[1] == 'x' || number[1] == 'X');
-      const auto parsed = parse_u64(number, hex ? 16 : 10);
-      if (!parsed) throw std::invalid_argument("term \"" + std::string(term) + "\": not a number");
-      value = *parsed;
-    }
-    const auto format = formats.find(name);
-    if (format == formats.end()) {
-      throw std::invalid_argument("term \"" + name + "\" has no format/" + name + " file");
-    }
-    // "config:0-7,32-35": the value's low bits fill the listed bits in order.
-    const std::string_view spec = format->second;
-    const auto colon = spec.find(':');
-    const std::string_view field = spec.substr(0, colon);
-    std::uint64_t* target = field == "config"    ? &config.config
-                            : field == "config1" ? &config.config1
-                            : field == "config2" ? &config.config2
-                                                 : nullptr;
-    if (target == nullptr || colon == std::string_view::npos) {
-      throw std::invalid_argument("format/" + name + " \"" + std::string(spec) +
-                                  "\" is not understood");
-    }
-    std::string_view ranges = spec.substr(colon + 1);
-    unsigned used = 0;
-    while (!ranges.empty()) {
-      const auto next = ranges.find(',');
-      const std::string_view range = ranges.substr(0, next);
-      ranges = next == std::string_view::npos ? std::string_view{} : ranges.substr(next + 1);
-      const auto dash = range.find('-');
-      const auto low = parse_u64(range.substr(0, dash));
-      const auto high = dash == std::string_view::npos ? low : parse_u64(range.substr(dash + 1));
-      if (!low || !high || *high < *low || *high > 63) {
-        throw std::invalid_argument("format/" + name + " \"" + std::string(spec) +
-                                    "\" is not understood");
-      }
-      for (std::uint64_t bit = *low; bit <= *high; ++bit, ++used) {
-        if (used < 64 && ((value >> used) & 1u) != 0) *target |= std::uint64_t{1} << bit;
-      }
-    }
-    if (used < 64 && (value >> used) != 0) {
-      throw std::invalid_argument("term \"" + std::string(term) + "\" does not fit in " +
-                                  std::to_string(used) + " bits");
-    }
-  }
-  return config;
-}
 
 std::optional<std::uint64_t> counts_per_joule_from_scale(std::string_view scale_text) {
   const std::string text(trim(scale_text));
@@ -299,9 +216,18 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
     // psys is one platform-wide counter; each package's PMU would report the same one.
     if (event.domain == Domain::psys && targets.size() > 1) targets.resize(1);
     for (const CpuTarget& target : targets) {
-      UniqueFd fd(open_event(pmu_type, event.config, target.cpu));
-      if (!fd.valid()) {
-        const int error = errno;
+      perf::EventEncoding encoding;
+      encoding.name = event.name;
+      encoding.type = pmu_type;
+      encoding.config = event.config.config;
+      encoding.config1 = event.config.config1;
+      encoding.config2 = event.config.config2;
+      // pid -1 with a CPU: a system-wide count of everything on that CPU's package, which is what
+      // the power PMU supports (it rejects per-task events and exclude_* filters).
+      auto opened = perf::open_counter(encoding, -1, static_cast<int>(target.cpu));
+      UniqueFd fd = std::move(opened.value);
+      if (!opened.ok()) {
+        const int error = opened.error;
         const std::string what = "perf_event_open(" + event.name + ", cpu " +
                                  std::to_string(target.cpu) + "): " + errno_text(error);
         if (error == EACCES || error == EPERM) {

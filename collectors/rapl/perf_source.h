@@ -10,23 +10,11 @@
 #include <string>
 #include <string_view>
 
+#include "collectors/perf/pmu_sysfs.h"
 #include "collectors/rapl/energy_source.h"
 #include "topology/topology.h"
 
 namespace hwperf::rapl {
-
-struct PerfEventConfig {
-  std::uint64_t config = 0;
-  std::uint64_t config1 = 0;
-  std::uint64_t config2 = 0;
-};
-
-// Parses a sysfs event description ("event=0x02", "event=0x3c,umask=0x1", "any") the way the
-// kernel and perf do: each term goes into the config bits its <pmu>/format/<term> file names
-// ("config:0-7", "config:0-7,32-35", "config1:8"). A term given without a value is 1.
-// `formats` maps term name to that file's text. Throws std::invalid_argument naming the term.
-PerfEventConfig parse_perf_event(std::string_view text,
-                                 const std::map<std::string, std::string>& formats);
 
 // Counts per joule from a .scale file ("2.3283064365386962890625e-10" = 2^-32 J): the reciprocal
 // must be a whole number (all RAPL scales are 2^-n J) so the total stays exact in integers.

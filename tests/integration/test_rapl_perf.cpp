@@ -17,6 +17,7 @@
 
 using namespace hwperf;
 using namespace hwperf::rapl;
+using hwperf::perf::parse_perf_event;
 using namespace hwperf::test::rapl_fixture;
 using hwperf::test::TempDir;
 

@@ -1,0 +1,77 @@
+#include "collectors/perf/pfm_encoder.h"
+
+#include <perfmon/pfmlib_perf_event.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+
+#include "collectors/papi/papi_events.h"
+
+namespace hwperf::perf {
+
+void initialize_pfm() {
+  static std::once_flag once;
+  static int result = PFM_SUCCESS;
+  std::call_once(once, [] { result = pfm_initialize(); });
+  if (result != PFM_SUCCESS) {
+    const char* forced = std::getenv("LIBPFM_FORCE_PMU");
+    throw std::runtime_error(std::string("libpfm4 cannot start: ") + pfm_strerror(result) +
+                             (forced != nullptr
+                                  ? std::string(" (LIBPFM_FORCE_PMU=") + forced +
+                                        " names a PMU this libpfm4 does not know; unset it)"
+                                  : ""));
+  }
+}
+
+EventEncoding encode_event(const std::string& name, CountingDomain domain) {
+  initialize_pfm();
+  std::string counted = name;
+  if (papi::is_preset(name)) {
+    const auto generic = papi::generic_equivalent(name);
+    if (!generic) {
+      throw std::invalid_argument(
+          name +
+          " has no kernel generic event with exactly its meaning; name the native event "
+          "instead (`papi_native_avail` lists them, e.g. a cache event of this CPU's PMU)");
+    }
+    counted = *generic;
+  }
+  if (papi::has_cpu_qualifier(counted)) {
+    throw std::invalid_argument(name + ": remove the cpu= qualifier; per_cpu chooses CPUs");
+  }
+  if (const auto sampling = papi::sampling_qualifier(counted)) {
+    throw std::invalid_argument(name + ": remove " + *sampling +
+                                "; the exporter counts, and a sampling event would signal it");
+  }
+  const int plm = domain == CountingDomain::user     ? PFM_PLM3
+                  : domain == CountingDomain::kernel ? PFM_PLM0
+                                                     : PFM_PLM0 | PFM_PLM3;
+  perf_event_attr attr;
+  std::memset(&attr, 0, sizeof attr);
+  pfm_perf_encode_arg_t arg;
+  std::memset(&arg, 0, sizeof arg);
+  arg.attr = &attr;
+  arg.size = sizeof arg;
+  const int status = pfm_get_os_event_encoding(counted.c_str(), plm, PFM_OS_PERF_EVENT_EXT, &arg);
+  if (status != PFM_SUCCESS) {
+    throw std::invalid_argument(name + ": " + pfm_strerror(status) +
+                                " (`papi_native_avail` lists the events this machine knows)");
+  }
+  if (attr.sample_period != 0 || attr.freq != 0) {
+    throw std::invalid_argument(name + ": a sampling event; the exporter only counts");
+  }
+  EventEncoding encoding;
+  encoding.name = name;
+  encoding.type = attr.type;
+  encoding.config = attr.config;
+  encoding.config1 = attr.config1;
+  encoding.config2 = attr.config2;
+  encoding.exclude_user = attr.exclude_user != 0;
+  encoding.exclude_kernel = attr.exclude_kernel != 0;
+  encoding.exclude_hv = attr.exclude_hv != 0;
+  return encoding;
+}
+
+}  // namespace hwperf::perf

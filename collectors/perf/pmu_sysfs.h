@@ -1,0 +1,29 @@
+// Describing events of a PMU the kernel lists under <sysfs>/bus/event_source/devices/<pmu>: the
+// format files that say which config bits a term fills, and event descriptions written in them
+// (the RAPL `power` PMU; later any PMU a user names by its sysfs event).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace hwperf::perf {
+
+struct PerfEventConfig {
+  std::uint64_t config = 0;
+  std::uint64_t config1 = 0;
+  std::uint64_t config2 = 0;
+};
+
+// Parses a sysfs event description ("event=0x02", "event=0x3c,umask=0x1", "any") the way the
+// kernel and perf do: each term goes into the config bits its <pmu>/format/<term> file names
+// ("config:0-7", "config:0-7,32-35", "config1:8"). A term given without a value is 1.
+// `formats` maps term name to that file's text. Throws std::invalid_argument naming the term.
+PerfEventConfig parse_perf_event(std::string_view text,
+                                 const std::map<std::string, std::string>& formats);
+
+// <pmu_dir>/format/*: term name -> the file's text ("config:0-7"); empty when unreadable.
+std::map<std::string, std::string> read_formats(const std::string& pmu_dir);
+
+}  // namespace hwperf::perf

@@ -1,0 +1,345 @@
+#include "collectors/process/process_collector.h"
+
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <map>
+#include <utility>
+
+#include "collectors/metrics.h"
+#include "common/log.h"
+#include "common/sysctl.h"
+#include "common/text.h"
+
+namespace hwperf::process {
+
+struct ProcessCollector::Target {
+  Target(const ProcessTargetConfig& config, std::vector<perf::EventEncoding> events,
+         std::vector<int> cpus)
+      : plan(config), counting(std::move(events), std::move(cpus)) {}
+  TargetPlan plan;  // only the rescan touches it
+  TargetCounting counting;
+  std::mutex status_mutex;  // what a scrape reports of the last rescan
+  TargetState state = TargetState::no_process;
+  std::string reason;
+  std::vector<ProcStat> counted;
+  std::size_t threads = 0;
+};
+
+namespace {
+
+double nanoseconds_to_seconds(std::uint64_t ns) {
+  return static_cast<double>(ns / 1000000000u) + static_cast<double>(ns % 1000000000u) * 1e-9;
+}
+
+Labels cpu_labels(const HardwareThread& thread) {
+  return {{"cpu", std::to_string(thread.cpu)},
+          {"core", std::to_string(thread.core)},
+          {"package", std::to_string(thread.package)},
+          {"numa_node", thread.numa_node < 0 ? std::string() : std::to_string(thread.numa_node)}};
+}
+
+// The start-time tick at which a file was last written: its mtime moved from the wall clock to
+// the boot clock the kernel reports start times in.
+std::optional<std::uint64_t> written_ticks(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const auto hz = static_cast<std::int64_t>(::sysconf(_SC_CLK_TCK));
+  const std::int64_t age_ns =
+      (now.tv_sec - info.st_mtim.tv_sec) * 1000000000LL + (now.tv_nsec - info.st_mtim.tv_nsec);
+  const auto age_ticks =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(age_ns, 0) * hz / 1000000000LL);
+  const std::uint64_t now_ticks = boot_ticks_now();
+  return now_ticks > age_ticks ? now_ticks - age_ticks : 0;
+}
+
+std::string uid_of(const std::string& procfs, pid_t pid) {
+  const auto status = read_small_file(procfs + "/" + std::to_string(pid) + "/status");
+  if (!status.ok()) return "?";
+  const auto at = status.value.find("\nUid:");
+  if (at == std::string::npos) return "?";
+  const auto value = trim(std::string_view(status.value).substr(at + 5, 16));
+  return std::string(value.substr(0, value.find_first_of(" \t")));
+}
+
+// What the kernel wants for counting another process (kernel/events/core.c: perf_event_open
+// checks ptrace_may_access with PTRACE_MODE_READ_REALCREDS, then perf_event_paranoid unless the
+// caller has CAP_PERFMON), said for the process that could not be counted.
+std::string permission_remedy(const std::string& procfs, pid_t pid) {
+  const std::string paranoid = read_sysctl(procfs, "kernel.perf_event_paranoid");
+  const std::string owner = uid_of(procfs, pid);
+  std::string text = "pid " + std::to_string(pid) + " runs as uid " + owner +
+                     ", the exporter as uid " + std::to_string(::geteuid()) + "; ";
+  if (owner != std::to_string(::geteuid())) {
+    text += "another user's process needs ptrace access (CAP_SYS_PTRACE, or run as that user) ";
+    text += "and ";
+  }
+  text += "CAP_PERFMON or kernel.perf_event_paranoid <= 2 for user-mode counts (it is " + paranoid +
+          "); remedy: run as root, grant CAP_PERFMON (and CAP_SYS_PTRACE), or `sysctl "
+          "kernel.perf_event_paranoid=2`";
+  return text;
+}
+
+}  // namespace
+
+ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
+    : settings_(std::move(settings)) {
+  std::vector<perf::EventEncoding> encodings;
+  for (const auto& event : settings_.events) encodings.push_back(event.encoding);
+  std::vector<int> cpus;
+  for (const HardwareThread& thread : settings_.cpus) cpus.push_back(static_cast<int>(thread.cpu));
+  if (cpus.empty()) cpus.push_back(-1);
+  for (const auto& config : settings_.targets) {
+    targets_.push_back(std::make_unique<Target>(config, encodings, cpus));
+  }
+  rescan();
+  rescanner_ = std::thread([this] {
+    const auto period = std::chrono::duration<double>(settings_.rescan_interval_seconds);
+    std::unique_lock lock(stop_mutex_);
+    while (!stop_signal_.wait_for(lock, period, [this] { return stopping_; })) {
+      lock.unlock();
+      rescan();
+      lock.lock();
+    }
+  });
+}
+
+ProcessCollector::~ProcessCollector() {
+  {
+    std::lock_guard lock(stop_mutex_);
+    stopping_ = true;
+  }
+  stop_signal_.notify_all();
+  if (rescanner_.joinable()) rescanner_.join();
+}
+
+void ProcessCollector::rescan() {
+  std::lock_guard lock(rescan_mutex_);
+  Snapshot snapshot;
+  snapshot.now_ticks = boot_ticks_now();
+  for (const pid_t pid : list_processes(settings_.procfs)) {
+    if (auto stat = read_proc_stat(settings_.procfs, pid)) snapshot.processes[pid] = *stat;
+  }
+  // A match on exe or cmdline reads each process's at most once per rescan.
+  std::map<pid_t, std::string> exes, cmdlines;
+  ProcessFacts facts;
+  facts.exe = [&](pid_t pid) -> std::string {
+    auto [it, added] = exes.try_emplace(pid);
+    if (added) it->second = read_exe(settings_.procfs, pid);
+    return it->second;
+  };
+  facts.cmdline = [&](pid_t pid) -> std::string {
+    auto [it, added] = cmdlines.try_emplace(pid);
+    if (added) it->second = read_cmdline(settings_.procfs, pid);
+    return it->second;
+  };
+  for (auto& target : targets_) rescan_target(*target, snapshot, facts);
+}
+
+void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
+                                     const ProcessFacts& facts) {
+  const auto& config = target.plan.config();
+  std::optional<PidfileReading> pidfile;
+  if (config.selector == ProcessTargetConfig::Selector::pidfile) {
+    const auto read = read_pidfile(config.pidfile);
+    pidfile = PidfileReading{read.pid, read.error, written_ticks(config.pidfile)};
+  }
+  auto actions = target.plan.update(snapshot, facts, pidfile);
+  for (const auto& identity : actions.detach) {
+    target.counting.detach(identity);
+    target.plan.detached(identity);
+    log::info("process target " + config.name + ": pid " + std::to_string(identity.pid) +
+              " and everything it started have ended; its counters are closed");
+  }
+  TargetState state = actions.no_process.empty() ? TargetState::counting : TargetState::no_process;
+  std::string reason = actions.no_process;
+  perf::OpenOptions options;
+  options.inherit = true;
+  for (const auto& process : actions.attach) {
+    const std::uint64_t since = boot_ticks_now();
+    const auto threads = list_threads(settings_.procfs, process.identity.pid);
+    const int error = target.counting.attach(process.identity, threads, options);
+    if (error == 0) {
+      target.plan.attached(process.identity, since);
+      actions.counted.push_back(process);
+      log::info("process target " + config.name + ": counting pid " +
+                std::to_string(process.identity.pid) + " (" + process.comm + ", " +
+                std::to_string(threads.size()) + " threads)");
+      continue;
+    }
+    if (error == ESRCH) continue;  // gone between the look and the open
+    if (error == EACCES || error == EPERM) {
+      state = TargetState::permission_denied;
+      reason = permission_remedy(settings_.procfs, process.identity.pid);
+    } else if (error == EMFILE || error == ENFILE) {
+      state = TargetState::fd_budget;
+      reason = "no file descriptor left for pid " + std::to_string(process.identity.pid) + " (" +
+               errno_text(error) +
+               "); raise the open-file limit (ulimit -n, systemd LimitNOFILE=) or narrow the "
+               "target";
+    } else {
+      state = TargetState::error;
+      reason = "perf_event_open for pid " + std::to_string(process.identity.pid) + ": " +
+               errno_text(error);
+    }
+  }
+  if (state != TargetState::counting && !actions.counted.empty()) {
+    // Some processes count; the log says why the others do not.
+    log::warn("process target " + config.name + ": " + reason);
+    state = TargetState::counting;
+  }
+  std::size_t threads = 0;
+  for (const auto& process : actions.counted) {
+    threads += list_threads(settings_.procfs, process.identity.pid).size();
+  }
+  std::lock_guard lock(target.status_mutex);
+  if (state != target.state || reason != target.reason) {
+    const std::string text = "process target " + config.name + ": " + to_string(state) +
+                             (reason.empty() ? "" : ": " + reason);
+    if (state == TargetState::counting || state == TargetState::no_process) {
+      log::info(text);
+    } else {
+      log::warn(text);
+    }
+  }
+  target.state = state;
+  target.reason = std::move(reason);
+  target.counted = std::move(actions.counted);
+  target.threads = threads;
+}
+
+std::vector<FamilyDeclaration> ProcessCollector::declared_families() const {
+  std::vector<FamilyDeclaration> declared;
+  for (const auto& event : settings_.events) declared.push_back({event.family, event.where});
+  return declared;
+}
+
+void ProcessCollector::collect(std::vector<prometheus::MetricFamily>& out) {
+  collect_targets(out, {});
+}
+
+std::vector<std::uint64_t> ProcessCollector::target_totals(const std::string& name) {
+  std::vector<std::uint64_t> sums(settings_.events.size(), 0);
+  for (auto& target : targets_) {
+    if (target->plan.config().name != name) continue;
+    const CountTotals totals = target->counting.read();
+    const std::size_t slots = target->counting.slots();
+    for (std::size_t event = 0; event < sums.size(); ++event) {
+      for (std::size_t slot = 0; slot < slots; ++slot) {
+        sums[event] += totals.counts[event * slots + slot];
+      }
+    }
+  }
+  return sums;
+}
+
+void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& out,
+                                       const std::vector<std::string>& names) {
+  const auto& events = settings_.events;
+  std::vector<prometheus::MetricFamily> counts;
+  for (const auto& event : events) {
+    counts.push_back(make_family(event.family, event.help, prometheus::MetricType::Counter));
+  }
+  auto enabled = make_family(
+      counter_name({"process", "event", "enabled", "seconds"}),
+      "Time the kernel had each event enabled for the target's threads, summed over threads (and "
+      "CPUs with per_cpu). Below enabled, running time means the event was multiplexed: counts "
+      "are then scaled by running/enabled of each scrape interval.",
+      prometheus::MetricType::Counter);
+  auto running =
+      make_family(counter_name({"process", "event", "running", "seconds"}),
+                  "Time each event was really on a hardware counter for the target's threads; "
+                  "rate(running) / rate(enabled) is the share counted, 1 unless multiplexed.",
+                  prometheus::MetricType::Counter);
+  auto read_errors = make_family(counter_name({"process", "read", "errors"}),
+                                 "Counter reads that failed for the target; their interval is not "
+                                 "counted.",
+                                 prometheus::MetricType::Counter);
+  auto state = make_family(
+      metric_name({"process", "target", "state"}),
+      "1 for the target's current state: counting, no_process (nothing selected: no such "
+      "process, exited, unreadable pidfile), permission_denied, fd_budget or error; the log "
+      "says why and what to do.",
+      prometheus::MetricType::Gauge);
+  auto info = make_family(metric_name({"process", "info"}),
+                          "1 per live process a target counts: the ones it names and everything "
+                          "they started after counting began.",
+                          prometheus::MetricType::Gauge);
+  auto processes = make_family(metric_name({"process", "processes"}),
+                               "Live processes the target counts.", prometheus::MetricType::Gauge);
+  auto threads = make_family(metric_name({"process", "threads"}),
+                             "Threads of the live processes the target counts.",
+                             prometheus::MetricType::Gauge);
+  auto descriptors =
+      make_family(metric_name({"process", "open_counters"}),
+                  "Perf event descriptors the target holds open.", prometheus::MetricType::Gauge);
+  for (auto& target : targets_) {
+    const std::string& name = target->plan.config().name;
+    if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
+    const CountTotals totals = target->counting.read();
+    const std::size_t slots = target->counting.slots();
+    for (std::size_t event = 0; event < events.size(); ++event) {
+      for (std::size_t slot = 0; slot < slots; ++slot) {
+        Labels labels = {{"target", name}};
+        if (!settings_.cpus.empty()) {
+          for (auto& label : cpu_labels(settings_.cpus[slot])) labels.push_back(label);
+        }
+        const std::uint64_t value = totals.counts[event * slots + slot];
+        if (events[event].unit == papi::Unit::nanoseconds) {
+          add_counter(counts[event], labels, nanoseconds_to_seconds(value));
+        } else {
+          add_counter(counts[event], labels, value);
+        }
+      }
+      if (settings_.cpus.empty()) {
+        const Labels labels = {{"target", name}, {"event", events[event].event}};
+        add_counter(enabled, labels, nanoseconds_to_seconds(totals.enabled_ns[event]));
+        add_counter(running, labels, nanoseconds_to_seconds(totals.running_ns[event]));
+      }
+    }
+    add_counter(read_errors, {{"target", name}}, totals.read_errors);
+    add_gauge(descriptors, {{"target", name}},
+              static_cast<double>(target->counting.open_descriptors()));
+    std::lock_guard lock(target->status_mutex);
+    for (const auto& entry : kTargetStateNames) {
+      add_gauge(state, {{"target", name}, {"state", entry.name}},
+                entry.value == target->state ? 1.0 : 0.0);
+    }
+    for (const auto& process : target->counted) {
+      add_gauge(
+          info,
+          {{"target", name}, {"pid", std::to_string(process.identity.pid)}, {"comm", process.comm}},
+          1.0);
+    }
+    add_gauge(processes, {{"target", name}}, static_cast<double>(target->counted.size()));
+    add_gauge(threads, {{"target", name}}, static_cast<double>(target->threads));
+  }
+  for (auto& family : counts) out.push_back(std::move(family));
+  // Per CPU, an event is enabled while its thread runs anywhere but runs only on its own CPU:
+  // the kernel's two times cannot tell multiplexing from time spent on other CPUs there.
+  if (settings_.cpus.empty()) {
+    out.push_back(std::move(enabled));
+    out.push_back(std::move(running));
+  }
+  for (auto* family : {&read_errors, &state, &info, &processes, &threads, &descriptors}) {
+    out.push_back(std::move(*family));
+  }
+  if (!settings_.domain_note.empty()) {
+    auto domain = make_family(metric_name({"process", "domain", "narrowed"}),
+                              "1 when the process targets count less than configured; reason "
+                              "says why (kernel-mode counts need privileges this exporter "
+                              "lacks).",
+                              prometheus::MetricType::Gauge);
+    add_gauge(domain, {{"domain", to_string(settings_.domain)}, {"reason", settings_.domain_note}},
+              1.0);
+    out.push_back(std::move(domain));
+  }
+}
+
+}  // namespace hwperf::process

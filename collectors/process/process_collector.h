@@ -1,0 +1,76 @@
+// Process targets: hardware and software events counted for the processes a target names (a pid,
+// a pidfile, or processes matched by name), every thread of each, on the perf_event backend
+// (collectors/perf). Which processes are counted is decided in the background (target_plan.h);
+// a scrape only reads the counters that are open.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectors/collector.h"
+#include "collectors/papi/counter_source.h"
+#include "collectors/perf/perf_event.h"
+#include "collectors/process/target_counting.h"
+#include "collectors/process/target_plan.h"
+#include "config/config.h"
+#include "topology/topology.h"
+
+namespace hwperf::process {
+
+// One configured event as the process families export it, resolved at startup.
+struct ProcessEvent {
+  std::string event;   // as configured
+  std::string where;   // file:line:column, or "" for a default event
+  std::string family;  // hwperf_process_<metric>_total
+  std::string help;
+  papi::Unit unit = papi::Unit::count;
+  perf::EventEncoding encoding;
+};
+
+struct ProcessCollectorSettings {
+  std::string procfs;
+  std::vector<ProcessTargetConfig> targets;
+  std::vector<ProcessEvent> events;
+  std::vector<HardwareThread> cpus;  // per_cpu: one slot each; empty: one slot, any CPU
+  double rescan_interval_seconds = 1;
+  CountingDomain domain = CountingDomain::all;
+  std::string domain_note;  // why the domain is narrower than configured, "" when it is not
+};
+
+class ProcessCollector final : public Collector {
+ public:
+  explicit ProcessCollector(ProcessCollectorSettings settings);
+  ~ProcessCollector() override;
+
+  std::string name() const override { return "process"; }
+  void collect(std::vector<prometheus::MetricFamily>& out) override;
+  std::vector<FamilyDeclaration> declared_families() const override;
+
+  // Looks at /proc once and attaches or detaches what changed; the background thread calls it
+  // every rescan interval, and the constructor once, so that the first scrape already counts.
+  void rescan();
+  // Only the configured targets whose names are listed, for ?target= (all when empty).
+  void collect_targets(std::vector<prometheus::MetricFamily>& out,
+                       const std::vector<std::string>& names);
+  const std::vector<ProcessEvent>& events() const { return settings_.events; }
+  // Experiment mode: the summed counts of each event of one target, in events() order.
+  std::vector<std::uint64_t> target_totals(const std::string& target);
+
+ private:
+  struct Target;
+  void rescan_target(Target& target, const Snapshot& snapshot, const ProcessFacts& facts);
+
+  ProcessCollectorSettings settings_;
+  std::vector<std::unique_ptr<Target>> targets_;
+  std::mutex rescan_mutex_;  // one rescan at a time
+  std::mutex stop_mutex_;
+  std::condition_variable stop_signal_;
+  bool stopping_ = false;
+  std::thread rescanner_;
+};
+
+}  // namespace hwperf::process

@@ -1,0 +1,10 @@
+// The process collector's entry in the collector registry (collectors/collector_entry.h).
+#pragma once
+
+#include "collectors/collector_entry.h"
+
+namespace hwperf {
+
+const CollectorEntry& process_collector_entry();
+
+}  // namespace hwperf

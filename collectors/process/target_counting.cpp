@@ -1,0 +1,86 @@
+#include "collectors/process/target_counting.h"
+
+#include <cerrno>
+#include <utility>
+
+namespace hwperf::process {
+
+TargetCounting::TargetCounting(std::vector<perf::EventEncoding> events, std::vector<int> cpus)
+    : events_(std::move(events)), cpus_(std::move(cpus)) {
+  scale_ = cpus_.size() == 1 && cpus_[0] == -1;
+  totals_.counts.assign(events_.size() * cpus_.size(), 0);
+  totals_.enabled_ns.assign(events_.size(), 0);
+  totals_.running_ns.assign(events_.size(), 0);
+}
+
+int TargetCounting::attach(const ProcessIdentity& process, const std::vector<pid_t>& threads,
+                           const perf::OpenOptions& options) {
+  std::vector<Counter> counters;
+  counters.reserve(threads.size() * events_.size() * cpus_.size());
+  for (const pid_t thread : threads) {
+    std::vector<Counter> of_thread;
+    int thread_error = 0;
+    for (std::size_t event = 0; event < events_.size() && thread_error == 0; ++event) {
+      for (std::size_t slot = 0; slot < cpus_.size(); ++slot) {
+        auto opened = perf::open_counter(events_[event], thread, cpus_[slot], options);
+        if (!opened.ok()) {
+          thread_error = opened.error;
+          break;
+        }
+        of_thread.push_back({std::move(opened.value), {}, event * cpus_.size() + slot, event});
+      }
+    }
+    // A thread that ended between the listing and the open has nothing left to count.
+    if (thread_error == ESRCH) continue;
+    if (thread_error != 0) return thread_error;
+    for (auto& counter : of_thread) counters.push_back(std::move(counter));
+  }
+  if (counters.empty() && !threads.empty()) return ESRCH;
+  std::lock_guard lock(mutex_);
+  auto& slot = roots_[process];
+  for (auto& counter : counters) slot.push_back(std::move(counter));
+  return 0;
+}
+
+void TargetCounting::fold(std::vector<Counter>& counters) {
+  for (auto& counter : counters) {
+    const auto reading = perf::read_counter(counter.fd);
+    if (!reading.ok()) {
+      ++totals_.read_errors;
+      continue;
+    }
+    const perf::Delta delta = perf::delta_between(counter.last, reading.value);
+    counter.last = reading.value;
+    totals_.counts[counter.total_index] += scale_ ? delta.count : delta.raw_count;
+    totals_.enabled_ns[counter.event] += delta.enabled_ns;
+    totals_.running_ns[counter.event] += delta.running_ns;
+  }
+}
+
+void TargetCounting::detach(const ProcessIdentity& process) {
+  std::vector<Counter> closing;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = roots_.find(process);
+    if (it == roots_.end()) return;
+    fold(it->second);
+    closing = std::move(it->second);
+    roots_.erase(it);
+  }
+  // Closed outside the lock: the kernel tears down inherited events on close, which takes time.
+}
+
+CountTotals TargetCounting::read() {
+  std::lock_guard lock(mutex_);
+  for (auto& [identity, counters] : roots_) fold(counters);
+  return totals_;
+}
+
+std::size_t TargetCounting::open_descriptors() const {
+  std::lock_guard lock(mutex_);
+  std::size_t count = 0;
+  for (const auto& [identity, counters] : roots_) count += counters.size();
+  return count;
+}
+
+}  // namespace hwperf::process
