@@ -6,13 +6,19 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hwperf {
 
 struct FileNeed {
+  FileNeed(std::string what_, unsigned long count_, std::string chosen_at_ = {})
+      : what(std::move(what_)), count(count_), chosen_at(std::move(chosen_at_)) {}
   std::string what;  // "PAPI: 512 CPUs x 11 events"
   unsigned long count = 0;
+  // Where the configuration chose this need beyond the machine's shape (process targets): a
+  // shortfall only it causes is the user's to fix, "" otherwise.
+  std::string chosen_at;
 };
 
 // Raises the soft RLIMIT_NOFILE to the hard limit, as Go's runtime does for every program since

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "config/errors.h"
 #include "config/loader.h"
 #include "exporter/cli.h"
+#include "exporter/experiment.h"
 #include "exporter/exposition.h"
 #include "exporter/http_server.h"
 #include "exporter/privileges.h"
@@ -44,6 +46,19 @@ ExitCode startup_step(Step&& step) {
 }
 
 int code(ExitCode exit_code) { return static_cast<int>(exit_code); }
+
+// What a shell returns for a command it could not run.
+constexpr int kCommandNotRun = 127;
+
+// Experiment mode: the command becomes a process target named after it, counted with the
+// configured (or default) process events.
+void add_command_target(Config& config, const std::string& program) {
+  ProcessTargetConfig target;
+  target.selector = ProcessTargetConfig::Selector::command;
+  target.name = program.substr(program.rfind('/') + 1);
+  config.collectors.process.enabled = true;
+  config.collectors.process.targets.push_back(target);
+}
 
 // CivetWeb's form of the listen address, resolved once, before anything is built, so that a bad
 // address is a configuration error naming where it was written.
@@ -83,6 +98,7 @@ int run_exporter(const std::vector<std::string>& args) {
         if (cli.help || cli.version) return;
         config = load_config_file(cli.config_file.value_or(""));
         apply_cli(cli, config);
+        if (!cli.command.empty()) add_command_target(config, cli.command.front());
         listening_ports = resolve_listen_address(config.web);
         if (cli.web_config_file) {
           web_config = load_web_config(*cli.web_config_file);
@@ -119,7 +135,8 @@ int run_exporter(const std::vector<std::string>& args) {
   // would otherwise end the process silently (their default action); they are logged and ignored.
   sigset_t signals;
   sigemptyset(&signals);
-  for (int signal_number : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2}) {
+  // SIGCHLD too: sigwait() hears the command of experiment mode end.
+  for (int signal_number : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD}) {
     sigaddset(&signals, signal_number);
   }
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
@@ -151,13 +168,31 @@ int run_exporter(const std::vector<std::string>& args) {
   }
 
   std::unique_ptr<Exporter> exporter;
+  std::unique_ptr<Experiment> experiment;
   if (const auto failed = startup_step([&] {
+        if (!cli.command.empty()) {
+          // Forked before any thread exists; it waits until its counters are open.
+          experiment = std::make_unique<Experiment>(cli.command);
+          config.collectors.process.targets.back().pid = experiment->pid();
+        }
         // Before any counter is opened: running out half way would look like PMU conflicts.
         auto needs = collector_file_needs(config, *topology);
         needs.push_back({"already open", open_file_count()});
         if (!cli.once) needs.push_back({"HTTP server at the least", kMinimumHttpFiles});
-        const std::string shortfall = open_file_shortfall(needs, raise_open_file_limit());
-        if (!shortfall.empty()) throw std::runtime_error(shortfall);
+        const unsigned long limit = raise_open_file_limit();
+        const std::string shortfall = open_file_shortfall(needs, limit);
+        if (!shortfall.empty()) {
+          std::vector<FileNeed> fixed;
+          std::string chosen;
+          for (const auto& need : needs) {
+            if (need.chosen_at.empty()) fixed.push_back(need);
+            if (!need.chosen_at.empty()) chosen += (chosen.empty() ? "" : ", ") + need.chosen_at;
+          }
+          if (!chosen.empty() && open_file_shortfall(fixed, limit).empty()) {
+            throw ConfigError({chosen + ": " + shortfall + "; or narrow these targets"});
+          }
+          throw std::runtime_error(shortfall);
+        }
         auto collectors = build_collectors(config, *topology);
         try {
           exporter = std::make_unique<Exporter>(config.web.telemetry_path, std::move(collectors),
@@ -176,6 +211,24 @@ int run_exporter(const std::vector<std::string>& args) {
     return code(failed);
   }
   topology.reset();  // every collector took what it needs
+
+  const auto experiment_start = std::chrono::steady_clock::now();
+  if (experiment) {
+    if (const auto failed = startup_step([&] { experiment->release(); }); failed != ExitCode::ok) {
+      return kCommandNotRun;
+    }
+  }
+  if (cli.once && experiment) {
+    const int status = experiment->wait();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - experiment_start).count();
+    const auto families = exporter->gather();
+    std::cout << serialize(families, ExpositionFormat::text_0_0_4) << std::flush;
+    std::cerr << experiment_summary(families, experiment->target_name(), experiment->command_line(),
+                                    status, seconds)
+              << std::flush;
+    return status;
+  }
 
   if (cli.once) {
     std::cout << serialize(exporter->gather(), ExpositionFormat::text_0_0_4) << std::flush;
@@ -231,9 +284,27 @@ int run_exporter(const std::vector<std::string>& args) {
             (web_config.tls ? ", HTTPS only: " + describe_tls(*web_config.tls) : "") +
             (web_config.basic_auth_users.empty() ? "" : ", basic authentication required"));
 
+  int exit_status = code(ExitCode::ok);
   while (true) {
     int signal_number = 0;
     sigwait(&signals, &signal_number);
+    if (signal_number == SIGCHLD) {
+      if (experiment) {
+        if (const auto status = experiment->poll()) {
+          log::info(experiment->command_line() + " exited with status " + std::to_string(*status) +
+                    "; shutting down");
+          exit_status = *status;
+          break;
+        }
+      }
+      continue;
+    }
+    if (experiment && (signal_number == SIGTERM || signal_number == SIGINT)) {
+      log::info(std::string("received ") + signal_name(signal_number) + ", passed on to " +
+                experiment->command_line());
+      experiment->forward(signal_number);
+      continue;
+    }
     if (signal_number == SIGTERM || signal_number == SIGINT) {
       log::info(std::string("received ") + signal_name(signal_number) + ", shutting down");
       break;
@@ -244,7 +315,7 @@ int run_exporter(const std::vector<std::string>& args) {
   }
   server.reset();
   exporter.reset();
-  return code(ExitCode::ok);
+  return exit_status;
 }
 
 }  // namespace hwperf

@@ -56,7 +56,9 @@ const std::vector<Flag>& flags() {
         {"--check-config", nullptr,
          "validate the configuration, print the effective configuration and what each collector "
          "can do here, exit 0 (or 2 on error)"},
-        {"--once", nullptr, "collect once, print the exposition to stdout and exit"},
+        {"--once", nullptr,
+         "collect once, print the exposition to stdout and exit; with -- CMD, once CMD has "
+         "ended, with its exit status"},
         {"--version", nullptr, "print the version and exit"},
         {"--help", nullptr, "print this help and exit"},
     };
@@ -101,6 +103,11 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
   std::vector<std::string> problems;
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string arg = args[i];
+    if (arg == "--") {
+      options.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      if (options.command.empty()) problems.push_back("-- needs a command to run after it");
+      break;
+    }
     std::optional<std::string> value;
     if (const auto eq = arg.find('='); eq != std::string::npos) {
       value = arg.substr(eq + 1);
@@ -196,9 +203,11 @@ void apply_cli(const CliOptions& options, Config& config) {
 
 std::string usage_text() {
   std::string text =
-      "usage: hwperf_exporter [flags]\n\n"
+      "usage: hwperf_exporter [flags] [-- CMD ARGS...]\n\n"
       "Prometheus/OpenMetrics exporter for hardware performance counters (PAPI) and CPU energy "
-      "(RAPL).\n\nFlags:\n";
+      "(RAPL).\nWith -- CMD ARGS..., runs CMD as a process target counted from its first "
+      "instruction\n(collectors.process events), serves while it runs and exits with its status; "
+      "with --once,\nprints the exposition of the run and a summary on stderr.\n\nFlags:\n";
   for (const auto& flag : flags()) {
     std::string left = std::string("  ") + flag.name;
     if (flag.value_name) left += std::string("=") + flag.value_name;

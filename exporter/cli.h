@@ -24,6 +24,8 @@ struct CliOptions {
   std::optional<unsigned> max_connections;     // connections served at once (HTTP workers)
   std::optional<unsigned> request_timeout_ms;  // request head (and TLS handshake) deadline
   std::optional<unsigned> keep_alive_timeout_ms;
+  // After `--`: a command to run as a process target (experiment mode).
+  std::vector<std::string> command;
   bool check_config = false;
   bool once = false;
   bool version = false;

@@ -1,5 +1,6 @@
 #include "tests/support.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <crypt.h>
 #include <fcntl.h>
@@ -246,7 +247,8 @@ HttpResponse http_get(unsigned port, const std::string& path, const Headers& hea
 
 RunningExporter::RunningExporter(std::vector<std::string> args, const Environment& environment)
     : stderr_path_(unique_temp_path("hwperf-exporter-stderr-")) {
-  args.push_back("--web.listen-address=127.0.0.1:0");
+  // Before a `--`, after which the words are experiment mode's command.
+  args.insert(std::find(args.begin(), args.end(), "--"), "--web.listen-address=127.0.0.1:0");
   const fs::path out = stderr_path_.string() + ".out";
   pid_ = spawn(args, out, stderr_path_, environment);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -283,6 +285,14 @@ int RunningExporter::stop() {
   if (pid_ > 0) {
     kill(pid_, SIGTERM);
     exit_code_ = wait_for(pid_, 10);
+    pid_ = -1;
+  }
+  return exit_code_;
+}
+
+int RunningExporter::wait_exit(int timeout_seconds) {
+  if (pid_ > 0) {
+    exit_code_ = wait_for(pid_, timeout_seconds);
     pid_ = -1;
   }
   return exit_code_;

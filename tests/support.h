@@ -80,6 +80,8 @@ class RunningExporter {
   HttpResponse get(const std::string& path, const Headers& headers = {}) const;
   // SIGTERM, wait; returns the exit status (or 128+signal). Idempotent.
   int stop();
+  // Waits for the process to end by itself (killed after `timeout_seconds`: -1); its status.
+  int wait_exit(int timeout_seconds);
   std::string stderr_text() const;  // everything the process logged so far
 
  private:

@@ -161,6 +161,8 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
   std::string reason = actions.no_process;
   perf::OpenOptions options;
   options.inherit = true;
+  // The command of experiment mode waits before its exec: counting starts at the exec.
+  options.enable_on_exec = config.selector == ProcessTargetConfig::Selector::command;
   for (const auto& process : actions.attach) {
     const std::uint64_t since = boot_ticks_now();
     const auto threads = list_threads(settings_.procfs, process.identity.pid);

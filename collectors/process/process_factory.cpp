@@ -191,16 +191,21 @@ FileNeed process_file_need(const Config& config, const Topology& topology) {
   const std::size_t events =
       process.events_given ? process.events.size() : default_process_events().size();
   const std::size_t slots = process.per_cpu ? topology.threads().size() : 1;
+  Snapshot snapshot;
+  for (const pid_t pid : list_processes(config.paths.procfs)) {
+    if (auto stat = read_proc_stat(config.paths.procfs, pid)) snapshot.processes[pid] = *stat;
+  }
+  ProcessFacts facts;
+  facts.exe = [&](pid_t pid) { return read_exe(config.paths.procfs, pid); };
+  facts.cmdline = [&](pid_t pid) { return read_cmdline(config.paths.procfs, pid); };
   std::size_t threads = 0;
+  std::string chosen_at;
   for (const auto& target : process.targets) {
-    TargetPlan plan(target);
-    Snapshot snapshot;
-    for (const pid_t pid : list_processes(config.paths.procfs)) {
-      if (auto stat = read_proc_stat(config.paths.procfs, pid)) snapshot.processes[pid] = *stat;
+    if (target.mark.line != 0) {
+      chosen_at += (chosen_at.empty() ? "" : ", ") + target.mark.to_string() +
+                   ": collectors.process.targets: " + target.name;
     }
-    ProcessFacts facts;
-    facts.exe = [&](pid_t pid) { return read_exe(config.paths.procfs, pid); };
-    facts.cmdline = [&](pid_t pid) { return read_cmdline(config.paths.procfs, pid); };
+    TargetPlan plan(target);
     std::optional<PidfileReading> pidfile;
     if (target.selector == ProcessTargetConfig::Selector::pidfile) {
       const auto read = read_pidfile(target.pidfile);
@@ -213,7 +218,7 @@ FileNeed process_file_need(const Config& config, const Topology& topology) {
   const std::size_t count = threads * events * slots;
   return {"process targets: " + std::to_string(threads) + " threads x " + std::to_string(events) +
               " events x " + std::to_string(slots) + (slots == 1 ? " CPU slot" : " CPUs"),
-          static_cast<unsigned long>(count)};
+          static_cast<unsigned long>(count), chosen_at.empty() ? "collectors.process" : chosen_at};
 }
 
 std::vector<std::string> process_check_report(const Config& config, const Topology&) {

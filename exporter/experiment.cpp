@@ -1,0 +1,190 @@
+#include "exporter/experiment.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+#include "common/text.h"
+
+namespace hwperf {
+namespace {
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+std::string grouped(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.0f", value);
+  std::string digits = text, out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+Experiment::Experiment(std::vector<std::string> command) : command_(std::move(command)) {
+  if (command_.empty()) throw std::runtime_error("-- needs a command to run");
+  int go[2], error[2];
+  if (::pipe2(go, O_CLOEXEC) != 0 || ::pipe2(error, O_CLOEXEC) != 0) {
+    throw std::runtime_error(std::string("cannot run the command: pipe: ") + std::strerror(errno));
+  }
+  pid_ = ::fork();
+  if (pid_ < 0) {
+    throw std::runtime_error(std::string("cannot run the command: fork: ") + std::strerror(errno));
+  }
+  if (pid_ == 0) {
+    // The command gets the signals the exporter waits for, as any program would.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::close(go[1]);
+    ::close(error[0]);
+    char byte = 0;
+    ssize_t n;
+    do {
+      n = ::read(go[0], &byte, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) ::_exit(127);  // the exporter gave up before attaching
+    std::vector<char*> argv;
+    for (auto& word : command_) argv.push_back(word.data());
+    argv.push_back(nullptr);
+    ::execvp(argv[0], argv.data());
+    const int failure = errno;
+    (void)!::write(error[1], &failure, sizeof failure);
+    ::_exit(127);
+  }
+  ::close(go[0]);
+  ::close(error[1]);
+  go_fd_ = go[1];
+  error_fd_ = error[0];
+}
+
+Experiment::~Experiment() {
+  if (go_fd_ >= 0) ::close(go_fd_);  // an unreleased child reads EOF and exits
+  if (error_fd_ >= 0) ::close(error_fd_);
+  if (!reaped_ && pid_ > 0) {
+    ::kill(pid_, SIGTERM);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+std::string Experiment::target_name() const {
+  const auto slash = command_[0].rfind('/');
+  return slash == std::string::npos ? command_[0] : command_[0].substr(slash + 1);
+}
+
+std::string Experiment::command_line() const { return join(command_, " "); }
+
+void Experiment::release() {
+  const char go = 1;
+  (void)!::write(go_fd_, &go, 1);
+  ::close(go_fd_);
+  go_fd_ = -1;
+  int failure = 0;
+  ssize_t n;
+  do {
+    n = ::read(error_fd_, &failure, sizeof failure);
+  } while (n < 0 && errno == EINTR);
+  ::close(error_fd_);
+  error_fd_ = -1;
+  if (n == static_cast<ssize_t>(sizeof failure)) {
+    wait();
+    throw std::runtime_error("cannot run " + command_[0] + ": " + std::strerror(failure) +
+                             (failure == ENOENT ? " (not found in PATH)" : ""));
+  }
+}
+
+int Experiment::wait() {
+  if (!reaped_) {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+    status_ = exit_code_of(status);
+  }
+  return status_;
+}
+
+std::optional<int> Experiment::poll() {
+  if (reaped_) return status_;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
+  reaped_ = true;
+  status_ = exit_code_of(status);
+  return status_;
+}
+
+void Experiment::forward(int signal_number) {
+  if (!reaped_) ::kill(pid_, signal_number);
+}
+
+std::string experiment_summary(const std::vector<prometheus::MetricFamily>& families,
+                               const std::string& target, const std::string& command_line,
+                               int exit_code, double seconds) {
+  std::map<std::string, double> sums;  // family -> sum over the target's series
+  std::string note;
+  for (const auto& family : families) {
+    if (family.name == "hwperf_process_domain_narrowed") {
+      for (const auto& metric : family.metric) {
+        for (const auto& label : metric.label) {
+          if (label.name == "reason") note = label.value;
+        }
+      }
+      continue;
+    }
+    if (family.name.rfind("hwperf_process_", 0) != 0 ||
+        family.type != prometheus::MetricType::Counter ||
+        family.name.find("_event_") != std::string::npos ||
+        family.name == "hwperf_process_read_errors_total") {
+      continue;
+    }
+    for (const auto& metric : family.metric) {
+      for (const auto& label : metric.label) {
+        if (label.name == "target" && label.value == target)
+          sums[family.name] += metric.counter.value;
+      }
+    }
+  }
+  std::string text = "\n Performance counter stats for '" + command_line + "':\n\n";
+  for (const auto& [family, value] : sums) {
+    std::string name = family.substr(std::string("hwperf_process_").size());
+    name = name.substr(0, name.size() - std::string("_total").size());
+    char line[160];
+    if (ends_with(name, "_seconds")) {
+      std::snprintf(line, sizeof line, "%20.6f  %s\n", value, name.c_str());
+    } else {
+      std::snprintf(line, sizeof line, "%20s  %s\n", grouped(value).c_str(), name.c_str());
+    }
+    text += line;
+  }
+  const auto instructions = sums.find("hwperf_process_instructions_total");
+  const auto cycles = sums.find("hwperf_process_cycles_total");
+  if (instructions != sums.end() && cycles != sums.end() && cycles->second > 0) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%20.2f  instructions per cycle\n",
+                  instructions->second / cycles->second);
+    text += line;
+  }
+  char line[160];
+  std::snprintf(line, sizeof line, "\n%20.6f  seconds elapsed; exit status %d\n", seconds,
+                exit_code);
+  text += line;
+  if (!note.empty()) text += "  note: " + note + "\n";
+  return text;
+}
+
+}  // namespace hwperf
