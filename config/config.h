@@ -167,7 +167,7 @@ struct ProcessCollectorConfig {
   CountingDomain domain = CountingDomain::all;
   // Each thread counted on each CPU, so counts carry the CPU's topology labels.
   bool per_cpu = false;
-  double rescan_interval_seconds = 1;
+  double rescan_interval_seconds = 3;
   std::vector<ProcessTargetConfig> targets;
 };
 

@@ -1,11 +1,13 @@
 #include "collectors/process/proc_scan.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <sstream>
 
 #include "common/files.h"
@@ -62,6 +64,30 @@ std::optional<ProcStat> read_proc_stat(const std::string& procfs, pid_t pid, pid
 }
 
 std::vector<pid_t> list_processes(const std::string& procfs) { return numeric_entries(procfs); }
+
+std::vector<ProcStat> read_all_proc_stats(const std::string& procfs) {
+  std::vector<ProcStat> stats;
+  DIR* dir = ::opendir(procfs.c_str());
+  if (dir == nullptr) return stats;
+  const int dir_fd = ::dirfd(dir);
+  char path[300];   // d_name is at most 255 bytes
+  char text[1024];  // a stat line is about 300 bytes; comm is at most 64
+  while (const dirent* entry = ::readdir(dir)) {
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+    std::snprintf(path, sizeof path, "%s/stat", entry->d_name);
+    // Non-blocking: under --path.procfs a fixture tree could hold a FIFO.
+    const int fd = ::openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+    if (fd < 0) continue;
+    const ssize_t n = ::read(fd, text, sizeof text - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    if (auto stat = parse_proc_stat(std::string(text, static_cast<std::size_t>(n)))) {
+      stats.push_back(std::move(*stat));
+    }
+  }
+  ::closedir(dir);
+  return stats;
+}
 
 std::vector<pid_t> list_threads(const std::string& procfs, pid_t pid) {
   return numeric_entries(procfs + "/" + std::to_string(pid) + "/task");

@@ -37,6 +37,10 @@ std::optional<ProcStat> parse_proc_stat(const std::string& text);
 // /proc/PID/stat, or /proc/PID/task/TID/stat when `tid` is given.
 std::optional<ProcStat> read_proc_stat(const std::string& procfs, pid_t pid, pid_t tid = 0);
 
+// Every process's stat, by pid: one openat/read/close each under one open directory, since the
+// background rescan reads them all every interval.
+std::vector<ProcStat> read_all_proc_stats(const std::string& procfs);
+
 // Numeric entries of /proc (processes) and of /proc/PID/task (threads), ascending.
 std::vector<pid_t> list_processes(const std::string& procfs);
 std::vector<pid_t> list_threads(const std::string& procfs, pid_t pid);

@@ -123,8 +123,9 @@ void ProcessCollector::rescan() {
   std::lock_guard lock(rescan_mutex_);
   Snapshot snapshot;
   snapshot.now_ticks = boot_ticks_now();
-  for (const pid_t pid : list_processes(settings_.procfs)) {
-    if (auto stat = read_proc_stat(settings_.procfs, pid)) snapshot.processes[pid] = *stat;
+  for (auto& stat : read_all_proc_stats(settings_.procfs)) {
+    const pid_t pid = stat.identity.pid;
+    snapshot.processes.emplace(pid, std::move(stat));
   }
   // A match on exe or cmdline reads each process's at most once per rescan.
   std::map<pid_t, std::string> exes, cmdlines;
@@ -166,7 +167,14 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
   for (const auto& process : actions.attach) {
     const std::uint64_t since = boot_ticks_now();
     const auto threads = list_threads(settings_.procfs, process.identity.pid);
-    const int error = target.counting.attach(process.identity, threads, options);
+    int error = target.counting.attach(process.identity, threads, options);
+    // The process may have ended between the look at /proc and the open, and its pid gone to
+    // another: counters are kept only when the pid still has the start time that was selected.
+    const auto now = read_proc_stat(settings_.procfs, process.identity.pid);
+    if (error == 0 && (!now || !(now->identity == process.identity))) {
+      target.counting.discard(process.identity);
+      error = ESRCH;
+    }
     if (error == 0) {
       target.plan.attached(process.identity, since);
       actions.counted.push_back(process);

@@ -36,7 +36,7 @@ struct ProcessCollectorSettings {
   std::vector<ProcessTargetConfig> targets;
   std::vector<ProcessEvent> events;
   std::vector<HardwareThread> cpus;  // per_cpu: one slot each; empty: one slot, any CPU
-  double rescan_interval_seconds = 1;
+  double rescan_interval_seconds = 3;
   CountingDomain domain = CountingDomain::all;
   std::string domain_note;  // why the domain is narrower than configured, "" when it is not
 };

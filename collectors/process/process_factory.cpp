@@ -192,8 +192,9 @@ FileNeed process_file_need(const Config& config, const Topology& topology) {
       process.events_given ? process.events.size() : default_process_events().size();
   const std::size_t slots = process.per_cpu ? topology.threads().size() : 1;
   Snapshot snapshot;
-  for (const pid_t pid : list_processes(config.paths.procfs)) {
-    if (auto stat = read_proc_stat(config.paths.procfs, pid)) snapshot.processes[pid] = *stat;
+  for (auto& stat : read_all_proc_stats(config.paths.procfs)) {
+    const pid_t pid = stat.identity.pid;
+    snapshot.processes.emplace(pid, std::move(stat));
   }
   ProcessFacts facts;
   facts.exe = [&](pid_t pid) { return read_exe(config.paths.procfs, pid); };

@@ -70,6 +70,15 @@ void TargetCounting::detach(const ProcessIdentity& process) {
   // Closed outside the lock: the kernel tears down inherited events on close, which takes time.
 }
 
+void TargetCounting::discard(const ProcessIdentity& process) {
+  std::vector<Counter> closing;
+  std::lock_guard lock(mutex_);
+  const auto it = roots_.find(process);
+  if (it == roots_.end()) return;
+  closing = std::move(it->second);
+  roots_.erase(it);
+}
+
 CountTotals TargetCounting::read() {
   std::lock_guard lock(mutex_);
   for (auto& [identity, counters] : roots_) fold(counters);

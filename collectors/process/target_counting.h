@@ -36,6 +36,8 @@ class TargetCounting {
              const perf::OpenOptions& options);
   // Reads a root's counters one last time into the totals and closes them.
   void detach(const ProcessIdentity& process);
+  // Closes a root's counters without counting what they saw: they were opened on a stranger.
+  void discard(const ProcessIdentity& process);
   // Reads every open counter into the totals and returns them.
   CountTotals read();
 
