@@ -172,6 +172,10 @@ EventLookup lookup_event(const std::string& event) {
   if (PAPI_get_event_info(code, &info) == PAPI_OK) {
     lookup.description = info.long_descr[0] != '\0' ? info.long_descr : info.short_descr;
     if (lookup.available && info.count > 1) lookup.native_terms = info.count;
+    const std::string derived = info.derived;
+    if (lookup.available && info.count == 1 && (derived.empty() || derived == "NOT_DERIVED")) {
+      lookup.single_native = info.name[0];
+    }
   }
   return lookup;
 }

@@ -70,6 +70,9 @@ struct EventLookup {
   // Native events a preset is derived from here (PAPI_event_info_t.count), each one perf event
   // and one descriptor per CPU; 1 for a native event or an undefined preset.
   unsigned native_terms = 1;
+  // For a preset PAPI defines here as exactly one native event, not derived: that event's name
+  // (what another backend can count it as); "" otherwise.
+  std::string single_native;
 };
 // Whether PAPI knows this event name (with its qualifiers) at all. Knowing is not counting:
 // PAPI_TOT_INS is known on a machine without a PMU; open_papi_source() finds out the rest.

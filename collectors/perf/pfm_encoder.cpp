@@ -33,8 +33,9 @@ EventEncoding encode_event(const std::string& name, CountingDomain domain) {
     if (!generic) {
       throw std::invalid_argument(
           name +
-          " has no kernel generic event with exactly its meaning; name the native event "
-          "instead (`papi_native_avail` lists them, e.g. a cache event of this CPU's PMU)");
+          " is neither one native event in PAPI's definition for this CPU nor a kernel generic "
+          "event with exactly its meaning; name the native event instead (`papi_native_avail` "
+          "lists them)");
     }
     counted = *generic;
   }

@@ -17,7 +17,8 @@ namespace hwperf::perf {
 void initialize_pfm();
 
 // The encoding of a native or generic event name, with its own u/k qualifiers winning over
-// `domain`. A PAPI preset is encoded through the kernel's generic event with exactly its meaning
+// `domain`. A PAPI preset still left here (the caller resolves those PAPI defines as one native
+// event) is encoded through the kernel's generic event with exactly its meaning
 // (PAPI_TOT_INS -> perf::INSTRUCTIONS). Throws std::invalid_argument with libpfm4's reason, and
 // for qualifiers that would sample (period=, freq=) or pin a CPU (cpu=): a counter that samples
 // would signal the exporter, and CPUs are chosen by the collector.

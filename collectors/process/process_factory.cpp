@@ -7,6 +7,7 @@
 
 #include "collectors/metrics.h"
 #include "collectors/papi/papi_events.h"
+#include "collectors/papi/papi_library.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "common/log.h"
 #include "common/sysctl.h"
@@ -22,6 +23,28 @@ std::string where_of(const PapiEventConfig& event) {
 
 bool missing_counter(int error) {
   return error == ENOENT || error == EOPNOTSUPP || error == EINVAL || error == ENODEV;
+}
+
+// A PAPI preset as libpfm4 can encode it: the one native event PAPI defines it as on this CPU,
+// else the kernel's generic event with exactly its meaning (encode_event's own fallback); a
+// preset PAPI derives from several events (a sum or difference) cannot be one counter.
+std::string counted_as(const std::string& event, const std::string& procfs) {
+  if (!papi::is_preset(event)) return event;
+  try {
+    papi::init_library(procfs);
+    const auto lookup = papi::lookup_event(event);
+    if (!lookup.single_native.empty()) return lookup.single_native;
+    if (lookup.available && lookup.native_terms > 1 && !papi::generic_equivalent(event)) {
+      throw std::invalid_argument(
+          event + " is derived here from " + std::to_string(lookup.native_terms) +
+          " native events, which one process counter cannot count; list them one by one "
+          "(papi_avail -e " +
+          event + " names them)");
+    }
+  } catch (const papi::UnavailableError&) {
+    // Without PAPI, only the kernel's generic equivalent is left.
+  }
+  return event;
 }
 
 struct Resolved {
@@ -44,7 +67,8 @@ Resolved resolve_events(const ProcessCollectorConfig& config, const std::string&
     const std::string where = where_of(event);
     perf::EventEncoding encoding;
     try {
-      encoding = perf::encode_event(event.event, resolved.domain);
+      encoding = perf::encode_event(counted_as(event.event, procfs), resolved.domain);
+      encoding.name = event.event;
     } catch (const std::invalid_argument& e) {
       if (defaults) {
         log::warn("process: skipping default event " + event.event + ": " + e.what());
