@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
+#include <thread>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -331,4 +333,45 @@ TEST_CASE("Without root, --once -- CMD counts the command's user-mode events and
   CHECK(test::value_of(samples, "hwperf_process_domain_narrowed", {{"domain", "user"}}) == 1);
   CHECK_THAT(err, Catch::Contains("note: kernel-mode counts excluded: "
                                   "kernel.perf_event_paranoid is 2"));
+}
+
+TEST_CASE("Scrapes overlap rescans while processes come and go", "[process][concurrency]") {
+  // A match target whose processes start and end under it: four scraping threads and explicit
+  // rescans race the background rescan; totals only grow.
+  ProcessTargetConfig target;
+  target.name = "churn";
+  target.selector = ProcessTargetConfig::Selector::match;
+  target.comm = "^hwperf_test_wor";
+  Config config = process_config(target);
+  config.collectors.process.rescan_interval_seconds = kMinRescanIntervalSeconds;
+  const Topology topology = Topology::load(TopologyConfig{});
+  auto collector = process::make_process_collector(config, topology);
+  std::atomic<bool> done{false};
+  std::atomic<int> decreases{0};
+  std::vector<std::thread> scrapers;
+  for (int i = 0; i < 4; ++i) {
+    scrapers.emplace_back([&] {
+      double last = 0;
+      while (!done) {
+        const auto samples = test::scrape(*collector);
+        const double now = sum_of(test::find_samples(
+            samples, "hwperf_process_task_clock_seconds_total", {{"target", "churn"}}));
+        if (now < last) ++decreases;
+        last = now;
+      }
+    });
+  }
+  for (int round = 0; round < 6; ++round) {
+    Workload workload({"threads", "1", "1", "30"});
+    collector->rescan();
+    workload.say("go");
+    workload.thread_seconds();
+  }
+  collector->rescan();
+  done = true;
+  for (auto& scraper : scrapers) scraper.join();
+  CHECK(decreases == 0);
+  const auto samples = test::scrape(*collector);
+  CHECK(sum_of(test::find_samples(samples, "hwperf_process_task_clock_seconds_total",
+                                  {{"target", "churn"}})) > 0);
 }
