@@ -33,12 +33,18 @@
 // PAPI_read per event set. Only restarting a set that failed to read (restart()) hands work to its
 // owner, since PAPI tracks which set runs per thread (see qualifier above).
 //
-// More events than counters: when adding an event fails with PAPI_ECNFLCT or PAPI_ECOUNT, the set
-// is switched to (kernel) multiplexing with PAPI_set_multiplex and the add retried; PAPI then
-// scales the counts. Where that fails too (PAPI_set_multiplex probes hardware like CPU_ATTACH) the
-// event moves to a further event set on the same CPU. Further sets are always qualifier sets,
-// since PAPI runs only one attached set per CPU, so a preset derived from several native events
-// that does not fit is dropped rather than moved.
+// More events than counters: when adding an event fails with PAPI_ECNFLCT or PAPI_ECOUNT, the
+// event is counted through the perf backend instead (collectors/perf: one system-wide descriptor
+// per event on that CPU, read with its enabled and running times), in a "perf" set of that CPU.
+// The kernel multiplexes those descriptors, and each read interval is scaled by its own running
+// share: PAPI's multiplexing scales the whole count by the lifetime share, which biases the rate
+// whenever the share changes (a profiler comes and goes) and overflows its signed 64-bit
+// arithmetic on long runs (_pe_read_multiplexed in PAPI's perf_event.c). Only a preset PAPI
+// derives from several native events cannot be one perf counter: for it the set is switched to
+// PAPI's multiplexing with PAPI_set_multiplex and the add retried. Where that fails too
+// (PAPI_set_multiplex probes hardware like CPU_ATTACH) the event moves to a further event set.
+// Further sets are always qualifier sets, since PAPI runs only one attached set per CPU, so a
+// preset derived from several native events that does not fit is dropped rather than moved.
 //
 // Library-wide state is one Library (papi_library.h), shared by every source, so it outlives
 // every event set; the owners are in papi_owner.h, the set owner in papi_event_set.h.
@@ -58,7 +64,10 @@
 #include "collectors/papi/papi_owner.h"
 #include "collectors/papi/papi_placement.h"
 #include "collectors/papi/papi_remedies.h"
+#include "collectors/perf/perf_event.h"
+#include "collectors/perf/pfm_encoder.h"
 #include "common/cpu_list.h"
+#include "common/text.h"
 
 namespace hwperf::papi {
 namespace {
@@ -87,6 +96,7 @@ struct FillResult {
   std::vector<std::size_t> overflow;  // events that did not fit and go to a further set
   std::vector<Failure> failed;
   std::vector<std::size_t> not_qualifiable;
+  std::vector<std::size_t> to_perf;  // beyond the counters: counted through the perf backend
   bool multiplexed = false;
   int multiplex_error = PAPI_OK;
   int handle = PAPI_NULL;
@@ -141,7 +151,16 @@ FillResult fill_set(OwnerThread& owner, Binding binding, unsigned cpu, int compo
       }
       name = cpu_qualified_name(event->native, cpu, request.domain);
     }
+    const bool perf_can_count = request.multiplex && event->no_qualifier_reason.empty();
+    if (perf_can_count && result.placed.size() >= request.counters_per_set) {
+      result.to_perf.push_back(event->index);
+      continue;
+    }
     int rc = set.add(name);
+    if ((rc == PAPI_ECNFLCT || rc == PAPI_ECOUNT) && perf_can_count) {
+      result.to_perf.push_back(event->index);
+      continue;
+    }
     if ((rc == PAPI_ECNFLCT || rc == PAPI_ECOUNT) && request.multiplex && !result.multiplexed &&
         result.multiplex_error == PAPI_OK) {
       const int mrc = set.multiplex();
@@ -202,7 +221,11 @@ class PapiSource final : public CounterSource {
 
   void read(std::vector<std::int64_t>& values, std::vector<std::string>& failures) override {
     for (std::size_t s = 0; s < reads_.size(); ++s) {
-      const ReadSet& set = reads_[s];
+      ReadSet& set = reads_[s];
+      if (set.perf_backed) {
+        read_perf_set(set, values, failures[s]);
+        continue;
+      }
       if (set.handle == PAPI_NULL) {
         failures[s] = "the event set could not be built again";
         continue;
@@ -219,6 +242,11 @@ class PapiSource final : public CounterSource {
   }
 
   std::string reset(std::size_t set) override {
+    if (reads_.at(set).perf_backed) {
+      // Totals kept here, in 64 bits, never scaled by a lifetime share: zeroing them is all.
+      for (auto& counter : reads_[set].perf) counter.total = 0;
+      return {};
+    }
     const int rc = PAPI_reset(reads_.at(set).handle);
     return rc == PAPI_OK ? std::string() : "PAPI_reset failed: " + error_text(rc);
   }
@@ -233,6 +261,7 @@ class PapiSource final : public CounterSource {
   // built on a fresh owner thread, and the stuck set's descriptors stay with the old owner.
   std::string rebuild(std::size_t set) override {
     ReadSet& read = reads_.at(set);
+    if (read.perf_backed) return reopen_perf_set(read);
     std::vector<const EventPlan*> todo;
     for (std::size_t counter : read.counters)
       todo.push_back(&plans_.at(layout_.counters[counter].event));
@@ -294,7 +323,93 @@ class PapiSource final : public CounterSource {
     Binding binding = Binding::qualifier;
     int component = 0;
     std::vector<std::size_t> counters;  // PAPI's value k is layout counter counters[k]
+    // A set of the perf backend: counter k counts layout counter counters[k].
+    bool perf_backed = false;
+    struct PerfCounter {
+      perf::EventEncoding encoding;
+      UniqueFd fd;
+      perf::Reading last;
+      std::uint64_t total = 0;  // scaled per interval, since the set was built or reset
+    };
+    std::vector<PerfCounter> perf;
   };
+
+  static void read_perf_set(ReadSet& set, std::vector<std::int64_t>& values, std::string& failure) {
+    // Read every counter first: the set's values change together or not at all.
+    std::vector<perf::Reading> now(set.perf.size());
+    for (std::size_t k = 0; k < set.perf.size(); ++k) {
+      const auto reading = perf::read_counter(set.perf[k].fd);
+      if (!reading.ok()) {
+        failure =
+            "read of perf counter " + set.perf[k].encoding.name + ": " + errno_text(reading.error);
+        return;
+      }
+      now[k] = reading.value;
+    }
+    failure.clear();
+    for (std::size_t k = 0; k < set.perf.size(); ++k) {
+      auto& counter = set.perf[k];
+      counter.total += perf::delta_between(counter.last, now[k]).count;
+      counter.last = now[k];
+      constexpr auto kMax = static_cast<std::uint64_t>(INT64_MAX);
+      values[set.counters[k]] = static_cast<std::int64_t>(std::min(counter.total, kMax));
+    }
+  }
+
+  // New descriptors for a perf set (its CPU came back, or a read failed); counts start again.
+  static std::string reopen_perf_set(ReadSet& set) {
+    for (auto& counter : set.perf) {
+      auto opened = perf::open_counter(counter.encoding, -1, static_cast<int>(set.cpu));
+      if (!opened.ok()) {
+        return "perf_event_open(" + counter.encoding.name + ", cpu " + std::to_string(set.cpu) +
+               "): " + errno_text(opened.error);
+      }
+      counter.fd = std::move(opened.value);
+      counter.last = {};
+      counter.total = 0;
+    }
+    return {};
+  }
+
+  // The events of `cpu` beyond the counters of its PAPI set, as one perf set; those the perf
+  // backend cannot open are dropped with the reason.
+  void record_perf_set(unsigned cpu, unsigned index, const std::vector<std::size_t>& events,
+                       const OpenRequest& request) {
+    ReadSet read;
+    read.perf_backed = true;
+    read.cpu = cpu;
+    read.index = index;
+    EventSetInfo info;
+    info.cpu = cpu;
+    info.index = index;
+    info.binding = "perf";
+    info.multiplexed = true;
+    for (std::size_t event : events) {
+      ReadSet::PerfCounter counter;
+      try {
+        counter.encoding = perf::encode_event(plans_.at(event).native, request.domain);
+      } catch (const std::exception& e) {
+        drop(event, cpu, "not encodable by libpfm4", e.what());
+        continue;
+      }
+      counter.encoding.name = plans_.at(event).name;
+      auto opened = perf::open_counter(counter.encoding, -1, static_cast<int>(cpu));
+      if (!opened.ok()) {
+        drop(event, cpu, errno_text(opened.error),
+             "the perf backend could not open it where PAPI had no counter left for it");
+        continue;
+      }
+      counter.fd = std::move(opened.value);
+      const std::size_t layout_counter = layout_.counters.size();
+      layout_.counters.push_back({event, cpu});
+      info.counters.push_back(layout_counter);
+      read.counters.push_back(layout_counter);
+      read.perf.push_back(std::move(counter));
+    }
+    if (read.perf.empty()) return;
+    layout_.event_sets.push_back(std::move(info));
+    reads_.push_back(std::move(read));
+  }
 
   static std::vector<EventPlan> plan_events(const OpenRequest& request) {
     std::vector<EventPlan> plans;
@@ -380,6 +495,7 @@ class PapiSource final : public CounterSource {
           record_set(cpu, next_index++, binding, component, result, *owner);
           if (fresh) owners_.add(std::move(fresh));
         }
+        if (!result.to_perf.empty()) record_perf_set(cpu, next_index++, result.to_perf, request);
         return outcome_of(cpu, binding, result, plans, request);
       };
       const Placement placement =

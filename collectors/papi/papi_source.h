@@ -2,6 +2,7 @@
 // and opening them. Internal to collectors/papi; papi.h stays in the .cpp.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,7 +17,13 @@ struct OpenRequest {
   std::vector<unsigned> cpus;
   CountingDomain domain = CountingDomain::all;
   PapiAttachMode attach = PapiAttachMode::automatic;
+  // More events than counters: events beyond what a set holds are counted through the perf
+  // backend, scaled by each read interval's own running share, instead of PAPI's multiplexing,
+  // which scales by the lifetime share (papi_source.cpp).
   bool multiplex = true;
+  // A test seam: a set takes at most this many events, as if the PMU had no more counters, so
+  // that the perf-backed path runs on machines whose software events never conflict.
+  std::size_t counters_per_set = SIZE_MAX;
   PathsConfig paths;  // --path.procfs and --path.sysfs, named in remedies
 };
 // Opens and starts every (event, CPU) it can; what it cannot open is in layout().dropped with
