@@ -12,6 +12,7 @@ packages=(
   util-linux   # taskset, for the PAPI per-CPU test
   python3      # the PAPI per-CPU test's memory toucher
   openssl curl # the HTTPS tests: certificates made per test, and a TLS client
+  chromium chromium-driver python3-selenium  # the /topology page tested in a real browser
 )
 
 # --- Deployment checks (tests/deploy) and the container build; Debian 12 and 13 alike. ---------
@@ -22,6 +23,7 @@ command -v kubectl >/dev/null || packages+=(kubernetes-client)
 # --build-only: what compiling the exporter needs, no test tools (deploy/Dockerfile's build stage).
 if [ "${1:-}" = "--build-only" ]; then
   test_only=" papi-tools hwloc catch2 prometheus util-linux python3 openssl curl systemd kubernetes-client "
+  test_only+=" chromium chromium-driver python3-selenium "
   build_packages=()
   for p in "${packages[@]}"; do
     [[ $test_only == *" $p "* ]] || build_packages+=("$p")
