@@ -126,7 +126,7 @@ HttpResponse Exporter::route(const HttpRequest& request) const {
   }
   if (serves_topology(request.path)) {
     // The JSON reads through the scrape's own collection (the same locks, the same collectors).
-    return topology_page_->respond(request.path, [this] { return collectors_.collect(); });
+    return topology_page_->respond(request, [this] { return collectors_.collect(); });
   }
   if (request.path == "/") {
     std::string body =

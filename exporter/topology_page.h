@@ -50,12 +50,12 @@ class TopologyPage {
 
   // The paths this page answers (the HTML, its JSON, its script and its style).
   static bool serves(std::string_view path);
-  // The response for one of serves()' paths; `collect` is the scrape's own collection, called
-  // only for the JSON.
+  // The response for a request of one of serves()' paths; `collect` is the scrape's own
+  // collection, called only for the JSON (gzipped where the client accepts it, as /metrics is).
   template <typename Collect>
-  HttpResponse respond(std::string_view path, const Collect& collect) const {
-    if (path == kJsonPath) return json_response(collect());
-    return static_response(path);
+  HttpResponse respond(const HttpRequest& request, const Collect& collect) const {
+    if (request.path == kJsonPath) return json_response(collect(), request.accept_encoding);
+    return static_response(request.path);
   }
 
   const std::string& html() const { return html_; }
@@ -66,7 +66,8 @@ class TopologyPage {
   static constexpr std::string_view kStylePath = "/topology.css";
 
  private:
-  HttpResponse json_response(const std::vector<prometheus::MetricFamily>& families) const;
+  HttpResponse json_response(const std::vector<prometheus::MetricFamily>& families,
+                             const std::string& accept_encoding) const;
   HttpResponse static_response(std::string_view path) const;
 
   std::string html_;
