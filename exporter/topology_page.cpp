@@ -158,28 +158,67 @@ class Renderer {
       groups[it->second].second.push_back(cpu);
     }
     for (const auto& [key, members] : groups) {
-      out += "<div class=\"box " + level.css_class + "\"";
-      // A group drawn split across two parents keeps its id on the first part only: ids stay
-      // unique.
-      if (const auto id = level.id.find(key);
-          id != level.id.end() && used_ids_.insert(id->second).second) {
-        out += " id=\"" + html_escape_text(id->second) + "\"";
+      // A box holding exactly one box of the next level, over the same CPUs, is drawn as one
+      // box with both labels, as lstopo draws "L2 (1024KB) + Core L#0": a level of nesting
+      // fewer keeps 512 threads on one screen. Only where at most one of them has an id.
+      std::vector<std::pair<const Level*, std::int64_t>> merged{{&level, key}};
+      std::size_t next = depth + 1;
+      bool has_id = level.id.count(key) != 0;
+      while (next < levels_.size()) {
+        const Level& inner = levels_[next];
+        const std::int64_t inner_key = inner.group.at(members.front());
+        const bool same =
+            std::all_of(members.begin(), members.end(),
+                        [&](unsigned cpu) { return inner.group.at(cpu) == inner_key; }) &&
+            covers(inner, inner_key, members.size());
+        const bool inner_id = inner.id.count(inner_key) != 0;
+        if (!same || (has_id && inner_id)) break;
+        merged.push_back({&inner, inner_key});
+        has_id = has_id || inner_id;
+        ++next;
       }
-      if (const auto title = level.title.find(key); title != level.title.end()) {
-        out += " title=\"" + html_escape_text(title->second) + "\"";
-      }
-      out += "><div class=\"t\">" + html_escape_text(level.label.at(key));
-      // Power is drawn on the package boxes (RAPL counts per package and die).
-      if (level.css_class == "pkg") {
-        out += " <span class=\"w\" id=\"w" + std::to_string(key) + "\"></span>";
-      }
-      out += "</div>\n";
-      render(members, depth + 1, out);
+      open_box(merged, out);
+      render(members, next, out);
       out += "</div>\n";
     }
   }
 
  private:
+  // The group `key` of `level` has `size` CPUs in all (not only among those being drawn).
+  static bool covers(const Level& level, std::int64_t key, std::size_t size) {
+    std::size_t count = 0;
+    for (const auto& entry : level.group) count += entry.second == key ? 1 : 0;
+    return count == size;
+  }
+
+  void open_box(const std::vector<std::pair<const Level*, std::int64_t>>& merged,
+                std::string& out) {
+    std::string classes = "box", id, title, label, power;
+    for (const auto& [level, key] : merged) {
+      if (classes.find(" " + level->css_class) == std::string::npos) {
+        classes += " " + level->css_class;
+      }
+      // A group drawn split across two parents keeps its id on the first part only: ids stay
+      // unique.
+      if (const auto found = level->id.find(key);
+          found != level->id.end() && used_ids_.insert(found->second).second) {
+        id = found->second;
+      }
+      if (const auto found = level->title.find(key); found != level->title.end()) {
+        title = found->second;
+      }
+      label += (label.empty() ? "" : " + ") + level->label.at(key);
+      // Power is drawn on the package boxes (RAPL counts per package and die).
+      if (level->css_class == "pkg") {
+        power = " <span class=\"w\" id=\"w" + std::to_string(key) + "\"></span>";
+      }
+    }
+    out += "<div class=\"" + classes + "\"";
+    if (!id.empty()) out += " id=\"" + html_escape_text(id) + "\"";
+    if (!title.empty()) out += " title=\"" + html_escape_text(title) + "\"";
+    out += "><div class=\"t\">" + html_escape_text(label) + power + "</div>\n";
+  }
+
   std::vector<Level> levels_;
   std::set<std::string> used_ids_;
 };

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
@@ -38,6 +39,32 @@ std::size_t count(const std::string& text, const std::string& needle) {
     ++n;
   }
   return n;
+}
+
+// For each hardware thread's box, the opening lines of the boxes around it, outermost first.
+std::map<unsigned, std::vector<std::string>> ancestors(const std::string& html) {
+  std::map<unsigned, std::vector<std::string>> result;
+  std::vector<std::string> open;
+  std::size_t pos = html.find("<main");
+  while (true) {
+    const std::size_t opening = html.find("<div", pos), closing = html.find("</div>", pos);
+    if (opening == std::string::npos && closing == std::string::npos) break;
+    if (opening < closing) {
+      const std::string tag = html.substr(opening, html.find('>', opening) - opening);
+      if (tag.find("class=\"pu\"") != std::string::npos) {
+        result[static_cast<unsigned>(std::stoul(tag.substr(tag.find("id=\"c") + 5)))] = open;
+        pos = html.find("</div>", opening) + 6;  // a hardware thread holds no box
+        continue;
+      }
+      // The box's label follows its opening tag on the same line.
+      open.push_back(html.substr(opening, html.find('\n', opening) - opening));
+      pos = opening + 4;
+    } else {
+      open.pop_back();
+      pos = closing + 6;
+    }
+  }
+  return result;
 }
 
 void check_golden(const std::string& actual, const std::string& name) {
@@ -89,32 +116,54 @@ TEST_CASE("the page for two synthetic topologies matches its golden file", "[top
 
 TEST_CASE("the page nests package > NUMA node > L3 > L2 > core > hardware thread",
           "[topology_page]") {
-  const Topology topology = synthetic(kThirtyTwo);
+  struct Case {
+    const char* description;
+    std::size_t packages, numa_nodes, l3s, l2s, cores;
+    const char* merged;  // a box drawn with two labels (one level holding one box of the next)
+  };
+  const Case machine = GENERATE(Case{kThirtyTwo, 2, 4, 4, 0, 16, "NUMANode P#3 + L3 (16MB)"},
+                                Case{kFiveTwelve, 2, 8, 32, 256, 256, "L2 (4096KB) + Core P#9"});
+  CAPTURE(machine.description);
+  const Topology topology = synthetic(machine.description);
   const std::string html = TopologyPage(topology, "/metrics").html();
-  CHECK(count(html, "class=\"box pkg\"") == 2);
-  CHECK(count(html, "class=\"box numa\"") == 4);
-  CHECK(count(html, "L3 (16MB)") == 4);
-  CHECK(count(html, "class=\"box core\"") == 16);
+  CHECK(count(html, "class=\"box pkg") == machine.packages);
+  CHECK(count(html, "class=\"box numa") == machine.numa_nodes);
+  CHECK(count(html, "L3 (16MB)") == machine.l3s);
+  CHECK(count(html, "L2 (4096KB)") == machine.l2s);
+  CHECK(count(html, "core\" id=\"k") == machine.cores);
   CHECK(count(html, "class=\"pu\"") == topology.threads().size());
-  // Each hardware thread's box opens after its core's, its core's after its NUMA node's, and
-  // that after its package's, with no other package or node opened in between.
+  CHECK_THAT(html, Catch::Contains(machine.merged));
+  // Each hardware thread's box lies in its core's, that in one L3, that in its NUMA node's and
+  // that in its package's, in that order (outermost first).
+  const auto chains = ancestors(html);
   for (const HardwareThread& thread : topology.threads()) {
     CAPTURE(thread.cpu);
-    const std::string package = "id=\"p" + std::to_string(thread.package) + "\"";
-    const std::string numa = "id=\"n" + std::to_string(thread.numa_node) + "\"";
-    const std::string core =
-        "id=\"k" + std::to_string(thread.package) + "-" + std::to_string(thread.core) + "\"";
-    const std::string pu = "id=\"c" + std::to_string(thread.cpu) + "\"";
-    const auto at_package = html.find(package), at_numa = html.find(numa);
-    const auto at_core = html.find(core), at_pu = html.find(pu);
-    REQUIRE(at_pu != std::string::npos);
-    CHECK(at_package < at_numa);
-    CHECK(at_numa < at_core);
-    CHECK(at_core < at_pu);
-    const std::string between = html.substr(at_numa, at_pu - at_numa);
-    CHECK(count(between, "class=\"box pkg\"") == 0);
-    CHECK(count(between, "class=\"box numa\"") == 0);
-    CHECK(count(between, "L3 (") == 1);
+    const auto chain = chains.find(thread.cpu);
+    REQUIRE(chain != chains.end());
+    const auto& boxes = chain->second;
+    auto position = [&](const std::string& needle) {
+      std::vector<std::size_t> found;
+      for (std::size_t i = 0; i < boxes.size(); ++i) {
+        if (boxes[i].find(needle) != std::string::npos) found.push_back(i);
+      }
+      return found;
+    };
+    const auto package = position("id=\"p" + std::to_string(thread.package) + "\"");
+    const auto numa = position("id=\"n" + std::to_string(thread.numa_node) + "\"");
+    const auto l3 = position("L3 (");
+    const auto core = position("id=\"k" + std::to_string(thread.package) + "-" +
+                               std::to_string(thread.core) + "\"");
+    REQUIRE(package.size() == 1);
+    REQUIRE(numa.size() == 1);
+    REQUIRE(l3.size() == 1);
+    REQUIRE(core.size() == 1);
+    CHECK(package[0] == 0);
+    CHECK(package[0] < numa[0]);
+    CHECK(numa[0] <= l3[0]);  // one box where both hold the same CPUs
+    CHECK(l3[0] < core[0]);
+    CHECK(core[0] == boxes.size() - 1);
+    CHECK(position("class=\"box pkg").size() == 1);
+    CHECK(position("class=\"box numa").size() == 1);
   }
 }
 
@@ -130,7 +179,7 @@ TEST_CASE("an L3 spanning two NUMA nodes (sub-NUMA clustering) is drawn around t
   CHECK(l3 < html.find("id=\"n0\""));
   CHECK(html.find("id=\"n1\"") < html.find("L3 (30MB)", l3 + 1));
   CHECK(count(html, "L3 (30MB)") == 2);
-  CHECK(count(html, "class=\"box numa\"") == 4);
+  CHECK(count(html, "class=\"box numa") == 4);
 }
 
 TEST_CASE("cache sizes read as lstopo prints them", "[topology_page]") {
