@@ -7,6 +7,8 @@ Starts the exporter (PAPI software events per CPU, as root), loads the page and 
   - a help text with <script> and quotes renders as text (one <script> element on the page);
   - with page faults selected, a page-faulting loop pinned to CPU 1 (taskset) changes CPU 1's
     value and colour within 5 s, while CPU 0's stays lower;
+  - RAPL power is written on the package box (a second exporter reads a powercap tree whose
+    energy counters this test advances at 90 W for the package and 6 W for DRAM);
   - the browser logged no console error and no Content-Security-Policy violation.
 A missing browser, driver or Selenium fails with the package to install, never skips.
 
@@ -22,6 +24,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -46,19 +49,19 @@ def need_browser():
              "(scripts/deps.sh installs it)")
 
 
-def start_exporter(binary, workdir):
+PAPI_EVENTS = ("collectors:\n"
+               "  papi:\n"
+               "    events:\n"
+               "      - perf::CPU-CLOCK\n"
+               "      - perf::PAGE-FAULTS\n"
+               "      - event: perf::CONTEXT-SWITCHES\n"
+               "        help: '" + EVIL_HELP.replace("'", "''") + "'\n")
+
+
+def start_exporter(binary, workdir, yaml=PAPI_EVENTS + "  rapl:\n    enabled: false\n"):
     config = os.path.join(workdir, "hwperf.yml")
     with open(config, "w") as f:
-        f.write(
-            "collectors:\n"
-            "  rapl:\n"
-            "    enabled: false\n"
-            "  papi:\n"
-            "    events:\n"
-            "      - perf::CPU-CLOCK\n"
-            "      - perf::PAGE-FAULTS\n"
-            "      - event: perf::CONTEXT-SWITCHES\n"
-            "        help: '" + EVIL_HELP.replace("'", "''") + "'\n")
+        f.write(yaml)
     log_path = os.path.join(workdir, "exporter.log")
     log = open(log_path, "w")
     process = subprocess.Popen(
@@ -139,6 +142,53 @@ def start_faulting_on(cpu):
                "    m[0:n:4096] = bytes(n // 4096)\n"
                "    m.close()\n")
     return subprocess.Popen(["taskset", "-c", str(cpu), "/usr/bin/python3", "-c", program])
+
+
+def check_power(binary, driver):
+    """RAPL watts on the package box, from a powercap tree whose counters advance here."""
+    workdir = tempfile.mkdtemp(prefix="hwperf_browser_rapl_")
+    zones = {"intel-rapl:0": ("package-0", 261999999939, 90),
+             "intel-rapl:0:2": ("dram", 64424509425, 6)}
+    for zone, (name, span, _) in zones.items():
+        folder = os.path.join(workdir, "sys/class/powercap", zone)
+        os.makedirs(folder)
+        for file, text in (("name", name), ("energy_uj", "1000000"),
+                           ("max_energy_range_uj", str(span)), ("enabled", "1")):
+            with open(os.path.join(folder, file), "w") as f:
+                f.write(text + "\n")
+    stop = threading.Event()
+
+    def advance():
+        energy = {zone: 1000000 for zone in zones}
+        while not stop.wait(0.25):
+            for zone, (_, _, watts) in zones.items():
+                energy[zone] += watts * 250000  # microjoules in a quarter second
+                with open(os.path.join(workdir, "sys/class/powercap", zone, "energy_uj"), "w") as f:
+                    f.write("%d\n" % energy[zone])
+    writer = threading.Thread(target=advance)
+    writer.start()
+    exporter, port, _ = start_exporter(
+        binary, workdir, "paths:\n  sysfs: " + workdir + "/sys\n"
+        "collectors:\n  rapl:\n    interface: powercap\n  papi:\n    enabled: false\n")
+    try:
+        driver.get("http://127.0.0.1:%d/topology" % port)
+        text = wait_for("watts on package P#0", lambda: driver.execute_script(
+            "return document.getElementById('w0').textContent"), 10)
+        match = re.fullmatch(r"package ([\d.]+) W, dram ([\d.]+) W", text)
+        # Reads one second apart see four or five quarter-second steps.
+        if not match or not 60 < float(match.group(1)) < 120 or not 3 < float(match.group(2)) < 8:
+            fail("package P#0 reads %r, expected about 90 W package and 6 W dram" % text)
+        print("ok: package P#0 reads %r (written at 90 W and 6 W)" % text)
+        problems = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        if problems:
+            fail("browser log on the power page: %r" % problems)
+        driver.get("about:blank")  # no more polls of an exporter about to stop
+    finally:
+        stop.set()
+        writer.join()
+        exporter.send_signal(signal.SIGTERM)
+        exporter.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def main():
@@ -246,6 +296,7 @@ def main():
         if problems or status.startswith("blocked"):
             fail("browser log: %r; status: %r" % (problems, status))
         print("ok: no console error, no CSP violation")
+        check_power(args.exporter, driver)
     finally:
         if spinner is not None:
             spinner.kill()
