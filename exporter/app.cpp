@@ -196,7 +196,7 @@ int run_exporter(const std::vector<std::string>& args) {
         auto collectors = build_collectors(config, *topology);
         try {
           exporter = std::make_unique<Exporter>(config.web.telemetry_path, std::move(collectors),
-                                                registry_build_info(), web_config);
+                                                registry_build_info(), web_config, &*topology);
         } catch (const ConfigError& e) {
           // The users' hashes are checked as the exporter is built: say which file they are in.
           std::vector<std::string> problems;

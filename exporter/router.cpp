@@ -35,12 +35,15 @@ HttpResponse not_found() {
 }  // namespace
 
 Exporter::Exporter(std::string telemetry_path, CollectorSet collectors,
-                   prometheus::MetricFamily build_info, WebConfigFile web_config)
+                   prometheus::MetricFamily build_info, WebConfigFile web_config,
+                   const Topology* topology)
     : telemetry_path_(std::move(telemetry_path)),
       collectors_(std::move(collectors)),
       build_info_(std::move(build_info)),
       constant_(constant_families()),
-      auth_(std::make_unique<BasicAuth>(web_config.basic_auth_users)) {}
+      auth_(std::make_unique<BasicAuth>(web_config.basic_auth_users)) {
+  if (topology != nullptr) topology_page_.emplace(*topology, telemetry_path_);
+}
 
 Exporter::ConstantExposition::ConstantExposition(
     const std::vector<prometheus::MetricFamily>& families)
@@ -94,7 +97,9 @@ std::optional<HttpResponse> Exporter::admit(const HttpRequest& request) const {
         405, "text/plain; charset=utf-8", {{"Allow", "GET, HEAD"}}, "method not allowed\n"};
   }
   if (request.path == "/-/healthy") return std::nullopt;
-  if (request.path != telemetry_path_ && request.path != "/") return not_found();
+  if (request.path != telemetry_path_ && request.path != "/" && !serves_topology(request.path)) {
+    return not_found();
+  }
   if (!auth_->allows(request.authorization)) {
     return HttpResponse{
         401,
@@ -119,12 +124,18 @@ HttpResponse Exporter::route(const HttpRequest& request) const {
     if (gzip) response.headers.emplace_back("Content-Encoding", "gzip");
     return response;
   }
+  if (serves_topology(request.path)) {
+    // The JSON reads through the scrape's own collection (the same locks, the same collectors).
+    return topology_page_->respond(request, [this] { return collectors_.collect(); });
+  }
   if (request.path == "/") {
     std::string body =
         "<!DOCTYPE html>\n<html><head><title>hwperf_exporter</title></head><body>\n"
         "<h1>hwperf_exporter</h1>\n<p>Hardware performance counters and CPU energy for "
         "Prometheus.</p>\n<p><a href=\"" +
-        html_escape(telemetry_path_) + "\">Metrics</a></p>\n<h2>Active collectors</h2>\n<ul>\n";
+        html_escape(telemetry_path_) + "\">Metrics</a></p>\n" +
+        (topology_page_ ? "<p><a href=\"topology\">Topology</a> (live)</p>\n" : "") +
+        "<h2>Active collectors</h2>\n<ul>\n";
     for (const auto& name : collectors_.names()) body += "<li>" + html_escape(name) + "</li>\n";
     body += "</ul>\n<p>Version " + html_escape(exporter_version()) + " (revision " +
             html_escape(exporter_revision()) + ")</p>\n</body></html>\n";

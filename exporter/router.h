@@ -14,6 +14,7 @@
 #include "exporter/exposition.h"
 #include "exporter/http.h"
 #include "exporter/basic_auth.h"
+#include "exporter/topology_page.h"
 
 namespace hwperf {
 
@@ -22,8 +23,9 @@ class Exporter {
   // `telemetry_path` is where metrics are served; `build_info` is the constant build info family.
   // With users in `web_config`, every path but /-/healthy needs basic authentication; a hash that
   // can never match or would cost over a second per check throws ConfigError (basic_auth.h).
+  // With a `topology`, /topology and its files are served too (exporter/topology_page.h).
   Exporter(std::string telemetry_path, CollectorSet collectors, prometheus::MetricFamily build_info,
-           WebConfigFile web_config = {});
+           WebConfigFile web_config = {}, const Topology* topology = nullptr);
 
   // admit(), then route(): what one request gets. Thread-safe; never throws for a collector's
   // failure.
@@ -46,6 +48,9 @@ class Exporter {
   // compressed) once, followed by this scrape's families.
   std::string exposition(ExpositionFormat format, bool gzip) const;
   std::vector<prometheus::MetricFamily> constant_families() const;
+  bool serves_topology(const std::string& path) const {
+    return topology_page_ && TopologyPage::serves(path);
+  }
 
   std::string telemetry_path_;
   CollectorSet collectors_;
@@ -61,6 +66,7 @@ class Exporter {
   };
   const ConstantExposition constant_;
   std::unique_ptr<const BasicAuth> auth_;
+  std::optional<TopologyPage> topology_page_;
 };
 
 }  // namespace hwperf
