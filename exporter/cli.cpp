@@ -7,6 +7,14 @@
 #include "exporter/http_server.h"
 
 namespace hwperf {
+namespace {
+
+std::string duration_range() {
+  return "from " + std::to_string(kMinTimeoutMs) + "ms to " + std::to_string(kMaxTimeoutMs / 1000) +
+         "s";
+}
+
+}  // namespace
 
 // Defaults and spellings come from the configuration's own defaults and name tables.
 const std::vector<CliFlag>& cli_flags() {
@@ -36,12 +44,15 @@ const std::vector<CliFlag>& cli_flags() {
          std::to_string(http.worker_threads)},
         {"--web.request-timeout", "DURATION",
          "time a client has to send its request head (and finish a TLS handshake), and a "
-         "response write may stall, before its connection is closed",
+         "response write may stall, before its connection is closed; " +
+             duration_range(),
          std::to_string(http.request_timeout_ms / 1000) + "s"},
-        {"--web.keep-alive-timeout", "DURATION", "time an idle keep-alive connection is kept",
+        {"--web.keep-alive-timeout", "DURATION",
+         "time an idle keep-alive connection is kept; " + duration_range(),
          std::to_string(http.keep_alive_timeout_ms / 1000) + "s"},
         {"--runtime.user", "USER",
-         "once every counter is open, run as USER (a name or uid) with no capabilities",
+         "once every counter is open and the port bound, run as USER (a name or uid) with no "
+         "capabilities",
          "keep the user it was started as"},
         {"--check-config", nullptr,
          "validate the configuration, print the effective configuration and what each collector "
@@ -204,7 +215,7 @@ std::string usage_text() {
     else
       left += "  ";
     text += left + flag.help;
-    if (!flag.default_value.empty()) text += " (default " + flag.default_value + ")";
+    if (!flag.default_value.empty()) text += " (default: " + flag.default_value + ")";
     text += "\n";
   }
   return text;
