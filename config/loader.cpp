@@ -1,5 +1,6 @@
 #include "config/loader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -567,6 +568,34 @@ std::string dump_config(const Config& config) {
   }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+std::vector<ConfigKeyInfo> describe_config_keys() {
+  std::vector<ConfigKeyInfo> keys;
+  Config config;
+  Problems problems("");
+  problems.describe_into(&keys);
+  read_document(problems, YAML::Node(), config);
+  const YAML::Node defaults = YAML::Load(dump_config(Config{}));
+  for (auto& key : keys) {
+    if (key.section) continue;
+    std::vector<YAML::Node> path{defaults};  // node references cannot be reseated
+    std::istringstream parts(key.path);
+    for (std::string part; std::getline(parts, part, '.') && path.back().IsMap();) {
+      const YAML::Node& parent = path.back();
+      path.push_back(parent[part]);
+    }
+    const YAML::Node& node = path.back();
+    if (path.size() !=
+            static_cast<std::size_t>(std::count(key.path.begin(), key.path.end(), '.')) + 2 ||
+        !node.IsDefined()) {
+      continue;
+    }
+    YAML::Emitter out;
+    out << YAML::Flow << node;
+    key.default_value = out.c_str();
+  }
+  return keys;
 }
 
 }  // namespace hwperf

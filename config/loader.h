@@ -3,8 +3,10 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "config/config.h"
+#include "config/key_info.h"
 
 namespace hwperf {
 
@@ -15,5 +17,8 @@ Config parse_config_text(const std::string& yaml_text, const std::string& file_n
 
 // The effective configuration as YAML, in the same schema the loader reads (--check-config).
 std::string dump_config(const Config& config);
+
+// Every key the loader reads, in its order, with what it takes and its default.
+std::vector<ConfigKeyInfo> describe_config_keys();
 
 }  // namespace hwperf

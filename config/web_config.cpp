@@ -249,6 +249,18 @@ void read_users(Problems& problems, const YAML::Node& node, WebConfigFile& confi
   }
 }
 
+void read_document(Problems& problems, const fs::path& directory, const YAML::Node& root,
+                   WebConfigFile& config) {
+  Mapping(problems, "web config")
+      .on("tls_server_config",
+          [&](const YAML::Node& node) { read_tls(problems, directory, node, config); })
+      .on("basic_auth_users", [&](const YAML::Node& node) { read_users(problems, node, config); })
+      .on("http_server_config",
+          [&](const YAML::Node& node) { read_http_server(problems, node, config); })
+      .on("rate_limit", [&](const YAML::Node& node) { read_rate_limit(problems, node, config); })
+      .visit(root);
+}
+
 }  // namespace
 
 bool is_bcrypt_hash(const std::string& hash) {
@@ -281,20 +293,21 @@ WebConfigFile load_web_config(const std::string& path) {
   WebConfigFile config;
   const fs::path directory = fs::path(path).parent_path();
   try {
-    const YAML::Node root = YAML::Load(text.value);
-    Mapping(problems, "web config")
-        .on("tls_server_config",
-            [&](const YAML::Node& node) { read_tls(problems, directory, node, config); })
-        .on("basic_auth_users", [&](const YAML::Node& node) { read_users(problems, node, config); })
-        .on("http_server_config",
-            [&](const YAML::Node& node) { read_http_server(problems, node, config); })
-        .on("rate_limit", [&](const YAML::Node& node) { read_rate_limit(problems, node, config); })
-        .visit(root);
+    read_document(problems, directory, YAML::Load(text.value), config);
   } catch (const YAML::Exception& e) {
     problems.add(e.mark, "invalid YAML: " + e.msg);
   }
   if (!problems.list().empty()) throw ConfigError(problems.list());
   return config;
+}
+
+std::vector<ConfigKeyInfo> describe_web_config_keys() {
+  std::vector<ConfigKeyInfo> keys;
+  WebConfigFile config;
+  Problems problems("");
+  problems.describe_into(&keys);
+  read_document(problems, fs::path(), YAML::Node(), config);
+  return keys;
 }
 
 }  // namespace hwperf

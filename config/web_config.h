@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/enum_names.h"
+#include "config/key_info.h"
 
 namespace hwperf {
 
@@ -111,6 +112,10 @@ struct WebConfigFile {
 // that is not bcrypt, all reported at once as ConfigError with file:line:column. Paths in the file
 // are relative to the file's directory, as in exporter-toolkit.
 WebConfigFile load_web_config(const std::string& path);
+
+// Every key of the file, in the order it is read, with what each takes (no defaults: the file
+// has no dump).
+std::vector<ConfigKeyInfo> describe_web_config_keys();
 
 // Whether `hash` has the form of a bcrypt hash ($2a$, $2b$ or $2y$, cost, 53 characters).
 bool is_bcrypt_hash(const std::string& hash);

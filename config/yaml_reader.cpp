@@ -10,6 +10,7 @@ namespace hwperf::yaml_reader {
 
 void Problems::add(const YAML::Mark& mark, const std::string& message) {
   problems_.push_back(where(mark).to_string() + ": " + message);
+  messages_.push_back(message);
 }
 
 SourceMark Problems::where(const YAML::Mark& mark) const {
@@ -23,6 +24,10 @@ Mapping& Mapping::on(const std::string& key, Handler handler) {
 }
 
 void Mapping::visit(const YAML::Node& node) {
+  if (problems_.described_ != nullptr) {
+    describe(*problems_.described_);
+    return;
+  }
   if (!node || node.IsNull()) return;  // an empty section keeps its defaults
   if (!node.IsMap()) {
     problems_.add(problems_.at(node), path_ + ": expected a mapping with keys " + join(keys_));
@@ -51,6 +56,32 @@ void Mapping::visit(const YAML::Node& node) {
     if (!known) {
       problems_.add(entry.first.Mark(), "unknown key \"" + key + "\" in " + path_ +
                                             " (expected one of: " + join(keys_) + ")");
+    }
+  }
+}
+
+void Mapping::describe(std::vector<ConfigKeyInfo>& keys) {
+  // Every reader is handed an empty mapping: a section's reader visits it and so lists its own
+  // keys; a value's reader refuses it with "PATH: expected FORM", which says what the key takes.
+  const YAML::Node probe(YAML::NodeType::Map);
+  const std::string parent = problems_.describing_path_;
+  for (auto& [name, handler] : handlers_) {
+    const std::string path = parent.empty() ? name : parent + "." + name;
+    const std::size_t index = keys.size();
+    const std::size_t messages = problems_.messages_.size();
+    keys.push_back(ConfigKeyInfo{path, false, "", ""});
+    problems_.describing_path_ = path;
+    handler(probe);
+    problems_.describing_path_ = parent;
+    keys[index].section = keys.size() > index + 1;
+    // The last word is the most precise: a range check follows the type check, and a section's
+    // reader may check its keys after visiting them.
+    for (std::size_t k = index; k < keys.size(); ++k) {
+      const std::string marker = keys[k].path + ": expected ";
+      for (std::size_t i = messages; i < problems_.messages_.size(); ++i) {
+        const auto& message = problems_.messages_[i];
+        if (message.rfind(marker, 0) == 0) keys[k].expected = message.substr(marker.size());
+      }
     }
   }
 }

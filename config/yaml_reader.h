@@ -13,6 +13,7 @@
 
 #include "common/enum_names.h"
 #include "config/config.h"
+#include "config/key_info.h"
 
 namespace hwperf::yaml_reader {
 
@@ -30,9 +31,17 @@ class Problems {
   SourceMark where(const YAML::Mark& mark) const;
   const std::vector<std::string>& list() const { return problems_; }
 
+  // Describing instead of reading: every Mapping lists its keys into `keys` rather than visiting
+  // a document, so the reference is made by the same code that reads the file.
+  void describe_into(std::vector<ConfigKeyInfo>* keys) { described_ = keys; }
+
  private:
+  friend class Mapping;
   std::string file_;
   std::vector<std::string> problems_;
+  std::vector<std::string> messages_;  // the same, without file:line:column
+  std::vector<ConfigKeyInfo>* described_ = nullptr;
+  std::string describing_path_;  // the section being described
 };
 
 // Visits the keys of one mapping, reporting unknown, duplicate and non-scalar keys against the
@@ -46,6 +55,8 @@ class Mapping {
   void visit(const YAML::Node& node);
 
  private:
+  void describe(std::vector<ConfigKeyInfo>& keys);
+
   Problems& problems_;
   std::string path_;
   std::vector<std::string> keys_;

@@ -21,6 +21,7 @@
 #include "exporter/exposition.h"
 #include "exporter/http_server.h"
 #include "exporter/privileges.h"
+#include "exporter/reference.h"
 #include "config/web_config.h"
 #include "exporter/router.h"
 #include "exporter/tls.h"
@@ -95,7 +96,7 @@ int run_exporter(const std::vector<std::string>& args) {
   std::optional<RuntimeUser> runtime_user;
   if (const auto failed = startup_step([&] {
         cli = parse_cli(args);
-        if (cli.help || cli.version) return;
+        if (cli.help || cli.version || cli.print_reference) return;
         config = load_config_file(cli.config_file.value_or(""));
         apply_cli(cli, config);
         if (!cli.command.empty()) add_command_target(config, cli.command.front());
@@ -120,6 +121,12 @@ int run_exporter(const std::vector<std::string>& args) {
   if (cli.help) {
     std::cout << usage_text();
     return code(ExitCode::ok);
+  }
+  if (cli.print_reference) {
+    std::vector<std::string> problems;
+    std::cout << reference_markdown(problems);
+    for (const auto& problem : problems) log::error("reference: " + problem);
+    return code(problems.empty() ? ExitCode::ok : ExitCode::runtime_failure);
   }
   if (cli.version) {
     std::cout << "hwperf_exporter version " << exporter_version() << " (revision "

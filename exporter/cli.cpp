@@ -9,62 +9,68 @@
 namespace hwperf {
 namespace {
 
-struct Flag {
-  const char* name;
-  const char* value_name;  // nullptr for boolean flags
-  std::string help;
-};
+std::string duration_range() {
+  return "from " + std::to_string(kMinTimeoutMs) + "ms to " + std::to_string(kMaxTimeoutMs / 1000) +
+         "s";
+}
+
+}  // namespace
 
 // Defaults and spellings come from the configuration's own defaults and name tables.
-const std::vector<Flag>& flags() {
-  static const std::vector<Flag> all = [] {
+const std::vector<CliFlag>& cli_flags() {
+  static const std::vector<CliFlag> all = [] {
     const Config defaults;
     const HttpServerOptions http;
-    return std::vector<Flag>{
-        {"--config.file", "PATH", "YAML configuration file (default: none, built-in defaults)"},
-        {"--web.listen-address", "[HOST]:PORT",
-         "address to serve on (default " + defaults.web.listen_address + ")"},
-        {"--web.telemetry-path", "PATH",
-         "path of the metrics endpoint (default " + defaults.web.telemetry_path + ")"},
-        {"--path.sysfs", "PATH", "sysfs mount point (default " + defaults.paths.sysfs + ")"},
-        {"--path.procfs", "PATH", "procfs mount point (default " + defaults.paths.procfs + ")"},
-        {"--path.devfs", "PATH", "devfs mount point (default " + defaults.paths.devfs + ")"},
-        {"--log.level", "LEVEL",
-         join_names(kLogLevelNames, ", ", " or ") + " (default " + to_string(defaults.log_level) +
-             ")"},
+    return std::vector<CliFlag>{
+        {"--config.file", "PATH", "YAML configuration file", "none, built-in defaults"},
+        {"--web.listen-address", "[HOST]:PORT", "address to serve on", defaults.web.listen_address},
+        {"--web.telemetry-path", "PATH", "path of the metrics endpoint",
+         defaults.web.telemetry_path},
+        {"--path.sysfs", "PATH", "sysfs mount point", defaults.paths.sysfs},
+        {"--path.procfs", "PATH", "procfs mount point", defaults.paths.procfs},
+        {"--path.devfs", "PATH", "devfs mount point", defaults.paths.devfs},
+        {"--log.level", "LEVEL", join_names(kLogLevelNames, ", ", " or "),
+         to_string(defaults.log_level)},
         {"--web.config.file", "PATH",
-         "TLS and basic authentication, in the exporter-toolkit web config format (default: "
-         "none, plain HTTP)"},
+         "TLS and basic authentication, in the exporter-toolkit web config format",
+         "none, plain HTTP"},
         {"--web.max-requests", "N",
          "most scrapes collected at once, answered 503 beyond (as node_exporter); 0 for no "
-         "limit; at most --web.max-connections (default " +
-             std::to_string(http.max_concurrent_requests) + ")"},
+         "limit; at most --web.max-connections",
+         std::to_string(http.max_concurrent_requests)},
         {"--web.max-connections", "N",
-         "connections served at once, each by a worker thread; more wait in a queue (default " +
-             std::to_string(http.worker_threads) + ", at most " +
-             std::to_string(kMaxConnectionsCeiling) + ")"},
+         "connections served at once, each by a worker thread; more wait in a queue (at most " +
+             std::to_string(kMaxConnectionsCeiling) + ")",
+         std::to_string(http.worker_threads)},
         {"--web.request-timeout", "DURATION",
          "time a client has to send its request head (and finish a TLS handshake), and a "
-         "response write may stall, before its connection is closed (default " +
-             std::to_string(http.request_timeout_ms / 1000) + "s)"},
+         "response write may stall, before its connection is closed; " +
+             duration_range(),
+         std::to_string(http.request_timeout_ms / 1000) + "s"},
         {"--web.keep-alive-timeout", "DURATION",
-         "time an idle keep-alive connection is kept (default " +
-             std::to_string(http.keep_alive_timeout_ms / 1000) + "s)"},
+         "time an idle keep-alive connection is kept; " + duration_range(),
+         std::to_string(http.keep_alive_timeout_ms / 1000) + "s"},
         {"--runtime.user", "USER",
-         "once every counter is open, run as USER (a name or uid) with no capabilities "
-         "(default: keep the user it was started as)"},
+         "once every counter is open and the port bound, run as USER (a name or uid) with no "
+         "capabilities",
+         "keep the user it was started as"},
         {"--check-config", nullptr,
          "validate the configuration, print the effective configuration and what each collector "
-         "can do here, exit 0 (or 2 on error)"},
+         "can do here, exit 0 (or 2 on error)",
+         ""},
         {"--once", nullptr,
          "collect once, print the exposition to stdout and exit; with -- CMD, once CMD has "
-         "ended, with its exit status"},
-        {"--version", nullptr, "print the version and exit"},
-        {"--help", nullptr, "print this help and exit"},
+         "ended, with its exit status",
+         ""},
+        {"--version", nullptr, "print the version and exit", ""},
+        {"--help", nullptr, "print this help and exit", ""},
+        {"--print-reference", nullptr, "print docs/reference.md and exit", "", true},
     };
   }();
   return all;
 }
+
+namespace {
 
 std::optional<unsigned> parse_count(const std::string& flag, const std::string& value, unsigned low,
                                     unsigned high, std::vector<std::string>& problems) {
@@ -114,8 +120,8 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
       arg = arg.substr(0, eq);
     }
     if (arg == "-h") arg = "--help";
-    const Flag* flag = nullptr;
-    for (const auto& candidate : flags()) {
+    const CliFlag* flag = nullptr;
+    for (const auto& candidate : cli_flags()) {
       if (arg == candidate.name) flag = &candidate;
     }
     if (flag == nullptr) {
@@ -171,6 +177,8 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
         options.version = true;
       else if (arg == "--help")
         options.help = true;
+      else if (arg == "--print-reference")
+        options.print_reference = true;
     } catch (const ConfigError& e) {
       problems.insert(problems.end(), e.problems().begin(), e.problems().end());
     }
@@ -208,14 +216,17 @@ std::string usage_text() {
       "(RAPL).\nWith -- CMD ARGS..., runs CMD as a process target counted from its first "
       "instruction\n(collectors.process events), serves while it runs and exits with its status; "
       "with --once,\nprints the exposition of the run and a summary on stderr.\n\nFlags:\n";
-  for (const auto& flag : flags()) {
+  for (const auto& flag : cli_flags()) {
+    if (flag.hidden) continue;
     std::string left = std::string("  ") + flag.name;
     if (flag.value_name) left += std::string("=") + flag.value_name;
     if (left.size() < 34)
       left.resize(34, ' ');
     else
       left += "  ";
-    text += left + flag.help + "\n";
+    text += left + flag.help;
+    if (!flag.default_value.empty()) text += " (default: " + flag.default_value + ")";
+    text += "\n";
   }
   return text;
 }

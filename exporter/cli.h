@@ -30,7 +30,18 @@ struct CliOptions {
   bool once = false;
   bool version = false;
   bool help = false;
+  bool print_reference = false;  // hidden: docs/reference.md, generated
 };
+
+// One flag as --help and docs/reference.md show it; the one table parse_cli reads too.
+struct CliFlag {
+  const char* name;
+  const char* value_name;     // nullptr for boolean flags
+  std::string help;           // what it does
+  std::string default_value;  // "" for none
+  bool hidden = false;        // left out of --help and the reference
+};
+const std::vector<CliFlag>& cli_flags();
 
 // Bounds of the HTTP flags: enough for hundreds of scrapers, and no value that would make a worker
 // thread per connection or a deadline absurd.
