@@ -77,6 +77,24 @@ const std::vector<KeyText>& config_texts() {
        "",
        "0, or a number from " + format_number(kMinWrapGuardIntervalSeconds) + " to " +
            format_number(kMaxWrapGuardIntervalSeconds)},
+      {"collectors.process.enabled",
+       "count the configured process targets ([process](collectors/process.md)); the collector "
+       "is built only when targets are listed"},
+      {"collectors.process.events",
+       "events counted for every target, in the PAPI collector's vocabulary", "", "",
+       "perf::TASK-CLOCK, PAGE-FAULTS, CONTEXT-SWITCHES, CPU-MIGRATIONS, INSTRUCTIONS, CYCLES, "
+       "CACHE-MISSES, BRANCH-MISSES, best effort"},
+      {"collectors.process.domain",
+       "privilege levels counted; user mode only when the kernel allows no more"},
+      {"collectors.process.per_cpu",
+       "one series per target and CPU, with the CPU's topology labels"},
+      {"collectors.process.rescan_interval_seconds",
+       "how often /proc is looked at in the background for processes that start and end", "",
+       "a number from " + format_number(kMinRescanIntervalSeconds) + " to " +
+           format_number(kMaxRescanIntervalSeconds)},
+      {"collectors.process.targets",
+       "each {name, and one of pid: N, pidfile: PATH, match: {comm, exe, cmdline regular "
+       "expressions}} ([targets](collectors/process.md#configuration))"},
   };
   return texts;
 }
