@@ -13,6 +13,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/papi/counter_source.h"
+#include "collectors/perf/counted_events.h"
 #include "collectors/perf/perf_event.h"
 #include "collectors/process/target_counting.h"
 #include "collectors/process/target_plan.h"
@@ -22,14 +23,7 @@
 namespace hwperf::process {
 
 // One configured event as the process families export it, resolved at startup.
-struct ProcessEvent {
-  std::string event;   // as configured
-  std::string where;   // file:line:column, or "" for a default event
-  std::string family;  // hwperf_process_<metric>_total
-  std::string help;
-  papi::Unit unit = papi::Unit::count;
-  perf::EventEncoding encoding;
-};
+using ProcessEvent = perf::CountedEvent;
 
 struct ProcessCollectorSettings {
   std::string procfs;
