@@ -113,6 +113,13 @@ int run_exporter(const std::vector<std::string>& args) {
     return code(ExitCode::ok);
   }
   log::set_level(config.log_level);
+  // no_new_privs is per thread and inherited: set now, before the first thread (PAPI owners, the
+  // RAPL guard, CivetWeb's), every thread has it.
+  if (runtime_user) {
+    if (const auto failed = startup_step([] { forbid_new_privileges(); }); failed != ExitCode::ok) {
+      return code(failed);
+    }
+  }
 
   // Blocked before any thread exists (PAPI owners, RAPL guard, CivetWeb workers) so that every
   // thread inherits the mask and only sigwait() below sees them. SIGHUP and the user signals
@@ -201,6 +208,8 @@ int run_exporter(const std::vector<std::string>& args) {
         options.response_headers = web_config.http.headers;
         options.rate_limit = web_config.rate_limit;
         const Exporter* routes = exporter.get();
+        // Held until the drop below: no request is read while the process is root.
+        options.accept_later = runtime_user.has_value();
         options.admit = [routes](const HttpRequest& request) { return routes->admit(request); };
         server = std::make_unique<HttpServer>(
             options, [routes](const HttpRequest& request) { return routes->route(request); });
@@ -215,8 +224,15 @@ int run_exporter(const std::vector<std::string>& args) {
         failed != ExitCode::ok) {
       return code(failed);
     }
-    log::info("running as " + runtime_user->name + " (uid " + std::to_string(runtime_user->uid) +
-              ") with no capabilities");
+    if (runtime_user->uid == 0) {
+      log::warn("running as " + runtime_user->name +
+                " (uid 0) with every capability root has; name an unprivileged user in "
+                "--runtime.user (e.g. nobody) to give them up");
+    } else {
+      log::info("running as " + runtime_user->name + " (uid " + std::to_string(runtime_user->uid) +
+                ") with no capabilities");
+    }
+    server->accept_connections();
   }
   log::info("HTTP: " + std::to_string(server->worker_threads()) + " connections served at once, " +
             std::to_string(server->connection_queue()) + " more queued; request deadline " +

@@ -15,6 +15,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -311,6 +312,10 @@ struct HttpServer::Impl {
   std::unique_ptr<TlsCertificates> tls;  // outlives CivetWeb's SSL_CTX, which calls into it
   std::string tls_error;                 // why init_ssl failed, for the startup error
 
+  std::mutex accept_mutex;
+  std::condition_variable accept_allowed;
+  bool accepting = true;
+
   std::mutex log_mutex;
   std::string last_log;  // CivetWeb's last message, for a startup error nothing else explains
 
@@ -436,6 +441,24 @@ struct HttpServer::Impl {
     }
   }
 
+  // CivetWeb's master thread (type 0) calls this before its accept loop; workers (type 1) only
+  // ever get connections the master accepted, so holding the master holds every request.
+  static void* on_thread_start(const mg_context* context, int thread_type) {
+    if (thread_type != 0) return nullptr;
+    Impl* self = static_cast<Impl*>(mg_get_user_data(context));
+    std::unique_lock<std::mutex> lock(self->accept_mutex);
+    self->accept_allowed.wait(lock, [self] { return self->accepting; });
+    return nullptr;
+  }
+
+  void allow_accept() {
+    {
+      const std::lock_guard<std::mutex> lock(accept_mutex);
+      accepting = true;
+    }
+    accept_allowed.notify_all();
+  }
+
   static int on_log(const mg_connection* connection, const char* message) {
     log::debug(std::string("civetweb: ") + message);
     if (Impl* self = connection != nullptr ? of(connection) : nullptr) {
@@ -457,6 +480,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   impl_->response_headers = options.response_headers;
   impl_->unlimited_path = options.unlimited_path;
   impl_->admit = options.admit;
+  impl_->accepting = !options.accept_later;
   if (options.rate_limit) {
     if (options.rate_limit->burst == 0 || !(options.rate_limit->interval_seconds > 0)) {
       throw std::invalid_argument("rate_limit needs a positive interval and burst");
@@ -550,6 +574,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   callbacks.log_message = &Impl::on_log;
   callbacks.init_connection = &Impl::on_connection_open;
   callbacks.connection_close = &Impl::on_connection_close;
+  callbacks.init_thread = &Impl::on_thread_start;
   if (options.tls) callbacks.init_ssl = &Impl::on_init_ssl;
   mg_init_data init{};
   init.callbacks = &callbacks;
@@ -583,6 +608,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
 // second. The poke repeats because the flag may not be set yet when the first one lands.
 HttpServer::~HttpServer() {
   if (!impl_ || !impl_->context) return;
+  impl_->allow_accept();  // a held master thread could never see the stop flag
   const unsigned bound_port = port();
   std::string host = impl_->numeric_host;
   if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
@@ -608,6 +634,8 @@ HttpServer::~HttpServer() {
   }
   stopper.join();
 }
+
+void HttpServer::accept_connections() { impl_->allow_accept(); }
 
 unsigned HttpServer::port() const {
   mg_server_port ports[4] = {};

@@ -70,6 +70,12 @@ struct HttpServerOptions {
   // only requests the application accepts (authenticated ones) take one of the limited places.
   std::function<std::optional<HttpResponse>(const HttpRequest&)> admit;
 
+  // When true, CivetWeb's listening thread waits before its first accept(2) until
+  // accept_connections(): the process can give up root (--runtime.user) in between, so that no
+  // request is ever read by a privileged thread. Connections that arrive meanwhile wait in the
+  // kernel's listen backlog.
+  bool accept_later = false;
+
   // Serve HTTPS only (plain HTTP on the port fails the handshake). The TLS handshake must finish
   // within request_timeout_ms, like a request head.
   std::optional<TlsServerConfig> tls;
@@ -113,6 +119,9 @@ class HttpServer {
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
+
+  // Lets the listening thread accept (see HttpServerOptions::accept_later). Idempotent.
+  void accept_connections();
 
   unsigned port() const;              // the bound port (useful with port 0)
   std::string bound_address() const;  // e.g. "127.0.0.1:9477" or "[::]:9477"
