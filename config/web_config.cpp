@@ -109,7 +109,10 @@ void read_tls(Problems& problems, const fs::path& directory, const YAML::Node& n
   if (has_max_version) {
     tls.max_version = max_version;
     if (static_cast<int>(max_version) < static_cast<int>(tls.min_version)) {
-      problems.add(problems.at(node), path + ".max_version is below min_version");
+      problems.add(problems.at(node),
+                   path + ".max_version " + name_of(kTlsVersionNames, max_version) +
+                       " is below min_version " + name_of(kTlsVersionNames, tls.min_version) +
+                       " (TLS12 unless set): no client could connect; lower min_version too");
     }
   }
   if (!tls.cert_file.empty() && !tls.cert_pem.empty()) {
@@ -201,13 +204,14 @@ void read_rate_limit(Problems& problems, const YAML::Node& node, WebConfigFile& 
       .on("interval", read_string(problems, path + ".interval", interval))
       .on("burst", read_non_negative(problems, path + ".burst", burst))
       .visit(node);
-  const auto interval_ms = parse_duration_ms(interval);
-  if (!interval_ms || *interval_ms == 0 || *interval_ms > 3600 * 1000) {
+  // A Go duration, as exporter-toolkit reads it ("1h30m", "1.5s").
+  const auto interval_seconds = parse_go_duration_seconds(interval);
+  if (!interval_seconds || !(*interval_seconds > 0)) {
     problems.add(problems.at(node), path +
-                                        ".interval: expected a duration from 1ms to 1h, such "
-                                        "as 100ms or 1s");
+                                        ".interval: expected a positive Go duration, such as "
+                                        "100ms, 1.5s or 1h30m");
   } else {
-    limit.interval_seconds = static_cast<double>(*interval_ms) / 1000.0;
+    limit.interval_seconds = *interval_seconds;
   }
   if (burst < 1 || burst > 1e6 || burst != static_cast<double>(static_cast<unsigned>(burst))) {
     problems.add(problems.at(node), path + ".burst: expected a whole number from 1 to 1000000");

@@ -3,10 +3,14 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
 
 #include "collectors/build_info.h"
 #include "collectors/registry.h"
@@ -257,6 +261,18 @@ int run_exporter(const std::vector<std::string>& args) {
     log::info(std::string("received ") + signal_name(signal_number) +
               ", ignored (only SIGTERM and SIGINT stop the exporter; the configuration is read "
               "at startup only)");
+  }
+  // Whatever a worker or collector is doing (a client CivetWeb still waits on, a read stuck in
+  // the kernel), the process ends within this deadline of the signal; a clean stop takes well
+  // under a second.
+  try {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      log::warn("shutdown did not finish within 3 s; exiting without waiting for the rest");
+      std::_Exit(code(ExitCode::ok));
+    }).detach();
+  } catch (const std::system_error&) {
+    // No thread to spare: the stop below is then not bounded, but still happens.
   }
   server.reset();
   exporter.reset();

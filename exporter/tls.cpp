@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -19,6 +20,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "common/files.h"
 #include "common/log.h"
 #include "common/text.h"
 
@@ -60,6 +62,10 @@ int protocol_version(TlsVersion version) {
     case TlsVersion::tls13: return TLS1_3_VERSION;
   }
   return TLS1_2_VERSION;
+}
+
+bool allows_legacy_versions(const TlsServerConfig& config) {
+  return config.min_version == TlsVersion::tls10 || config.min_version == TlsVersion::tls11;
 }
 
 }  // namespace
@@ -125,35 +131,58 @@ struct KeyPair {
 // The PEM text of `file_key` (a path in the config) or of `inline_key` (the PEM itself), and
 // how messages name it.
 struct PemSource {
-  BioPtr bio;
+  std::string text;
   std::string name;   // "cert_file PATH", "cert (in the web config)"
   std::string place;  // "PATH", "the web config's cert"
 };
-PemSource open_pem(const std::string& file_key, const std::string& path,
+
+// Far above any certificate chain; a bound, so that a file named by mistake is not read whole.
+constexpr std::size_t kMaxPemBytes = 1 << 20;
+
+// A file is read only if it is a regular file, opened without blocking: a FIFO or device swapped
+// in for a certificate would otherwise hang the handshake that reads it.
+PemSource read_pem(const std::string& file_key, const std::string& path,
                    const std::string& inline_key, const std::string& pem, const char* holds) {
-  if (path.empty()) {
-    BioPtr memory(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-    if (!memory) fail("out of memory");
-    return {std::move(memory), inline_key + " (in the web config)",
-            "the web config's " + inline_key};
+  if (path.empty())
+    return {pem, inline_key + " (in the web config)", "the web config's " + inline_key};
+  const auto text = read_regular_file(path, kMaxPemBytes);
+  if (!text.ok()) {
+    const std::string reason = text.error == ENOTSUP
+                                   ? "it is not a regular file (a FIFO, device or directory)"
+                               : text.error == EFBIG ? "it is larger than 1 MiB"
+                                                     : errno_text(text.error);
+    throw std::runtime_error("tls_server_config: " + file_key + " " + path +
+                             " cannot be read (it should hold " + holds + "): " + reason);
   }
-  BioPtr file(BIO_new_file(path.c_str(), "r"));
-  if (!file) fail(file_key + " " + path + " cannot be read (it should hold " + holds + ")");
-  return {std::move(file), file_key + " " + path, path};
+  return {text.value, file_key + " " + path, path};
+}
+
+BioPtr memory_bio(const std::string& text) {
+  BioPtr bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+  if (!bio) fail("out of memory");
+  return bio;
+}
+
+// OpenSSL's default would ask for a pass phrase on the terminal, and wait there for ever.
+int refuse_pass_phrase(char* /*buffer*/, int /*size*/, int /*writing*/, void* /*user*/) {
+  return -1;
 }
 
 KeyPair read_pair(const TlsServerConfig& config) {
   ERR_clear_error();
   KeyPair pair;
-  PemSource certificates =
-      open_pem("cert_file", config.cert_file, "cert", config.cert_pem, "a PEM certificate");
+  const PemSource certificates =
+      read_pem("cert_file", config.cert_file, "cert", config.cert_pem, "a PEM certificate");
+  const BioPtr certificate_bio = memory_bio(certificates.text);
   const std::string no_certificate = certificates.name + " holds no usable PEM certificate";
-  pair.certificate.reset(PEM_read_bio_X509_AUX(certificates.bio.get(), nullptr, nullptr, nullptr));
+  pair.certificate.reset(
+      PEM_read_bio_X509_AUX(certificate_bio.get(), nullptr, refuse_pass_phrase, nullptr));
   if (!pair.certificate) fail(no_certificate);
   // The rest is the chain, up to the end (which PEM reports as "no start line").
   pair.chain.reset(sk_X509_new_null());
   if (!pair.chain) fail("out of memory");
-  while (X509* next = PEM_read_bio_X509(certificates.bio.get(), nullptr, nullptr, nullptr)) {
+  while (X509* next =
+             PEM_read_bio_X509(certificate_bio.get(), nullptr, refuse_pass_phrase, nullptr)) {
     if (sk_X509_push(pair.chain.get(), next) == 0) {
       X509_free(next);
       fail("out of memory");
@@ -162,9 +191,21 @@ KeyPair read_pair(const TlsServerConfig& config) {
   if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE) fail(no_certificate);
   ERR_clear_error();
 
-  PemSource key = open_pem("key_file", config.key_file, "key", config.key_pem, "a PEM private key");
-  pair.key.reset(PEM_read_bio_PrivateKey(key.bio.get(), nullptr, nullptr, nullptr));
-  if (!pair.key) fail(key.name + " holds no usable PEM private key");
+  const PemSource key =
+      read_pem("key_file", config.key_file, "key", config.key_pem, "a PEM private key");
+  const BioPtr key_bio = memory_bio(key.text);
+  pair.key.reset(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, refuse_pass_phrase, nullptr));
+  if (!pair.key) {
+    if (key.text.find("ENCRYPTED") != std::string::npos) {
+      ERR_clear_error();
+      throw std::runtime_error("tls_server_config: " + key.name +
+                               " holds an encrypted private key, which would need a pass phrase "
+                               "(exporter-toolkit takes none either): give the key unencrypted, "
+                               "e.g. `openssl pkey -in KEY -out KEY.plain`, readable by the "
+                               "exporter only");
+    }
+    fail(key.name + " holds no usable PEM private key");
+  }
   if (X509_check_private_key(pair.certificate.get(), pair.key.get()) != 1) {
     fail(key.name + " is not the key of the certificate in " + certificates.place);
   }
@@ -199,34 +240,52 @@ FileStamp stamp_of(const std::string& path) {
 
 struct TlsCertificates::State {
   TlsServerConfig config;
+  // Guards the fields below for a moment at a time; never held while a file is read, so that a
+  // handshake never waits on another's reading.
   std::mutex mutex;
   FileStamp certificate_stamp;  // as they were when last read (or tried)
   FileStamp key_stamp;
-  KeyPair pair;           // the pair every handshake gets
-  bool reloaded = false;  // the contexts still hold the pair read at startup until then
+  std::shared_ptr<const KeyPair> pair;  // the pair every handshake gets
+  bool reloaded = false;   // the contexts still hold the pair read at startup until then
+  bool reloading = false;  // one handshake reads the files; the others serve the previous pair
+
+  // A changed file is read by the first handshake that sees the change, outside the lock.
+  std::shared_ptr<const KeyPair> current_pair() {
+    const FileStamp certificate = stamp_of(config.cert_file);
+    const FileStamp key = stamp_of(config.key_file);
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      const bool changed = !(certificate == certificate_stamp) || !(key == key_stamp);
+      if (!changed || reloading) return reloaded ? pair : nullptr;
+      // Recorded first: a pair that cannot be used is tried (and logged) once per change.
+      certificate_stamp = certificate;
+      key_stamp = key;
+      reloading = true;
+    }
+    std::shared_ptr<const KeyPair> fresh;
+    try {
+      fresh = std::make_shared<const KeyPair>(read_pair(config));
+      log::info("tls: " + config.cert_file + " or " + config.key_file +
+                " changed: serving the certificate read from them now");
+    } catch (const std::exception& e) {
+      log::warn(std::string("tls: ") + e.what() + "; still serving the previous certificate");
+    }
+    const std::lock_guard<std::mutex> lock(mutex);
+    reloading = false;
+    if (fresh) {
+      pair = std::move(fresh);
+      reloaded = true;
+    }
+    return reloaded ? pair : nullptr;
+  }
 
   // OpenSSL calls this on every handshake, before it chooses the server's certificate.
   static int on_handshake(SSL* ssl, void* argument) {
     auto* self = static_cast<State*>(argument);
-    const std::lock_guard<std::mutex> lock(self->mutex);
-    const FileStamp certificate = stamp_of(self->config.cert_file);
-    const FileStamp key = stamp_of(self->config.key_file);
-    if (!(certificate == self->certificate_stamp) || !(key == self->key_stamp)) {
-      // Recorded first: a pair that cannot be used is tried (and logged) once per change.
-      self->certificate_stamp = certificate;
-      self->key_stamp = key;
-      try {
-        self->pair = read_pair(self->config);
-        self->reloaded = true;
-        log::info("tls: " + self->config.cert_file + " or " + self->config.key_file +
-                  " changed: serving the certificate read from them now");
-      } catch (const std::exception& e) {
-        log::warn(std::string("tls: ") + e.what() + "; still serving the previous certificate");
-      }
-    }
-    if (self->reloaded &&
-        SSL_use_cert_and_key(ssl, self->pair.certificate.get(), self->pair.key.get(),
-                             self->pair.chain.get(), 1) != 1) {
+    const std::shared_ptr<const KeyPair> served = self->current_pair();
+    // Nothing read since startup: the context's own pair is served.
+    if (served && SSL_use_cert_and_key(ssl, served->certificate.get(), served->key.get(),
+                                       served->chain.get(), 1) != 1) {
       ERR_clear_error();
       return 0;  // the handshake fails rather than serve a certificate half replaced
     }
@@ -293,7 +352,7 @@ TlsCertificates::TlsCertificates(TlsServerConfig config) : state_(std::make_uniq
   state_->config = std::move(config);
   state_->certificate_stamp = stamp_of(state_->config.cert_file);
   state_->key_stamp = stamp_of(state_->config.key_file);
-  state_->pair = read_pair(state_->config);
+  state_->pair = std::make_shared<const KeyPair>(read_pair(state_->config));
 }
 
 TlsCertificates::~TlsCertificates() = default;
@@ -304,8 +363,8 @@ void TlsCertificates::configure(void* ssl_ctx) {
   ERR_clear_error();
   {
     const std::lock_guard<std::mutex> lock(state_->mutex);
-    if (SSL_CTX_use_cert_and_key(context, state_->pair.certificate.get(), state_->pair.key.get(),
-                                 state_->pair.chain.get(), 1) != 1) {
+    if (SSL_CTX_use_cert_and_key(context, state_->pair->certificate.get(), state_->pair->key.get(),
+                                 state_->pair->chain.get(), 1) != 1) {
       fail("cannot use the certificate in " + config.cert_file + " with the key in " +
            config.key_file);
     }
@@ -341,6 +400,9 @@ void TlsCertificates::configure(void* ssl_ctx) {
       SSL_CTX_set_cipher_list(context, join(config.cipher_suites, ":").c_str()) != 1) {
     fail("none of cipher_suites is available in this OpenSSL");
   }
+  // OpenSSL 3 refuses TLS 1.0 and 1.1 above security level 0 (their handshake signs with SHA-1
+  // and MD5), so a min_version that allows them would otherwise be a claim, not a fact.
+  if (allows_legacy_versions(config)) SSL_CTX_set_security_level(context, 0);
   if (config.prefer_server_cipher_suites) {
     SSL_CTX_set_options(context, SSL_OP_CIPHER_SERVER_PREFERENCE);
   } else {
@@ -383,10 +445,22 @@ void check_tls_config(const TlsServerConfig& config) {
 }
 
 std::string describe_tls(const TlsServerConfig& config) {
-  std::string version = name_of(kTlsVersionNames, config.min_version);  // "TLS12"
-  version = "TLS " + version.substr(3, 1) + "." + version.substr(4);
-  return version +
-         " or later, client certificates: " + name_of(kClientAuthNames, config.client_auth);
+  const auto spelled = [](TlsVersion version) {
+    const std::string name = name_of(kTlsVersionNames, version);  // "TLS12"
+    return "TLS " + name.substr(3, 1) + "." + name.substr(4);
+  };
+  std::string versions = spelled(config.min_version);
+  if (config.max_version == config.min_version) {
+    versions += " only";
+  } else if (config.max_version) {
+    versions += " to " + spelled(*config.max_version);
+  } else {
+    versions += " or later";
+  }
+  if (allows_legacy_versions(config)) {
+    versions += " (at OpenSSL security level 0, which TLS 1.0 and 1.1 need)";
+  }
+  return versions + ", client certificates: " + name_of(kClientAuthNames, config.client_auth);
 }
 
 }  // namespace hwperf
