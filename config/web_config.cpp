@@ -85,6 +85,7 @@ void read_tls(Problems& problems, const fs::path& directory, const YAML::Node& n
       .on("key", read_string(problems, path + ".key", tls.key_pem))
       .on("client_ca_file",
           read_file_path(problems, directory, path + ".client_ca_file", tls.client_ca_file))
+      .on("client_ca", read_string(problems, path + ".client_ca", tls.client_ca_pem))
       .on("client_auth_type",
           read_enum(problems, path + ".client_auth_type", tls.client_auth, kClientAuthNames))
       .on("client_allowed_sans",
@@ -127,17 +128,30 @@ void read_tls(Problems& problems, const fs::path& directory, const YAML::Node& n
                                         " needs a certificate (cert_file or cert) and a key "
                                         "(key_file or key)");
   }
+  if (!tls.client_ca_file.empty() && !tls.client_ca_pem.empty()) {
+    problems.add(problems.at(node),
+                 path + ": client_ca and client_ca_file are exclusive; give one");
+  }
+  const bool has_client_ca = !tls.client_ca_file.empty() || !tls.client_ca_pem.empty();
   const bool verifies = tls.client_auth == ClientAuth::verify_if_given ||
                         tls.client_auth == ClientAuth::require_and_verify;
-  if (verifies && tls.client_ca_file.empty()) {
+  if (verifies && !has_client_ca) {
     problems.add(problems.at(node), path +
                                         ".client_auth_type verifies client certificates and "
-                                        "needs client_ca_file");
+                                        "needs client_ca_file or client_ca");
   }
-  if (!tls.client_allowed_sans.empty() && tls.client_auth != ClientAuth::require_and_verify) {
+  // As exporter-toolkit: a CA with no policy that asks for certificates would check nobody.
+  if (has_client_ca && tls.client_auth == ClientAuth::none) {
     problems.add(problems.at(node), path +
-                                        ".client_allowed_sans needs client_auth_type "
-                                        "RequireAndVerifyClientCert");
+                                        ": a client CA is configured but client_auth_type asks "
+                                        "for no client certificate (NoClientCert)");
+  }
+  // exporter-toolkit ignores them then (Go asks for no certificate); restricting clients while
+  // letting every one in would be a silent hole, so it is refused here.
+  if (!tls.client_allowed_sans.empty() && tls.client_auth == ClientAuth::none) {
+    problems.add(problems.at(node), path +
+                                        ".client_allowed_sans needs a client_auth_type that asks "
+                                        "for client certificates");
   }
   config.tls = std::move(tls);
 }

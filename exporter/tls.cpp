@@ -50,10 +50,6 @@ std::string openssl_reason() {
   throw std::runtime_error("tls_server_config: " + what + ": " + openssl_reason());
 }
 
-// RequestClientCert and RequireAnyClientCert ask for a certificate but, as Go's crypto/tls does
-// for them, do not verify it.
-int accept_any_certificate(int /*preverified*/, X509_STORE_CTX* /*store*/) { return 1; }
-
 int protocol_version(TlsVersion version) {
   switch (version) {
     case TlsVersion::tls10: return TLS1_VERSION;
@@ -212,6 +208,42 @@ KeyPair read_pair(const TlsServerConfig& config) {
   return pair;
 }
 
+using StorePtr = std::unique_ptr<X509_STORE, OpenSslFree<X509_STORE, X509_STORE_free>>;
+void free_names(STACK_OF(X509_NAME) * names) { sk_X509_NAME_pop_free(names, X509_NAME_free); }
+using NamesPtr = std::unique_ptr<STACK_OF(X509_NAME), OpenSslFree<STACK_OF(X509_NAME), free_names>>;
+
+// The CAs client certificates are verified against, and their names, which the server sends so
+// that a client can choose its certificate.
+struct ClientCas {
+  StorePtr store;
+  NamesPtr names;
+};
+
+ClientCas read_client_cas(const TlsServerConfig& config) {
+  ERR_clear_error();
+  const PemSource source = read_pem("client_ca_file", config.client_ca_file, "client_ca",
+                                    config.client_ca_pem, "PEM CA certificates");
+  const BioPtr bio = memory_bio(source.text);
+  ClientCas cas{StorePtr(X509_STORE_new()), NamesPtr(sk_X509_NAME_new_null())};
+  if (!cas.store || !cas.names) fail("out of memory");
+  int count = 0;
+  while (X509* read = PEM_read_bio_X509(bio.get(), nullptr, refuse_pass_phrase, nullptr)) {
+    const X509Ptr certificate(read);
+    X509_NAME* name = X509_NAME_dup(X509_get_subject_name(certificate.get()));
+    if (X509_STORE_add_cert(cas.store.get(), certificate.get()) != 1 || name == nullptr ||
+        sk_X509_NAME_push(cas.names.get(), name) == 0) {
+      X509_NAME_free(name);
+      fail(source.name + ": cannot use certificate " + std::to_string(count + 1));
+    }
+    ++count;
+  }
+  if (count == 0 || ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE) {
+    fail(source.name + " holds no usable PEM certificate");
+  }
+  ERR_clear_error();
+  return cas;
+}
+
 // What identifies a file's content without reading it: a rewrite in place changes the
 // modification time (or size), a swapped symlink or a renamed-over file the inode.
 struct FileStamp {
@@ -245,49 +277,92 @@ struct TlsCertificates::State {
   std::mutex mutex;
   FileStamp certificate_stamp;  // as they were when last read (or tried)
   FileStamp key_stamp;
-  std::shared_ptr<const KeyPair> pair;  // the pair every handshake gets
-  bool reloaded = false;   // the contexts still hold the pair read at startup until then
-  bool reloading = false;  // one handshake reads the files; the others serve the previous pair
+  FileStamp client_ca_stamp;
+  std::shared_ptr<const KeyPair> pair;  // what every handshake gets
+  std::shared_ptr<const ClientCas> client_cas;
+  // The contexts hold what was read at startup until a file changes.
+  bool pair_reloaded = false;
+  bool client_cas_reloaded = false;
+  bool reloading = false;  // one handshake reads the files; the others serve what was read before
+
+  struct Served {
+    std::shared_ptr<const KeyPair> pair;  // null: the context's own
+    std::shared_ptr<const ClientCas> client_cas;
+  };
+  Served served() const {
+    return {pair_reloaded ? pair : nullptr, client_cas_reloaded ? client_cas : nullptr};
+  }
 
   // A changed file is read by the first handshake that sees the change, outside the lock.
-  std::shared_ptr<const KeyPair> current_pair() {
+  Served current() {
     const FileStamp certificate = stamp_of(config.cert_file);
     const FileStamp key = stamp_of(config.key_file);
+    const FileStamp client_ca = stamp_of(config.client_ca_file);
+    bool pair_changed = false;
+    bool client_ca_changed = false;
     {
       const std::lock_guard<std::mutex> lock(mutex);
-      const bool changed = !(certificate == certificate_stamp) || !(key == key_stamp);
-      if (!changed || reloading) return reloaded ? pair : nullptr;
-      // Recorded first: a pair that cannot be used is tried (and logged) once per change.
+      pair_changed = !(certificate == certificate_stamp) || !(key == key_stamp);
+      client_ca_changed = !(client_ca == client_ca_stamp);
+      if ((!pair_changed && !client_ca_changed) || reloading) return served();
+      // Recorded first: files that cannot be used are tried (and logged) once per change.
       certificate_stamp = certificate;
       key_stamp = key;
+      client_ca_stamp = client_ca;
       reloading = true;
     }
-    std::shared_ptr<const KeyPair> fresh;
-    try {
-      fresh = std::make_shared<const KeyPair>(read_pair(config));
-      log::info("tls: " + config.cert_file + " or " + config.key_file +
-                " changed: serving the certificate read from them now");
-    } catch (const std::exception& e) {
-      log::warn(std::string("tls: ") + e.what() + "; still serving the previous certificate");
+    std::shared_ptr<const KeyPair> fresh_pair;
+    std::shared_ptr<const ClientCas> fresh_cas;
+    if (pair_changed) {
+      try {
+        fresh_pair = std::make_shared<const KeyPair>(read_pair(config));
+        log::info("tls: " + config.cert_file + " or " + config.key_file +
+                  " changed: serving the certificate read from them now");
+      } catch (const std::exception& e) {
+        log::warn(std::string("tls: ") + e.what() + "; still serving the previous certificate");
+      }
+    }
+    if (client_ca_changed) {
+      try {
+        fresh_cas = std::make_shared<const ClientCas>(read_client_cas(config));
+        log::info("tls: " + config.client_ca_file +
+                  " changed: verifying client certificates with the CAs read from it now");
+      } catch (const std::exception& e) {
+        log::warn(std::string("tls: ") + e.what() + "; still verifying with the previous CAs");
+      }
     }
     const std::lock_guard<std::mutex> lock(mutex);
     reloading = false;
-    if (fresh) {
-      pair = std::move(fresh);
-      reloaded = true;
+    if (fresh_pair) {
+      pair = std::move(fresh_pair);
+      pair_reloaded = true;
     }
-    return reloaded ? pair : nullptr;
+    if (fresh_cas) {
+      client_cas = std::move(fresh_cas);
+      client_cas_reloaded = true;
+    }
+    return served();
   }
 
-  // OpenSSL calls this on every handshake, before it chooses the server's certificate.
+  // OpenSSL calls this on every handshake, after the ClientHello and before it chooses the
+  // server's certificate or asks for the client's: early enough for both.
   static int on_handshake(SSL* ssl, void* argument) {
     auto* self = static_cast<State*>(argument);
-    const std::shared_ptr<const KeyPair> served = self->current_pair();
-    // Nothing read since startup: the context's own pair is served.
-    if (served && SSL_use_cert_and_key(ssl, served->certificate.get(), served->key.get(),
-                                       served->chain.get(), 1) != 1) {
+    const Served now = self->current();
+    // The handshake fails rather than go on with files half replaced.
+    if (now.pair && SSL_use_cert_and_key(ssl, now.pair->certificate.get(), now.pair->key.get(),
+                                         now.pair->chain.get(), 1) != 1) {
       ERR_clear_error();
-      return 0;  // the handshake fails rather than serve a certificate half replaced
+      return 0;
+    }
+    if (now.client_cas) {
+      STACK_OF(X509_NAME)* names = SSL_dup_CA_list(now.client_cas->names.get());
+      if (names == nullptr || SSL_set1_verify_cert_store(ssl, now.client_cas->store.get()) != 1) {
+        sk_X509_NAME_pop_free(names, X509_NAME_free);
+        ERR_clear_error();
+        return 0;
+      }
+      SSL_set_client_CA_list(ssl, names);
     }
     return 1;
   }
@@ -295,9 +370,9 @@ struct TlsCertificates::State {
 
 namespace {
 
-// Where a context keeps its client_allowed_sans, for the verify callback, which gets no argument
+// Where a context keeps its tls_server_config, for the verify callback, which gets no argument
 // of its own.
-int allowed_sans_index() {
+int config_index() {
   static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
   return index;
 }
@@ -328,18 +403,30 @@ std::vector<std::string> subject_alternative_names(X509* certificate) {
   return names;
 }
 
-// client_allowed_sans: once OpenSSL has verified the chain, the client's own certificate (depth 0)
-// must name one of them (exporter-toolkit checks the same after Go's verification).
-int verify_allowed_sans(int preverified, X509_STORE_CTX* store) {
-  if (preverified != 1 || X509_STORE_CTX_get_error_depth(store) != 0) return preverified;
+// Every client certificate passes through here. VerifyClientCertIfGiven and
+// RequireAndVerifyClientCert keep OpenSSL's verdict on the chain; RequestClientCert and
+// RequireAnyClientCert accept any chain, as Go's crypto/tls does. Then, as exporter-toolkit's
+// VerifyPeerCertificate does after Go's verification, the client's own certificate (depth 0) must
+// name one of client_allowed_sans.
+int verify_client(int preverified, X509_STORE_CTX* store) {
   auto* ssl =
       static_cast<SSL*>(X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()));
-  const auto* allowed_sans = static_cast<const std::vector<std::string>*>(
-      SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), allowed_sans_index()));
-  if (allowed_sans == nullptr) return 0;
+  const auto* config = static_cast<const TlsServerConfig*>(
+      SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), config_index()));
+  if (config == nullptr) return 0;
+  const bool verifies = config->client_auth == ClientAuth::verify_if_given ||
+                        config->client_auth == ClientAuth::require_and_verify;
+  if (verifies && preverified != 1) return 0;
+  if (X509_STORE_CTX_get_error_depth(store) != 0 || config->client_allowed_sans.empty()) {
+    return 1;
+  }
   for (const auto& name : subject_alternative_names(X509_STORE_CTX_get_current_cert(store))) {
-    for (const auto& allowed : *allowed_sans) {
-      if (name == allowed) return 1;
+    for (const auto& allowed : config->client_allowed_sans) {
+      if (name == allowed) {
+        // Accepting a chain OpenSSL could not verify leaves its error set; this is the verdict.
+        X509_STORE_CTX_set_error(store, X509_V_OK);
+        return 1;
+      }
     }
   }
   X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_REJECTED);
@@ -352,7 +439,11 @@ TlsCertificates::TlsCertificates(TlsServerConfig config) : state_(std::make_uniq
   state_->config = std::move(config);
   state_->certificate_stamp = stamp_of(state_->config.cert_file);
   state_->key_stamp = stamp_of(state_->config.key_file);
+  state_->client_ca_stamp = stamp_of(state_->config.client_ca_file);
   state_->pair = std::make_shared<const KeyPair>(read_pair(state_->config));
+  if (!state_->config.client_ca_file.empty() || !state_->config.client_ca_pem.empty()) {
+    state_->client_cas = std::make_shared<const ClientCas>(read_client_cas(state_->config));
+  }
 }
 
 TlsCertificates::~TlsCertificates() = default;
@@ -380,15 +471,14 @@ void TlsCertificates::configure(void* ssl_ctx) {
          " is not available in this OpenSSL");
   }
 
-  if (!config.client_ca_file.empty()) {
-    if (SSL_CTX_load_verify_locations(context, config.client_ca_file.c_str(), nullptr) != 1) {
-      fail("client_ca_file " + config.client_ca_file + " holds no usable PEM certificate");
+  if (state_->client_cas) {
+    X509_STORE* store = state_->client_cas->store.get();
+    STACK_OF(X509_NAME)* names = SSL_dup_CA_list(state_->client_cas->names.get());
+    if (names == nullptr || X509_STORE_up_ref(store) != 1) {
+      sk_X509_NAME_pop_free(names, X509_NAME_free);
+      fail("out of memory");
     }
-    // The CAs a client is told to choose its certificate from.
-    STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(config.client_ca_file.c_str());
-    if (names == nullptr) {
-      fail("client_ca_file " + config.client_ca_file + " holds no usable PEM certificate");
-    }
+    SSL_CTX_set_cert_store(context, store);
     SSL_CTX_set_client_CA_list(context, names);
   }
   if (config.max_version &&
@@ -412,22 +502,19 @@ void TlsCertificates::configure(void* ssl_ctx) {
       SSL_CTX_set1_groups_list(context, join(config.curve_groups, ":").c_str()) != 1) {
     fail("curve_preferences names a curve this OpenSSL does not have");
   }
-  SSL_CTX_set_ex_data(context, allowed_sans_index(),
-                      const_cast<std::vector<std::string>*>(&config.client_allowed_sans));
-
+  SSL_CTX_set_ex_data(context, config_index(), const_cast<TlsServerConfig*>(&config));
+  // Go lets a client without a certificate through VerifyClientCertIfGiven and
+  // RequestClientCert; exporter-toolkit's SAN check then fails the handshake (it reads the first
+  // certificate of none), so with client_allowed_sans a certificate is required.
+  const int required = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
+  const int if_given = config.client_allowed_sans.empty() ? SSL_VERIFY_PEER : required;
   switch (config.client_auth) {
     case ClientAuth::none: SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nullptr); break;
     case ClientAuth::request:
-      SSL_CTX_set_verify(context, SSL_VERIFY_PEER, accept_any_certificate);
-      break;
+    case ClientAuth::verify_if_given: SSL_CTX_set_verify(context, if_given, verify_client); break;
     case ClientAuth::require_any:
-      SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
-                         accept_any_certificate);
-      break;
-    case ClientAuth::verify_if_given: SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nullptr); break;
     case ClientAuth::require_and_verify:
-      SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
-                         config.client_allowed_sans.empty() ? nullptr : &verify_allowed_sans);
+      SSL_CTX_set_verify(context, required, verify_client);
       break;
   }
   // A server that asks for client certificates must name its session cache, or OpenSSL refuses

@@ -187,6 +187,7 @@ TEST_CASE("exporter-toolkit settings that contradict each other or cannot be hon
           "[web_config]") {
   test::TempDir dir;
   dir.write("server.crt", "c\n");
+  dir.write("ca.crt", "c\n");
   struct Row {
     std::string yaml;
     std::string says;
@@ -197,7 +198,14 @@ TEST_CASE("exporter-toolkit settings that contradict each other or cannot be hon
       Row{"tls_server_config:\n  cert: x\n  key: y\n  min_version: TLS13\n  max_version: TLS12\n",
           "max_version TLS12 is below min_version TLS13"},
       Row{"tls_server_config:\n  cert: x\n  key: y\n  client_allowed_sans: [a]\n",
-          "client_allowed_sans needs client_auth_type RequireAndVerifyClientCert"},
+          "client_allowed_sans needs a client_auth_type that asks for client certificates"},
+      Row{"tls_server_config:\n  cert: x\n  key: y\n  client_ca: z\n  client_ca_file: ca.crt\n"
+          "  client_auth_type: VerifyClientCertIfGiven\n",
+          "client_ca and client_ca_file are exclusive"},
+      Row{"tls_server_config:\n  cert: x\n  key: y\n  client_ca: z\n",
+          "a client CA is configured but client_auth_type asks for no client certificate"},
+      Row{"tls_server_config:\n  cert: x\n  key: y\n  client_auth_type: VerifyClientCertIfGiven\n",
+          "needs client_ca_file or client_ca"},
       Row{"tls_server_config:\n  cert: x\n  key: y\n  curve_preferences: [CurveP224]\n",
           "unknown name \"CurveP224\""},
       Row{"http_server_config:\n  headers:\n    Server: hwperf\n", "\"Server\" cannot be set"},
