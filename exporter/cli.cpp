@@ -4,7 +4,7 @@
 
 #include "common/text.h"
 #include "config/errors.h"
-#include "exporter/http_server.h"
+#include "web/http_server.h"
 
 namespace hwperf {
 namespace {
@@ -38,7 +38,7 @@ const std::vector<Flag>& flags() {
         {"--web.max-requests", "N",
          "most scrapes collected at once, answered 503 beyond (as node_exporter); 0 for no "
          "limit; at most --web.max-connections (default " +
-             std::to_string(http.max_concurrent_requests) + ")"},
+             std::to_string(AdmissionPolicy{}.max_concurrent_requests) + ")"},
         {"--web.max-connections", "N",
          "connections served at once, each by a worker thread; more wait in a queue (default " +
              std::to_string(http.worker_threads) + ", at most " +

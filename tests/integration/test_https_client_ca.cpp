@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "config/web_config.h"
-#include "exporter/http_server.h"
-#include "exporter/tls.h"
+#include "web/http_server.h"
+#include "web/tls.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -97,7 +97,7 @@ TEST_CASE("client_allowed_sans applies under every policy that asks for a certif
                Row{ClientAuth::require_and_verify, "other.example", Presented::allowed, false});
   CAPTURE(name_of(kClientAuthNames, row.policy), row.allowed_san, static_cast<int>(row.presented));
   HttpServerOptions options;
-  options.listen_address = "127.0.0.1:0";
+  options.listen_address = ListenAddress::parse("127.0.0.1:0");
   options.worker_threads = 4;
   TlsServerConfig tls;
   tls.cert_file = certificates.server_cert.string();
@@ -123,7 +123,7 @@ TEST_CASE("a rotated client CA file is used without a restart", "[http][tls][web
   const auto new_certificates = test::make_test_certificates(new_dir);
   const auto ca_file = served_dir.write("ca.crt", test::read_file(old_certificates.ca_cert));
   HttpServerOptions options;
-  options.listen_address = "127.0.0.1:0";
+  options.listen_address = ListenAddress::parse("127.0.0.1:0");
   options.worker_threads = 4;
   TlsServerConfig tls;
   tls.cert_file = old_certificates.server_cert.string();

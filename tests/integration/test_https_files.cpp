@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "exporter/http_server.h"
-#include "exporter/tls.h"
+#include "web/http_server.h"
+#include "web/tls.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -174,7 +174,7 @@ TEST_CASE("min_version TLS10 and TLS11 really admit those clients; max_version b
   test::TempDir dir;
   const auto certificates = test::make_test_certificates(dir);
   HttpServerOptions options;
-  options.listen_address = "127.0.0.1:0";
+  options.listen_address = ListenAddress::parse("127.0.0.1:0");
   options.worker_threads = 4;
   TlsServerConfig tls;
   tls.cert_file = certificates.server_cert.string();

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/errors.h"
-#include "exporter/basic_auth.h"
+#include "web/basic_auth.h"
 #include "tests/support.h"
 
 using namespace hwperf;
