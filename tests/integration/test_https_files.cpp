@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "web/http_server.h"
+#include "web/openssl_shim/loader.h"
 #include "web/tls.h"
 #include "tests/support.h"
 
@@ -205,4 +206,25 @@ TEST_CASE("min_version TLS10 and TLS11 really admit those clients; max_version b
     CHECK(negotiated(server.port(), "-tls1_2") == "TLSv1.2");
     CHECK_THAT(describe_tls(tls), !Catch::Contains("security level"));
   }
+}
+
+TEST_CASE("the libssl.so CivetWeb gets is the exporter's OpenSSL shim once it is loaded",
+          "[http][tls][web]") {
+  load_civetweb_openssl();
+  CHECK_NOTHROW(assert_civetweb_openssl_loaded());
+  // An HTTPS server starts only after that check, and then serves.
+  test::TempDir dir;
+  const auto certificates = test::make_test_certificates(dir);
+  HttpServerOptions options;
+  options.listen_address = ListenAddress::parse("127.0.0.1:0");
+  options.worker_threads = 2;
+  TlsServerConfig tls;
+  tls.cert_file = certificates.server_cert.string();
+  tls.key_file = certificates.server_key.string();
+  options.tls = tls;
+  HttpServer server(options, answer());
+  const auto result = test::curl({"--cacert", certificates.ca_cert.string()},
+                                 "https://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
+  INFO(result.error);
+  CHECK(result.status == 200);
 }
