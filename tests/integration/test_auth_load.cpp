@@ -152,3 +152,36 @@ TEST_CASE("a 401 takes as long for an unknown user as for a known one with a cos
   CHECK(known_median <= 1.5 * unknown_median);
   CHECK(exporter.stop() == 0);
 }
+
+TEST_CASE("SIGTERM ends the exporter within seconds while a queue of password checks waits",
+          "[web][e2e]") {
+  // Cost 12: about a tenth of a second per check here, so 48 waiting checks hold the workers for
+  // several seconds, longer than the shutdown may take.
+  const AuthenticatedExporter setup(12);
+  test::RunningExporter exporter(setup.args());
+  std::atomic<bool> attacking{true};
+  std::vector<std::thread> attackers;
+  for (int client = 0; client < 48; ++client) {
+    attackers.emplace_back([&, client] {
+      for (unsigned attempt = 0; attacking; ++attempt) {
+        try {
+          test::http_get(
+              exporter.port(), "/metrics",
+              {{"Authorization", basic("prometheus", "guess-" + std::to_string(client) + "-" +
+                                                         std::to_string(attempt))}});
+        } catch (const std::exception&) {
+          // Refused or cut off by the shutdown.
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto start = Clock::now();
+  const int status = exporter.stop();
+  const double took = seconds_since(start);
+  attacking = false;
+  for (auto& attacker : attackers) attacker.join();
+  INFO("stopped in " << took << " s\n" << exporter.stderr_text());
+  CHECK(status == 0);
+  CHECK(took < 5);
+}
