@@ -79,7 +79,8 @@ std::string describe_bind_error(const std::string& listen_address, int error_num
 // Connections the server may accept at once given the open-file limit. CivetWeb's master thread
 // spins on accept(2) without logging once the process is out of file descriptors, so the server
 // never accepts more connections than the limit leaves room for. The limit itself has one owner,
-// common/open_files.h, which raised it at startup; the server only fits within it.
+// common/open_files.h (raise_open_file_limit(), which the exporter calls at startup and the
+// server again, idempotently, when started alone); the server only fits within it.
 // The fewest descriptors the server can work with: the listening socket, one connection, and
 // the reserve it keeps for collections (at least 8), with a little room.
 inline constexpr unsigned long kMinimumHttpFiles = 16;
