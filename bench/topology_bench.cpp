@@ -19,7 +19,8 @@
 #include "collectors/topology/topology_collector.h"
 #include "common/log.h"
 #include "exporter/exposition.h"
-#include "exporter/http_server.h"
+#include "web/admission.h"
+#include "web/http_server.h"
 #include "exporter/router.h"
 #include "topology/topology.h"
 
@@ -38,7 +39,7 @@ std::unique_ptr<Exporter> make_exporter(const Topology& topology) {
   return std::make_unique<Exporter>(
       "/metrics", std::move(collectors),
       build_info_family({{"hwloc_version", hwloc_library_version()}, {"papi_version", "bench"}}),
-      WebConfigFile{}, &topology);
+      &topology);
 }
 
 struct Cost {
@@ -92,9 +93,11 @@ void print_table(const Exporter& exporter) {
 
 int serve(const Exporter& exporter) {
   HttpServerOptions options;
-  options.listen_address = "127.0.0.1:0";
+  options.listen_address = ListenAddress::parse("127.0.0.1:0");
   options.worker_threads = 8;
-  options.admit = [&exporter](const HttpRequest& request) { return exporter.admit(request); };
+  AdmissionPolicy policy;
+  policy.serves = [&exporter](std::string_view path) { return exporter.serves(path); };
+  options.admission = std::make_shared<const Admission>(std::move(policy));
   HttpServer server(options,
                     [&exporter](const HttpRequest& request) { return exporter.route(request); });
   std::printf("serving on %u\n", server.port());

@@ -2,7 +2,9 @@
 
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace hwperf {
 
@@ -66,6 +68,54 @@ std::optional<std::uint64_t> parse_duration_ms(std::string_view text) {
     total += *number * scale;
   }
   return total;
+}
+
+std::optional<double> parse_go_duration_seconds(std::string_view text) {
+  double sign = 1;
+  if (!text.empty() && (text.front() == '-' || text.front() == '+')) {
+    if (text.front() == '-') sign = -1;
+    text.remove_prefix(1);
+  }
+  if (text == "0") return 0.0;
+  if (text.empty()) return std::nullopt;
+  static constexpr std::pair<std::string_view, double> kUnits[] = {
+      {"ns", 1e-9}, {"us", 1e-6}, {"\u00b5s", 1e-6}, {"\u03bcs", 1e-6},
+      {"ms", 1e-3}, {"s", 1},     {"m", 60},         {"h", 3600}};
+  double total = 0;
+  while (!text.empty()) {
+    std::size_t length = 0;
+    bool digits = false;
+    while (length < text.size() && text[length] >= '0' && text[length] <= '9') {
+      ++length;
+      digits = true;
+    }
+    if (length < text.size() && text[length] == '.') {
+      ++length;
+      while (length < text.size() && text[length] >= '0' && text[length] <= '9') {
+        ++length;
+        digits = true;
+      }
+    }
+    if (!digits) return std::nullopt;  // Go refuses ".s" and a unit without a number
+    const double number = std::strtod(std::string(text.substr(0, length)).c_str(), nullptr);
+    text.remove_prefix(length);
+    std::size_t unit_length = 0;
+    while (unit_length < text.size() && text[unit_length] != '.' &&
+           (text[unit_length] < '0' || text[unit_length] > '9')) {
+      ++unit_length;
+    }
+    const std::string_view unit = text.substr(0, unit_length);
+    text.remove_prefix(unit_length);
+    double scale = 0;
+    for (const auto& [name, seconds] : kUnits) {
+      if (unit == name) scale = seconds;
+    }
+    if (scale == 0) return std::nullopt;  // a missing or unknown unit
+    total += number * scale;
+  }
+  // Go's Duration is int64 nanoseconds: about 292 years.
+  if (!(total <= 9.2e9)) return std::nullopt;
+  return sign * total;
 }
 
 std::string join(const std::vector<std::string>& words, std::string_view separator) {

@@ -16,6 +16,10 @@ std::optional<std::uint64_t> parse_u64(std::string_view text, int base = 10);
 // A duration as Prometheus writes them ("500ms", "5s", "1m30s"; units ms, s, m, h, whole numbers)
 // in milliseconds; nullopt for anything else or overflow.
 std::optional<std::uint64_t> parse_duration_ms(std::string_view text);
+// A duration as Go's time.ParseDuration reads it ("1h30m", "1.5s", "300us", "-2m"; units ns,
+// us, µs, ms, s, m, h, decimal fractions), in seconds: exporter-toolkit's settings are Go
+// durations.
+std::optional<double> parse_go_duration_seconds(std::string_view text);
 std::string to_lower(std::string_view text);
 // The words with `separator` between them.
 std::string join(const std::vector<std::string>& words, std::string_view separator = ", ");

@@ -85,6 +85,7 @@ void read_tls(Problems& problems, const fs::path& directory, const YAML::Node& n
       .on("key", read_string(problems, path + ".key", tls.key_pem))
       .on("client_ca_file",
           read_file_path(problems, directory, path + ".client_ca_file", tls.client_ca_file))
+      .on("client_ca", read_string(problems, path + ".client_ca", tls.client_ca_pem))
       .on("client_auth_type",
           read_enum(problems, path + ".client_auth_type", tls.client_auth, kClientAuthNames))
       .on("client_allowed_sans",
@@ -109,7 +110,10 @@ void read_tls(Problems& problems, const fs::path& directory, const YAML::Node& n
   if (has_max_version) {
     tls.max_version = max_version;
     if (static_cast<int>(max_version) < static_cast<int>(tls.min_version)) {
-      problems.add(problems.at(node), path + ".max_version is below min_version");
+      problems.add(problems.at(node),
+                   path + ".max_version " + name_of(kTlsVersionNames, max_version) +
+                       " is below min_version " + name_of(kTlsVersionNames, tls.min_version) +
+                       " (TLS12 unless set): no client could connect; lower min_version too");
     }
   }
   if (!tls.cert_file.empty() && !tls.cert_pem.empty()) {
@@ -124,17 +128,30 @@ void read_tls(Problems& problems, const fs::path& directory, const YAML::Node& n
                                         " needs a certificate (cert_file or cert) and a key "
                                         "(key_file or key)");
   }
+  if (!tls.client_ca_file.empty() && !tls.client_ca_pem.empty()) {
+    problems.add(problems.at(node),
+                 path + ": client_ca and client_ca_file are exclusive; give one");
+  }
+  const bool has_client_ca = !tls.client_ca_file.empty() || !tls.client_ca_pem.empty();
   const bool verifies = tls.client_auth == ClientAuth::verify_if_given ||
                         tls.client_auth == ClientAuth::require_and_verify;
-  if (verifies && tls.client_ca_file.empty()) {
+  if (verifies && !has_client_ca) {
     problems.add(problems.at(node), path +
                                         ".client_auth_type verifies client certificates and "
-                                        "needs client_ca_file");
+                                        "needs client_ca_file or client_ca");
   }
-  if (!tls.client_allowed_sans.empty() && tls.client_auth != ClientAuth::require_and_verify) {
+  // As exporter-toolkit: a CA with no policy that asks for certificates would check nobody.
+  if (has_client_ca && tls.client_auth == ClientAuth::none) {
     problems.add(problems.at(node), path +
-                                        ".client_allowed_sans needs client_auth_type "
-                                        "RequireAndVerifyClientCert");
+                                        ": a client CA is configured but client_auth_type asks "
+                                        "for no client certificate (NoClientCert)");
+  }
+  // exporter-toolkit ignores them then (Go asks for no certificate); restricting clients while
+  // letting every one in would be a silent hole, so it is refused here.
+  if (!tls.client_allowed_sans.empty() && tls.client_auth == ClientAuth::none) {
+    problems.add(problems.at(node), path +
+                                        ".client_allowed_sans needs a client_auth_type that asks "
+                                        "for client certificates");
   }
   config.tls = std::move(tls);
 }
@@ -201,13 +218,14 @@ void read_rate_limit(Problems& problems, const YAML::Node& node, WebConfigFile& 
       .on("interval", read_string(problems, path + ".interval", interval))
       .on("burst", read_non_negative(problems, path + ".burst", burst))
       .visit(node);
-  const auto interval_ms = parse_duration_ms(interval);
-  if (!interval_ms || *interval_ms == 0 || *interval_ms > 3600 * 1000) {
+  // A Go duration, as exporter-toolkit reads it ("1h30m", "1.5s").
+  const auto interval_seconds = parse_go_duration_seconds(interval);
+  if (!interval_seconds || !(*interval_seconds > 0)) {
     problems.add(problems.at(node), path +
-                                        ".interval: expected a duration from 1ms to 1h, such "
-                                        "as 100ms or 1s");
+                                        ".interval: expected a positive Go duration, such as "
+                                        "100ms, 1.5s or 1h30m");
   } else {
-    limit.interval_seconds = static_cast<double>(*interval_ms) / 1000.0;
+    limit.interval_seconds = *interval_seconds;
   }
   if (burst < 1 || burst > 1e6 || burst != static_cast<double>(static_cast<unsigned>(burst))) {
     problems.add(problems.at(node), path + ".burst: expected a whole number from 1 to 1000000");

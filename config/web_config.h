@@ -74,14 +74,17 @@ struct TlsServerConfig {
   std::string key_file;   // PEM private key; or key_pem
   std::string cert_pem;
   std::string key_pem;
-  std::string client_ca_file;
+  std::string client_ca_file;  // PEM CA certificates; or client_ca_pem, given in the file itself
+  std::string client_ca_pem;
   ClientAuth client_auth = ClientAuth::none;
-  std::vector<std::string> client_allowed_sans;  // a verified client certificate names one
-  TlsVersion min_version = TlsVersion::tls12;    // exporter-toolkit's default
-  std::optional<TlsVersion> max_version;         // none: the newest this OpenSSL has
-  std::vector<std::string> cipher_suites;        // OpenSSL's names, in order; empty: OpenSSL's
-  bool prefer_server_cipher_suites = true;       // exporter-toolkit's default
-  std::vector<std::string> curve_groups;         // OpenSSL's names, in order; empty: OpenSSL's
+  // A client certificate must name one (exporter-toolkit's check: with any client_auth_type that
+  // asks for a certificate, and a client that sends none is refused).
+  std::vector<std::string> client_allowed_sans;
+  TlsVersion min_version = TlsVersion::tls12;  // exporter-toolkit's default
+  std::optional<TlsVersion> max_version;       // none: the newest this OpenSSL has
+  std::vector<std::string> cipher_suites;      // OpenSSL's names, in order; empty: OpenSSL's
+  bool prefer_server_cipher_suites = true;     // exporter-toolkit's default
+  std::vector<std::string> curve_groups;       // OpenSSL's names, in order; empty: OpenSSL's
 };
 
 // exporter-toolkit's http_server_config: HTTP/2 is an option clients negotiate and this server

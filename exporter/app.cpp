@@ -5,9 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <stdexcept>
+#include <string_view>
+#include <system_error>
+#include <thread>
 
 #include "collectors/build_info.h"
 #include "collectors/registry.h"
@@ -19,12 +24,14 @@
 #include "exporter/cli.h"
 #include "exporter/experiment.h"
 #include "exporter/exposition.h"
-#include "exporter/http_server.h"
+#include "web/admission.h"
+#include "web/http_server.h"
+#include "web/listen_address.h"
 #include "exporter/privileges.h"
 #include "exporter/reference.h"
 #include "config/web_config.h"
 #include "exporter/router.h"
-#include "exporter/tls.h"
+#include "web/tls.h"
 #include "topology/topology.h"
 
 namespace hwperf {
@@ -61,18 +68,27 @@ void add_command_target(Config& config, const std::string& program) {
   config.collectors.process.targets.push_back(target);
 }
 
-// CivetWeb's form of the listen address, resolved once, before anything is built, so that a bad
-// address is a configuration error naming where it was written.
-std::string resolve_listen_address(const WebConfig& web) {
+// The listen address, parsed (and a host name resolved) once, before anything is built, so that a
+// bad address is a configuration error naming where it was written.
+ListenAddress resolve_listen_address(const WebConfig& web) {
   const std::string written_as = web.listen_address_mark.line != 0
                                      ? web.listen_address_mark.to_string() +
                                            ": web.listen_address \"" + web.listen_address + "\""
                                      : "";
   try {
-    return civetweb_listening_port(web.listen_address, written_as);
+    return ListenAddress::parse(web.listen_address, written_as);
   } catch (const std::invalid_argument& e) {
     throw ConfigError({e.what()});
   }
+}
+
+// Names the web config file in front of each problem found in it.
+ConfigError in_web_config(const CliOptions& cli, const ConfigError& error) {
+  std::vector<std::string> problems;
+  for (const auto& problem : error.problems()) {
+    problems.push_back(cli.web_config_file ? *cli.web_config_file + ": " + problem : problem);
+  }
+  return ConfigError(std::move(problems));
 }
 
 const char* signal_name(int signal_number) {
@@ -91,8 +107,9 @@ const char* signal_name(int signal_number) {
 int run_exporter(const std::vector<std::string>& args) {
   CliOptions cli;
   Config config;
-  std::string listening_ports;
+  std::optional<ListenAddress> listen_address;
   WebConfigFile web_config;
+  std::shared_ptr<TlsCertificates> certificates;
   std::optional<RuntimeUser> runtime_user;
   if (const auto failed = startup_step([&] {
         cli = parse_cli(args);
@@ -100,14 +117,15 @@ int run_exporter(const std::vector<std::string>& args) {
         config = load_config_file(cli.config_file.value_or(""));
         apply_cli(cli, config);
         if (!cli.command.empty()) add_command_target(config, cli.command.front());
-        listening_ports = resolve_listen_address(config.web);
+        listen_address = resolve_listen_address(config.web);
         if (cli.web_config_file) {
           web_config = load_web_config(*cli.web_config_file);
-          // Certificate and key are read now, so that a bad one is a configuration error before
-          // any counter opens.
+          // Certificate and key are read now, once, so that a bad one is a configuration error
+          // before any counter opens; the server is handed what was read.
           if (web_config.tls) {
             try {
-              check_tls_config(*web_config.tls);
+              certificates = std::make_shared<TlsCertificates>(*web_config.tls);
+              certificates->check();
             } catch (const std::runtime_error& e) {
               throw ConfigError({*cli.web_config_file + ": " + e.what()});
             }
@@ -136,6 +154,13 @@ int run_exporter(const std::vector<std::string>& args) {
     return code(ExitCode::ok);
   }
   log::set_level(config.log_level);
+  // no_new_privs is per thread and inherited: set now, before the first thread (PAPI owners, the
+  // RAPL guard, CivetWeb's), every thread has it.
+  if (runtime_user) {
+    if (const auto failed = startup_step([] { forbid_new_privileges(); }); failed != ExitCode::ok) {
+      return code(failed);
+    }
+  }
 
   // Blocked before any thread exists (PAPI owners, RAPL guard, CivetWeb workers) so that every
   // thread inherits the mask and only sigwait() below sees them. SIGHUP and the user signals
@@ -201,18 +226,8 @@ int run_exporter(const std::vector<std::string>& args) {
           throw std::runtime_error(shortfall);
         }
         auto collectors = build_collectors(config, *topology);
-        try {
-          exporter = std::make_unique<Exporter>(config.web.telemetry_path, std::move(collectors),
-                                                registry_build_info(), web_config, &*topology);
-        } catch (const ConfigError& e) {
-          // The users' hashes are checked as the exporter is built: say which file they are in.
-          std::vector<std::string> problems;
-          for (const auto& problem : e.problems()) {
-            problems.push_back(cli.web_config_file ? *cli.web_config_file + ": " + problem
-                                                   : problem);
-          }
-          throw ConfigError(std::move(problems));
-        }
+        exporter = std::make_unique<Exporter>(config.web.telemetry_path, std::move(collectors),
+                                              registry_build_info(), &*topology);
       });
       failed != ExitCode::ok) {
     return code(failed);
@@ -246,22 +261,33 @@ int run_exporter(const std::vector<std::string>& args) {
   HttpServerOptions http_options;
   if (const auto failed = startup_step([&] {
         HttpServerOptions& options = http_options;
-        options.listen_address = config.web.listen_address;
-        // The concurrency limit (503 beyond it) guards collections, wherever metrics are served.
-        options.limited_path = config.web.telemetry_path;
-        options.civetweb_ports = listening_ports;
-        if (cli.max_requests) options.max_concurrent_requests = *cli.max_requests;
+        options.listen_address = *listen_address;
         if (cli.max_connections) options.worker_threads = *cli.max_connections;
         if (cli.request_timeout_ms) options.request_timeout_ms = *cli.request_timeout_ms;
         if (cli.keep_alive_timeout_ms) options.keep_alive_timeout_ms = *cli.keep_alive_timeout_ms;
-        // More scrapes at once than connections can never be collecting.
-        options.max_concurrent_requests =
-            std::min(options.max_concurrent_requests, options.worker_threads);
         options.tls = web_config.tls;
+        options.certificates = certificates;
         options.response_headers = web_config.http.headers;
-        options.rate_limit = web_config.rate_limit;
+        // Held until the drop below: no request is read while the process is root.
+        options.accept_later = runtime_user.has_value();
+
         const Exporter* routes = exporter.get();
-        options.admit = [routes](const HttpRequest& request) { return routes->admit(request); };
+        AdmissionPolicy policy;
+        policy.serves = [routes](std::string_view path) { return routes->serves(path); };
+        // The concurrency limit (503 beyond it) guards collections, wherever metrics are served.
+        policy.limited_path = config.web.telemetry_path;
+        if (cli.max_requests) policy.max_concurrent_requests = *cli.max_requests;
+        // More scrapes at once than connections can never be collecting.
+        policy.max_concurrent_requests =
+            std::min(policy.max_concurrent_requests, options.worker_threads);
+        policy.rate_limit = web_config.rate_limit;
+        policy.users = web_config.basic_auth_users;
+        try {
+          // The users' hashes are checked here (web/basic_auth.h).
+          options.admission = std::make_shared<const Admission>(std::move(policy));
+        } catch (const ConfigError& e) {
+          throw in_web_config(cli, e);
+        }
         server = std::make_unique<HttpServer>(
             options, [routes](const HttpRequest& request) { return routes->route(request); });
       });
@@ -275,16 +301,23 @@ int run_exporter(const std::vector<std::string>& args) {
         failed != ExitCode::ok) {
       return code(failed);
     }
-    log::info("running as " + runtime_user->name + " (uid " + std::to_string(runtime_user->uid) +
-              ") with no capabilities");
+    if (runtime_user->uid == 0) {
+      log::warn("running as " + runtime_user->name +
+                " (uid 0) with every capability root has; name an unprivileged user in "
+                "--runtime.user (e.g. nobody) to give them up");
+    } else {
+      log::info("running as " + runtime_user->name + " (uid " + std::to_string(runtime_user->uid) +
+                ") with no capabilities");
+    }
+    server->accept_connections();
   }
   log::info("HTTP: " + std::to_string(server->worker_threads()) + " connections served at once, " +
             std::to_string(server->connection_queue()) + " more queued; request deadline " +
             format_number(http_options.request_timeout_ms / 1000.0) + " s, keep-alive " +
             format_number(http_options.keep_alive_timeout_ms / 1000.0) + " s; " +
-            (http_options.max_concurrent_requests == 0
+            (http_options.admission->policy().max_concurrent_requests == 0
                  ? std::string("no limit on concurrent scrapes")
-                 : std::to_string(http_options.max_concurrent_requests) +
+                 : std::to_string(http_options.admission->policy().max_concurrent_requests) +
                        " scrapes at once, 503 beyond"));
   log::info("Listening on " + server->bound_address() + " (metrics at " +
             config.web.telemetry_path + ")" +
@@ -319,6 +352,18 @@ int run_exporter(const std::vector<std::string>& args) {
     log::info(std::string("received ") + signal_name(signal_number) +
               ", ignored (only SIGTERM and SIGINT stop the exporter; the configuration is read "
               "at startup only)");
+  }
+  // Whatever a worker or collector is doing (a client CivetWeb still waits on, a read stuck in
+  // the kernel), the process ends within this deadline of the signal; a clean stop takes well
+  // under a second.
+  try {
+    std::thread([exit_status] {
+      std::this_thread::sleep_for(std::chrono::seconds(3));
+      log::warn("shutdown did not finish within 3 s; exiting without waiting for the rest");
+      std::_Exit(exit_status);
+    }).detach();
+  } catch (const std::system_error&) {
+    // No thread to spare: the stop below is then not bounded, but still happens.
   }
   server.reset();
   exporter.reset();

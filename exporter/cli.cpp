@@ -4,7 +4,7 @@
 
 #include "common/text.h"
 #include "config/errors.h"
-#include "exporter/http_server.h"
+#include "web/http_server.h"
 
 namespace hwperf {
 namespace {
@@ -37,7 +37,7 @@ const std::vector<CliFlag>& cli_flags() {
         {"--web.max-requests", "N",
          "most scrapes collected at once, answered 503 beyond (as node_exporter); 0 for no "
          "limit; at most --web.max-connections",
-         std::to_string(http.max_concurrent_requests)},
+         std::to_string(AdmissionPolicy{}.max_concurrent_requests)},
         {"--web.max-connections", "N",
          "connections served at once, each by a worker thread; more wait in a queue (at most " +
              std::to_string(kMaxConnectionsCeiling) + ")",

@@ -20,10 +20,16 @@ struct RuntimeUser {
 // the user when it does not exist.
 RuntimeUser resolve_runtime_user(const std::string& name_or_uid);
 
+// Sets no_new_privs on the calling thread, which every thread it starts afterwards inherits (the
+// flag is per thread: set later, the threads already running would lack it). Throws
+// std::runtime_error naming errno.
+void forbid_new_privileges();
+
 // Switches every thread of the process to `user` (real, effective and saved ids; supplementary
 // groups to the user's primary group only) with no capabilities left, and sets no_new_privs so
-// that nothing can regain them. Throws std::runtime_error naming the step and errno; the caller
-// must then stop, as the process may be half switched.
+// that nothing can regain them. A process already running as `user` (all its ids) has nothing
+// to switch, and one that is neither root nor `user` cannot: that throws. Throws std::runtime_error
+// naming the step and errno; the caller must then stop, as the process may be half switched.
 void drop_privileges(const RuntimeUser& user);
 
 }  // namespace hwperf

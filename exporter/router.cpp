@@ -35,13 +35,11 @@ HttpResponse not_found() {
 }  // namespace
 
 Exporter::Exporter(std::string telemetry_path, CollectorSet collectors,
-                   prometheus::MetricFamily build_info, WebConfigFile web_config,
-                   const Topology* topology)
+                   prometheus::MetricFamily build_info, const Topology* topology)
     : telemetry_path_(std::move(telemetry_path)),
       collectors_(std::move(collectors)),
       build_info_(std::move(build_info)),
-      constant_(constant_families()),
-      auth_(std::make_unique<BasicAuth>(web_config.basic_auth_users)) {
+      constant_(constant_families()) {
   if (topology != nullptr) topology_page_.emplace(*topology, telemetry_path_);
 }
 
@@ -86,28 +84,8 @@ std::string Exporter::exposition(ExpositionFormat format, bool gzip) const {
   return body;
 }
 
-HttpResponse Exporter::handle(const HttpRequest& request) const {
-  if (auto refused = admit(request)) return std::move(*refused);
-  return route(request);
-}
-
-std::optional<HttpResponse> Exporter::admit(const HttpRequest& request) const {
-  if (request.method != "GET" && request.method != "HEAD") {
-    return HttpResponse{
-        405, "text/plain; charset=utf-8", {{"Allow", "GET, HEAD"}}, "method not allowed\n"};
-  }
-  if (request.path == "/-/healthy") return std::nullopt;
-  if (request.path != telemetry_path_ && request.path != "/" && !serves_topology(request.path)) {
-    return not_found();
-  }
-  if (!auth_->allows(request.authorization)) {
-    return HttpResponse{
-        401,
-        "text/plain; charset=utf-8",
-        {{"WWW-Authenticate", "Basic realm=\"hwperf_exporter\", charset=\"UTF-8\""}},
-        "401 Unauthorized\n"};
-  }
-  return std::nullopt;
+bool Exporter::serves(std::string_view path) const {
+  return path == "/-/healthy" || path == telemetry_path_ || path == "/" || serves_topology(path);
 }
 
 HttpResponse Exporter::route(const HttpRequest& request) const {

@@ -1,45 +1,38 @@
 // The exporter as a value, once started: the collectors built at startup and the request
-// router. No sockets here (exporter/http_server.h serves it), so routing is tested directly.
+// router. No sockets here (web/http_server.h serves it, behind web/admission.h), so routing is
+// tested directly.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <prometheus/metric_family.h>
 
 #include "collectors/collector_set.h"
 #include "exporter/exposition.h"
-#include "exporter/http.h"
-#include "exporter/basic_auth.h"
 #include "exporter/topology_page.h"
+#include "web/http.h"
 
 namespace hwperf {
 
 class Exporter {
  public:
   // `telemetry_path` is where metrics are served; `build_info` is the constant build info family.
-  // With users in `web_config`, every path but /-/healthy needs basic authentication; a hash that
-  // can never match or would cost over a second per check throws ConfigError (basic_auth.h).
   // With a `topology`, /topology and its files are served too (exporter/topology_page.h).
   Exporter(std::string telemetry_path, CollectorSet collectors, prometheus::MetricFamily build_info,
-           WebConfigFile web_config = {}, const Topology* topology = nullptr);
+           const Topology* topology = nullptr);
 
-  // admit(), then route(): what one request gets. Thread-safe; never throws for a collector's
-  // failure.
-  HttpResponse handle(const HttpRequest& request) const;
-  // The answer for a request that must not reach a route: 405 for methods other than GET and
-  // HEAD, 404 for paths that do not exist (before any password is checked, so they cost no
-  // bcrypt), 401 without valid credentials (every path but /-/healthy, which liveness probes
-  // call without them and which says nothing). Nothing when the request may go on. The HTTP
-  // server calls it before its concurrency limit, so unauthenticated clients never take a place.
-  std::optional<HttpResponse> admit(const HttpRequest& request) const;
-  // The telemetry path, / and /-/healthy, for a request admit() let through.
+  // Whether a route answers `path` (the admission layer answers 404 for the others before any
+  // password is checked).
+  bool serves(std::string_view path) const;
+  // The telemetry path, / and /-/healthy (404 for anything else). Thread-safe; never throws for
+  // a collector's failure. Methods, authentication and limits are web/admission.h's.
   HttpResponse route(const HttpRequest& request) const;
-  // bcrypt runs so far (tests, benchmark).
-  std::uint64_t bcrypt_runs() const { return auth_->bcrypt_runs(); }
+  HttpResponse handle(const HttpRequest& request) const { return route(request); }
   // Every family a scrape serves: the constant ones first, then this scrape's.
   std::vector<prometheus::MetricFamily> gather() const;
 
@@ -48,7 +41,7 @@ class Exporter {
   // compressed) once, followed by this scrape's families.
   std::string exposition(ExpositionFormat format, bool gzip) const;
   std::vector<prometheus::MetricFamily> constant_families() const;
-  bool serves_topology(const std::string& path) const {
+  bool serves_topology(std::string_view path) const {
     return topology_page_ && TopologyPage::serves(path);
   }
 
@@ -65,7 +58,6 @@ class Exporter {
     PrefixedGzip gzip_openmetrics;
   };
   const ConstantExposition constant_;
-  std::unique_ptr<const BasicAuth> auth_;
   std::optional<TopologyPage> topology_page_;
 };
 

@@ -14,7 +14,7 @@
 
 #include <prometheus/metric_family.h>
 
-#include "exporter/http.h"
+#include "web/http.h"
 #include "topology/topology.h"
 
 namespace hwperf {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "config/errors.h"
-#include "exporter/basic_auth.h"
+#include "web/basic_auth.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // load_web_config reads a path (it checks the file kind and size first), so the input goes

@@ -8,7 +8,7 @@
 #include "collectors/metrics.h"
 #include "collectors/build_info.h"
 #include "exporter/router.h"
-#include "exporter/http_server.h"
+#include "web/http_server.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -51,7 +51,7 @@ Exporter make_exporter(double value) {
 
 HttpServerOptions served_options() {
   HttpServerOptions options;
-  options.listen_address = "127.0.0.1:0";
+  options.listen_address = ListenAddress::parse("127.0.0.1:0");
   options.worker_threads = 8;
   options.request_timeout_ms = 10000;
   return options;
@@ -150,18 +150,27 @@ TEST_CASE("overlapping scrapes are all answered", "[http][concurrency]") {
 }
 
 TEST_CASE("listen addresses", "[http]") {
-  CHECK(civetweb_listening_port(":9477") == "9477");
-  CHECK(civetweb_listening_port("127.0.0.1:9477") == "127.0.0.1:9477");
+  CHECK(ListenAddress::parse(":9477").civetweb_ports() == "9477");
+  CHECK(ListenAddress::parse("127.0.0.1:9477").civetweb_ports() == "127.0.0.1:9477");
   if (http_server_supports_ipv6()) {
-    CHECK(civetweb_listening_port("[::1]:80") == "[::1]:80");
+    CHECK(ListenAddress::parse("[::1]:80").civetweb_ports() == "[::1]:80");
   } else {
-    CHECK_THROWS_WITH(civetweb_listening_port("[::1]:80"), Catch::Contains("without IPv6 support"));
+    CHECK_THROWS_WITH(ListenAddress::parse("[::1]:80"), Catch::Contains("without IPv6 support"));
   }
-  const std::string localhost = civetweb_listening_port("localhost:1");
+  const std::string localhost = ListenAddress::parse("localhost:1").civetweb_ports();
   CHECK(localhost == "127.0.0.1:1");
+  // Parsed once into everything its users need.
+  const ListenAddress any = ListenAddress::parse(":9477");
+  CHECK(any.host().empty());
+  CHECK(any.port() == 9477u);
+  CHECK(any.reachable_host() == "127.0.0.1");
+  const ListenAddress named = ListenAddress::parse("localhost:0");
+  CHECK(named.host() == "localhost");
+  CHECK(named.numeric_host() == "127.0.0.1");
+  CHECK(named.text() == "localhost:0");
   for (const char* bad :
        {"9477", ":99999", "1.2.3.4:x", "[::1:80", "[zz]:80", "no.such.host.invalid:1"}) {
     CAPTURE(bad);
-    CHECK_THROWS_WITH(civetweb_listening_port(bad), Catch::Contains(bad));
+    CHECK_THROWS_WITH(ListenAddress::parse(bad), Catch::Contains(bad));
   }
 }

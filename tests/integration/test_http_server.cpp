@@ -22,6 +22,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -31,7 +32,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
-#include "exporter/http_server.h"
+#include "web/http_server.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -47,7 +48,7 @@ double seconds_since(Clock::time_point start) {
 
 HttpServerOptions test_options() {
   HttpServerOptions options;
-  options.listen_address = "127.0.0.1:0";
+  options.listen_address = ListenAddress::parse("127.0.0.1:0");
   options.request_timeout_ms = 1000;
   options.keep_alive_timeout_ms = 500;
   return options;
@@ -344,7 +345,9 @@ TEST_CASE("keep-alive connections are closed after a response when workers are s
 
 TEST_CASE("requests beyond the concurrency limit get 503, /-/healthy is never limited", "[http]") {
   HttpServerOptions options = test_options();
-  options.max_concurrent_requests = 3;
+  AdmissionPolicy policy;
+  policy.max_concurrent_requests = 3;
+  options.admission = std::make_shared<const Admission>(policy);
   std::mutex mutex;
   std::condition_variable released_cv;
   bool released = false;
@@ -492,7 +495,7 @@ TEST_CASE("bind errors name the address, the reason and the remedy", "[http]") {
   const std::string taken = "127.0.0.1:" + std::to_string(first.port());
   try {
     HttpServerOptions options = test_options();
-    options.listen_address = taken;
+    options.listen_address = ListenAddress::parse(taken);
     HttpServer second(options, simple_handler());
     FAIL("second server bound an address already in use");
   } catch (const std::runtime_error& e) {
@@ -503,7 +506,7 @@ TEST_CASE("bind errors name the address, the reason and the remedy", "[http]") {
   }
   try {
     HttpServerOptions options = test_options();
-    options.listen_address = "192.0.2.1:0";  // TEST-NET-1: on no host
+    options.listen_address = ListenAddress::parse("192.0.2.1:0");  // TEST-NET-1: on no host
     HttpServer elsewhere(options, simple_handler());
     FAIL("bound an address of no interface");
   } catch (const std::runtime_error& e) {

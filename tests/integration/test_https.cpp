@@ -3,12 +3,13 @@
 // client_auth_type), the lowest protocol version, and files that cannot be used.
 #include "tests/catch.hpp"
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "exporter/http_server.h"
-#include "exporter/tls.h"
+#include "web/http_server.h"
+#include "web/tls.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -17,7 +18,7 @@ namespace {
 
 HttpServerOptions tls_options(const test::TestCertificates& certificates) {
   HttpServerOptions options;
-  options.listen_address = "127.0.0.1:0";
+  options.listen_address = ListenAddress::parse("127.0.0.1:0");
   options.worker_threads = 8;
   options.request_timeout_ms = 1000;
   TlsServerConfig tls;
@@ -297,14 +298,16 @@ TEST_CASE(
     "burst, never on /-/healthy",
     "[http]") {
   HttpServerOptions options;
-  options.listen_address = "127.0.0.1:0";
+  options.listen_address = ListenAddress::parse("127.0.0.1:0");
   options.worker_threads = 8;
   options.response_headers = {{"Strict-Transport-Security", "max-age=31536000"},
                               {"X-Frame-Options", "deny"}};
   RateLimit limit;
   limit.burst = 3;
   limit.interval_seconds = 3600;  // no refill within the test
-  options.rate_limit = limit;
+  AdmissionPolicy policy;
+  policy.rate_limit = limit;
+  options.admission = std::make_shared<const Admission>(policy);
   HttpServer server(options, answer("ok"));
   const auto first = test::http_get(server.port(), "/metrics");
   CHECK(first.status == 200);

@@ -2,7 +2,7 @@
 // read interval (issue 18, item 3). Software events never run out of counters, so the source is
 // told that each set holds one event (OpenRequest::counters_per_set), as a PMU with one counter
 // would.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <chrono>
 #include <thread>

@@ -1,7 +1,7 @@
 // Process targets on this machine's kernel, with software events: a workload reports the CPU time
 // each of its threads used (CLOCK_THREAD_CPUTIME_ID) and the pages it touched, and the counts the
 // collector exports must agree with it.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -6,7 +6,7 @@
 
 #include "config/errors.h"
 #include "exporter/cli.h"
-#include "exporter/http_server.h"
+#include "web/http_server.h"
 
 using namespace hwperf;
 

@@ -91,6 +91,24 @@ TEST_CASE("durations are read as Prometheus writes them", "[common]") {
   CHECK(parse_duration_ms(row.text) == row.ms);
 }
 
+TEST_CASE("durations are read as Go's time.ParseDuration reads them", "[common][web]") {
+  struct Row {
+    const char* text;
+    std::optional<double> seconds;
+  };
+  const auto row =
+      GENERATE(Row{"1h30m", 5400}, Row{"1.5s", 1.5}, Row{"300ms", 0.3}, Row{"250us", 250e-6},
+               Row{"250\u00b5s", 250e-6}, Row{"10ns", 10e-9}, Row{"2h45m30.5s", 9930.5},
+               Row{"0", 0}, Row{".5s", 0.5}, Row{"1.s", 1}, Row{"-2m", -120}, Row{"+3s", 3},
+               Row{"", std::nullopt}, Row{"5", std::nullopt}, Row{"s", std::nullopt},
+               Row{".s", std::nullopt}, Row{"1d", std::nullopt}, Row{"5 s", std::nullopt},
+               Row{"1e3s", std::nullopt}, Row{"3000000h", std::nullopt});
+  CAPTURE(row.text);
+  const auto parsed = parse_go_duration_seconds(row.text);
+  REQUIRE(parsed.has_value() == row.seconds.has_value());
+  if (row.seconds) CHECK(*parsed == Approx(*row.seconds).epsilon(1e-12));
+}
+
 TEST_CASE(
     "CPU lists merge their ranges before expanding, so work follows the text and the "
     "distinct CPUs",

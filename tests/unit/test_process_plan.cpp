@@ -1,7 +1,7 @@
 // Process targets without perf calls: procfs parsing, per-interval multiplex scaling, which
 // processes a target attaches (pid reuse, descendants counted through inherit, pidfiles) and the
 // configuration of targets.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <string>
 

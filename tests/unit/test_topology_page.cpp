@@ -14,6 +14,7 @@
 #include "collectors/build_info.h"
 #include "collectors/metrics.h"
 #include "exporter/router.h"
+#include "web/admission.h"
 #include "exporter/topology_page.h"
 #include "tests/support.h"
 
@@ -269,14 +270,21 @@ TEST_CASE("the topology routes share /metrics' admission and carry a strict CSP"
   FakeCollector* counter = fake.get();
   CollectorSet collectors;
   collectors.add(std::move(fake));
-  WebConfigFile web;
-  web.basic_auth_users["prometheus"] = test::bcrypt_hash("s3cret", 4);
-  const Exporter exporter("/metrics", std::move(collectors), build_info_family({}), web, &topology);
+  const Exporter exporter("/metrics", std::move(collectors), build_info_family({}), &topology);
+  AdmissionPolicy policy;
+  policy.serves = [&exporter](std::string_view path) { return exporter.serves(path); };
+  policy.users["prometheus"] = test::bcrypt_hash("s3cret", 4);
+  const Admission admission(std::move(policy));
+  // What the server does with a request: admission first, then the route.
+  const auto serve = [&](const HttpRequest& request) {
+    Admission::Ticket ticket = admission.admit(request);
+    return ticket.admitted() ? exporter.route(request) : ticket.refusal();
+  };
   const std::string right = "Basic " + test::base64("prometheus:s3cret");
   for (const char* path : {"/topology", "/topology.json", "/topology.js", "/topology.css"}) {
     CAPTURE(path);
-    CHECK(exporter.handle(get(path)).status == 401);
-    const HttpResponse response = exporter.handle(get(path, right));
+    CHECK(serve(get(path)).status == 401);
+    const HttpResponse response = serve(get(path, right));
     CHECK(response.status == 200);
     const std::string csp = header(response, "Content-Security-Policy");
     CHECK_THAT(csp, Catch::Contains("default-src 'none'") && Catch::Contains("script-src 'self'") &&
@@ -284,6 +292,7 @@ TEST_CASE("the topology routes share /metrics' admission and carry a strict CSP"
     CHECK(csp.find("unsafe") == std::string::npos);
     CHECK(header(response, "X-Content-Type-Options") == "nosniff");
   }
+  CHECK(serve(get("/topology.nope", right)).status == 404);
   // Only the JSON collects, through the scrape's collector set, once per request.
   const int before = counter->collections;
   const HttpResponse json = exporter.handle(get("/topology.json", right));

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/errors.h"
-#include "exporter/basic_auth.h"
+#include "web/basic_auth.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -187,6 +187,7 @@ TEST_CASE("exporter-toolkit settings that contradict each other or cannot be hon
           "[web_config]") {
   test::TempDir dir;
   dir.write("server.crt", "c\n");
+  dir.write("ca.crt", "c\n");
   struct Row {
     std::string yaml;
     std::string says;
@@ -195,13 +196,21 @@ TEST_CASE("exporter-toolkit settings that contradict each other or cannot be hon
       Row{"tls_server_config:\n  cert_file: server.crt\n  cert: x\n  key: y\n",
           "cert and cert_file are exclusive"},
       Row{"tls_server_config:\n  cert: x\n  key: y\n  min_version: TLS13\n  max_version: TLS12\n",
-          "max_version is below min_version"},
+          "max_version TLS12 is below min_version TLS13"},
       Row{"tls_server_config:\n  cert: x\n  key: y\n  client_allowed_sans: [a]\n",
-          "client_allowed_sans needs client_auth_type RequireAndVerifyClientCert"},
+          "client_allowed_sans needs a client_auth_type that asks for client certificates"},
+      Row{"tls_server_config:\n  cert: x\n  key: y\n  client_ca: z\n  client_ca_file: ca.crt\n"
+          "  client_auth_type: VerifyClientCertIfGiven\n",
+          "client_ca and client_ca_file are exclusive"},
+      Row{"tls_server_config:\n  cert: x\n  key: y\n  client_ca: z\n",
+          "a client CA is configured but client_auth_type asks for no client certificate"},
+      Row{"tls_server_config:\n  cert: x\n  key: y\n  client_auth_type: VerifyClientCertIfGiven\n",
+          "needs client_ca_file or client_ca"},
       Row{"tls_server_config:\n  cert: x\n  key: y\n  curve_preferences: [CurveP224]\n",
           "unknown name \"CurveP224\""},
       Row{"http_server_config:\n  headers:\n    Server: hwperf\n", "\"Server\" cannot be set"},
-      Row{"rate_limit:\n  interval: 1\n  burst: 5\n", "rate_limit.interval: expected a duration"},
+      Row{"rate_limit:\n  interval: 1\n  burst: 5\n",
+          "rate_limit.interval: expected a positive Go duration"},
       Row{"rate_limit:\n  interval: 1s\n  burst: 0\n", "rate_limit.burst: expected a whole number"},
       Row{"basic_auth_users:\n  u: \"" + bcrypt_hash("a", 4) + "\"\n  u: \"" + bcrypt_hash("b", 4) +
               "\"\n",
@@ -266,4 +275,19 @@ TEST_CASE("a web config path that is not a small regular file is refused", "[web
   CHECK_THAT(complex_problems[1], Catch::Contains("user name must be a plain name"));
   const auto broken = dir.write("broken.yml", "basic_auth_users: [\n");
   CHECK_THAT(problems_loading(broken.string()).at(0), Catch::StartsWith(broken.string() + ":"));
+}
+
+TEST_CASE("rate_limit.interval takes Go durations, as exporter-toolkit does", "[web_config][web]") {
+  struct Row {
+    const char* interval;
+    double seconds;
+  };
+  const auto row = GENERATE(Row{"1h30m", 5400}, Row{"1.5s", 1.5}, Row{"250us", 250e-6});
+  test::TempDir dir;
+  const auto path = dir.write(
+      "web.yml", std::string("rate_limit:\n  interval: ") + row.interval + "\n  burst: 3\n");
+  const WebConfigFile config = load_web_config(path.string());
+  REQUIRE(config.rate_limit.has_value());
+  CHECK(config.rate_limit->interval_seconds == Approx(row.seconds));
+  CHECK(config.rate_limit->burst == 3u);
 }

@@ -1,5 +1,5 @@
-// Plain request/response values shared by the router (app.cpp) and the server (http_server.cpp),
-// so routing is testable without sockets.
+// Plain request/response values shared by the routes (exporter/router.cpp), the admission layer
+// and the server (web/), so that both are testable without sockets.
 #pragma once
 
 #include <string>
@@ -14,6 +14,7 @@ struct HttpRequest {
   std::string accept;
   std::string accept_encoding;
   std::string authorization;  // the Authorization header, "" when absent
+  bool has_body = false;      // a Content-Length above 0 or a Transfer-Encoding
 };
 
 struct HttpResponse {

@@ -1,12 +1,5 @@
-// HTTPS for --web.config.file's tls_server_config, served by CivetWeb with OpenSSL. Only tls.cpp
-// includes OpenSSL's headers.
-//
-// Debian's CivetWeb (1.15 in Debian 12, 1.16 in 13) does not link OpenSSL: it dlopens
-// "libssl.so" and "libcrypto.so", names that only OpenSSL's development package provides, and on
-// every TLS connection calls SSL_get_peer_certificate, which OpenSSL 3 no longer exports (a null
-// function pointer: the first HTTPS request would crash the exporter). load_civetweb_openssl()
-// loads two small libraries of ours under those sonames (exporter/civetweb_openssl/), so CivetWeb
-// finds OpenSSL 3 and the missing function whether or not the development package is installed.
+// HTTPS for --web.config.file's tls_server_config, served by CivetWeb with OpenSSL (which CivetWeb
+// reaches through web/openssl_shim/). Only tls.cpp and tls_files.cpp include OpenSSL's headers.
 #pragma once
 
 #include <memory>
@@ -15,11 +8,6 @@
 #include "config/web_config.h"
 
 namespace hwperf {
-
-// Loads those libraries once per process (they stay loaded: CivetWeb keeps their symbols), from
-// lib/hwperf_exporter/ beside the folder of the executable. Throws std::runtime_error naming the
-// library, the loader's reason and the remedy.
-void load_civetweb_openssl();
 
 // The certificate and key of a tls_server_config, served and followed on disk: when either file
 // changes (a renewed certificate, a Kubernetes secret swapped in), the next handshake reads both
@@ -39,13 +27,16 @@ class TlsCertificates {
   // leaves tls.cpp). The context calls back into this object on every handshake, so this object
   // must outlive it. Throws std::runtime_error naming the file and OpenSSL's reason.
   void configure(void* ssl_ctx);
+  // configure() on a context of its own: whatever OpenSSL refuses (a version, suites, curves) is
+  // an error before anything listens. Throws as configure() does.
+  void check();
 
  private:
   struct State;
   std::unique_ptr<State> state_;
 };
 
-// Every file checked on a context of its own, before anything listens.
+// The files read, then TlsCertificates::check().
 void check_tls_config(const TlsServerConfig& config);
 
 // For the log: "TLS 1.2 or later, client certificates: NoClientCert".

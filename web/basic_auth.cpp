@@ -1,4 +1,4 @@
-#include "exporter/basic_auth.h"
+#include "web/basic_auth.h"
 
 #include <crypt.h>
 #include <openssl/evp.h>

@@ -1,4 +1,4 @@
-// The CivetWeb server. Only http_server.cpp includes CivetWeb's header.
+// The CivetWeb server. Only web/*.cpp include CivetWeb's header.
 #pragma once
 
 #include <functional>
@@ -10,9 +10,13 @@
 
 #include "config/config.h"
 #include "config/web_config.h"
-#include "exporter/http.h"
+#include "web/admission.h"
+#include "web/http.h"
+#include "web/listen_address.h"
 
 namespace hwperf {
+
+class TlsCertificates;
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
@@ -21,10 +25,7 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 // below drops it. The defaults keep a few dozen such clients from delaying a scrape; the README
 // ("HTTP limits") explains each one.
 struct HttpServerOptions {
-  std::string listen_address = kDefaultListenAddress;  // [HOST]:PORT; PORT 0: a free port
-  // listen_address as civetweb_listening_port() resolved it, when the caller already has (the
-  // exporter resolves it once, before building collectors, to fail early on a bad address).
-  std::string civetweb_ports;
+  ListenAddress listen_address = ListenAddress::parse(kDefaultListenAddress);  // PORT 0: any
 
   // Worker threads, started at once (CivetWeb 1.15 cannot start them on demand). A scrape needs
   // one worker only while its request is read and answered, but an idle, slow or keep-alive
@@ -52,44 +53,34 @@ struct HttpServerOptions {
   // The kernel's queue of connections not yet accepted (capped by net.core.somaxconn).
   unsigned listen_backlog = 1024;
 
-  // At most this many requests for limited_path are handled at once (node_exporter's
-  // --web.max-requests); more get 503 at once instead of queuing. Other paths (/-/healthy, the
-  // landing page) are never limited. 0 means no limit.
-  unsigned max_concurrent_requests = 40;
-  std::string limited_path = "/metrics";
+  // What every request passes before the handler (web/admission.h). Null: AdmissionPolicy's
+  // defaults (no authentication, no rate limit, 40 scrapes of /metrics at once).
+  std::shared_ptr<const Admission> admission;
 
   // Added to every response (http_server_config.headers).
   std::vector<std::pair<std::string, std::string>> response_headers;
 
-  // At most rate_limit->burst requests at once, refilled one per interval; beyond, 429 at once
-  // (exporter-toolkit's rate_limit). unlimited_path (liveness probes) is never limited.
-  std::optional<RateLimit> rate_limit;
-  std::string unlimited_path = "/-/healthy";
-
-  // Runs before the concurrency limit: a response here (401, 404, 405) ends the request, so that
-  // only requests the application accepts (authenticated ones) take one of the limited places.
-  std::function<std::optional<HttpResponse>(const HttpRequest&)> admit;
+  // When true, CivetWeb's listening thread waits before its first accept(2) until
+  // accept_connections(): the process can give up root (--runtime.user) in between, so that no
+  // request is ever read by a privileged thread. Connections that arrive meanwhile wait in the
+  // kernel's listen backlog.
+  bool accept_later = false;
 
   // Serve HTTPS only (plain HTTP on the port fails the handshake). The TLS handshake must finish
-  // within request_timeout_ms, like a request head.
+  // within request_timeout_ms, like a request head. `certificates`, when given, were read from
+  // `tls` already (the exporter reads them once, at startup); else the server reads them.
   std::optional<TlsServerConfig> tls;
+  std::shared_ptr<TlsCertificates> certificates;
 };
-
-// "[HOST]:PORT" -> CivetWeb's listening_ports syntax. Throws std::invalid_argument with a message
-// that names the address ("\"HOST:PORT\": ...") and the expected form; the caller says where it
-// was written.
-// `written_as` names where the address came from in messages (default
-// "--web.listen-address=ADDRESS").
-std::string civetweb_listening_port(const std::string& listen_address,
-                                    const std::string& written_as = "");
-bool http_server_supports_ipv6();
 
 // Why bind(2) failed, said for a user: the address, the errno text and the remedy.
 std::string describe_bind_error(const std::string& listen_address, int error_number);
 
 // Connections the server may accept at once given the open-file limit. CivetWeb's master thread
 // spins on accept(2) without logging once the process is out of file descriptors, so the server
-// never accepts more connections than the limit leaves room for.
+// never accepts more connections than the limit leaves room for. The limit itself has one owner,
+// common/open_files.h (raise_open_file_limit(), which the exporter calls at startup and the
+// server again, idempotently, when started alone); the server only fits within it.
 // The fewest descriptors the server can work with: the listening socket, one connection, and
 // the reserve it keeps for collections (at least 8), with a little room.
 inline constexpr unsigned long kMinimumHttpFiles = 16;
@@ -107,12 +98,15 @@ class HttpServer {
  public:
   // Binds and starts serving, or throws std::runtime_error naming the address, the reason and the
   // remedy (address in use, permission denied, not an address of this host, a TLS file that
-  // cannot be used). The handler must be
-  // thread-safe; an exception it throws becomes a 500 and never reaches CivetWeb's threads.
+  // cannot be used, too few open files). The handler runs for admitted requests only; it must be
+  // thread-safe, and an exception it throws becomes a 500 and never reaches CivetWeb's threads.
   HttpServer(const HttpServerOptions& options, HttpHandler handler);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
+
+  // Lets the listening thread accept (see HttpServerOptions::accept_later). Idempotent.
+  void accept_connections();
 
   unsigned port() const;              // the bound port (useful with port 0)
   std::string bound_address() const;  // e.g. "127.0.0.1:9477" or "[::]:9477"

@@ -1,7 +1,7 @@
 // CivetWeb's C API rather than CivetServer: mg_start2 reports *why* it could not start (port in
 // use, permission denied), which CivetServer's constructor reduces to a generic exception. This is
 // the only file that includes CivetWeb's header.
-#include "exporter/http_server.h"
+#include "web/http_server.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -14,7 +14,9 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <climits>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -29,7 +31,8 @@
 #include "common/log.h"
 #include "common/open_files.h"
 #include "common/unique_fd.h"
-#include "exporter/tls.h"
+#include "web/openssl_shim/loader.h"
+#include "web/tls.h"
 
 namespace hwperf {
 namespace {
@@ -55,47 +58,6 @@ const char* reason_phrase(int status) {
   }
 }
 
-bool all_digits(std::string_view text) {
-  if (text.empty() || text.size() > 5) return false;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-  }
-  return true;
-}
-
-// CivetWeb binds numeric addresses only; a host name is resolved here, once, at startup.
-std::string numeric_host(const std::string& host, const std::string& where) {
-  addrinfo hints{};
-  hints.ai_family = http_server_supports_ipv6() ? AF_UNSPEC : AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG;
-  addrinfo* found = nullptr;
-  // Prefer IPv4 for names such as "localhost" that resolve to both.
-  int rc = -1;
-  if (hints.ai_family == AF_UNSPEC) {
-    addrinfo v4 = hints;
-    v4.ai_family = AF_INET;
-    rc = getaddrinfo(host.c_str(), nullptr, &v4, &found);
-  }
-  if (rc != 0) rc = getaddrinfo(host.c_str(), nullptr, &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    throw std::invalid_argument(where + ": cannot resolve \"" + host + "\": " + gai_strerror(rc));
-  }
-  char text[INET6_ADDRSTRLEN] = {};
-  std::string numeric;
-  if (found->ai_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr, text,
-              sizeof text);
-    numeric = text;
-  } else {
-    inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(found->ai_addr)->sin6_addr, text,
-              sizeof text);
-    numeric = std::string("[") + text + "]";
-  }
-  freeaddrinfo(found);
-  return numeric;
-}
-
 void poke(const std::string& numeric_host, unsigned port) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -107,56 +69,13 @@ void poke(const std::string& numeric_host, unsigned port) {
   freeaddrinfo(found);
 }
 
-}  // namespace
-
-bool http_server_supports_ipv6() { return mg_check_feature(MG_FEATURES_IPV6) != 0; }
-
-std::string civetweb_listening_port(const std::string& listen_address,
-                                    const std::string& written_as) {
-  const std::string where =
-      written_as.empty() ? "--web.listen-address=" + listen_address : written_as;
-  const std::string expected = " (expected [HOST]:PORT, e.g. :9477, 127.0.0.1:9477 or [::1]:9477)";
-  const auto colon = listen_address.rfind(':');
-  if (colon == std::string::npos) {
-    throw std::invalid_argument(where + ": no port" + expected);
-  }
-  const std::string host = listen_address.substr(0, colon);
-  const std::string port = listen_address.substr(colon + 1);
-  if (!all_digits(port) || std::stoul(port) > 65535) {
-    throw std::invalid_argument(where + ": bad port \"" + port + "\"" + expected);
-  }
-  if (host.empty()) return port;  // every IPv4 address, like node_exporter's ":9100"
-  if (host.front() == '[') {
-    if (host.back() != ']' || host.size() < 3) {
-      throw std::invalid_argument(where + ": unterminated IPv6 address" + expected);
-    }
-    in6_addr ignored{};
-    if (inet_pton(AF_INET6, host.substr(1, host.size() - 2).c_str(), &ignored) != 1) {
-      throw std::invalid_argument(where + ": bad IPv6 address" + expected);
-    }
-    if (!http_server_supports_ipv6()) {
-      throw std::invalid_argument(
-          where +
-          ": the CivetWeb library this exporter runs with was built without IPv6 support (as "
-          "Debian 12's libcivetweb is); listen on an IPv4 address such as :9477 instead");
-    }
-    return host + ":" + port;
-  }
-  in_addr ignored{};
-  if (inet_pton(AF_INET, host.c_str(), &ignored) == 1) return host + ":" + port;
-  return numeric_host(host, where) + ":" + port;
-}
-
-namespace {
-
 // How many file descriptors to keep free for everything but connections: logging, /proc and
 // sysfs reads, and a few per collection in progress; under a small limit, a quarter of it (a
 // collection that then finds no descriptor fails alone, as a failed collector).
-unsigned long fd_reserve(const HttpServerOptions& options, rlim_t limit) {
-  const unsigned collections =
-      options.max_concurrent_requests == 0
-          ? options.worker_threads
-          : std::min(options.max_concurrent_requests, options.worker_threads);
+unsigned long fd_reserve(unsigned worker_threads, unsigned max_concurrent_requests, rlim_t limit) {
+  const unsigned collections = max_concurrent_requests == 0
+                                   ? worker_threads
+                                   : std::min(max_concurrent_requests, worker_threads);
   const unsigned long wanted = 8 + 2ul * collections;
   if (limit == RLIM_INFINITY) return wanted;
   return std::min(wanted, std::max(8ul, static_cast<unsigned long>(limit) / 4));
@@ -195,20 +114,6 @@ int probe_bind(const std::string& numeric_host, unsigned port) {
   if (::bind(socket.get(), reinterpret_cast<const sockaddr*>(&address), length) != 0) return errno;
   return 0;
 }
-
-// Releases a slot of the concurrency limit when the request is done.
-class Slot {
- public:
-  explicit Slot(std::atomic<unsigned>* in_flight) : in_flight_(in_flight) {}
-  ~Slot() {
-    if (in_flight_) in_flight_->fetch_sub(1);
-  }
-  Slot(const Slot&) = delete;
-  Slot& operator=(const Slot&) = delete;
-
- private:
-  std::atomic<unsigned>* in_flight_;
-};
 
 bool header_has_token(const char* header, std::string_view token) {
   if (header == nullptr) return false;
@@ -278,71 +183,29 @@ ConnectionBudget fit_connections(unsigned worker_threads, unsigned connection_qu
 
 struct HttpServer::Impl {
   HttpHandler handler;
+  std::shared_ptr<const Admission> admission;
   mg_context* context = nullptr;
-  std::string listen_host;   // as the user wrote it; "" = every address
-  std::string numeric_host;  // what CivetWeb bound: "" (every IPv4 address), "1.2.3.4", "[::1]"
-  std::string limited_path;
-  unsigned max_concurrent_requests = 0;
+  ListenAddress listen_address;
   unsigned worker_threads = 0;
   unsigned connection_queue = 0;
-  std::atomic<unsigned> in_flight{0};  // requests for limited_path being handled
-  std::atomic<int> connections{0};     // connections owned by a worker
+  std::atomic<int> connections{0};  // connections owned by a worker
 
   std::vector<std::pair<std::string, std::string>> response_headers;
-  std::optional<RateLimit> rate_limit;
-  std::string unlimited_path;
-  std::function<std::optional<HttpResponse>(const HttpRequest&)> admit;
-  std::mutex bucket_mutex;
-  double bucket_tokens = 0;  // requests the rate limit allows now, up to its burst
-  std::chrono::steady_clock::time_point bucket_filled;
 
-  bool take_token() {
-    const std::lock_guard<std::mutex> lock(bucket_mutex);
-    const auto now = std::chrono::steady_clock::now();
-    const double elapsed = std::chrono::duration<double>(now - bucket_filled).count();
-    bucket_filled = now;
-    bucket_tokens = std::min(static_cast<double>(rate_limit->burst),
-                             bucket_tokens + elapsed / rate_limit->interval_seconds);
-    if (bucket_tokens < 1) return false;
-    bucket_tokens -= 1;
-    return true;
-  }
-
-  std::unique_ptr<TlsCertificates> tls;  // outlives CivetWeb's SSL_CTX, which calls into it
+  std::shared_ptr<TlsCertificates> tls;  // outlives CivetWeb's SSL_CTX, which calls into it
   std::string tls_error;                 // why init_ssl failed, for the startup error
+
+  std::mutex accept_mutex;
+  std::condition_variable accept_allowed;
+  bool accepting = true;
 
   std::mutex log_mutex;
   std::string last_log;  // CivetWeb's last message, for a startup error nothing else explains
 
-  HttpResponse respond(const HttpRequest& request, bool has_body) {
-    // Nothing here reads a request body, and CivetWeb would read (and discard) an unread one
-    // with a fresh timeout for every piece a client trickles: a worker held for ever. So a body
-    // is refused without being read, and the connection closed.
-    if (has_body) {
-      return HttpResponse{
-          413, "text/plain; charset=utf-8", {}, "request bodies are not accepted\n"};
-    }
-    if (rate_limit && request.path != unlimited_path && !take_token()) {
-      return HttpResponse{429,
-                          "text/plain; charset=utf-8",
-                          {},
-                          "more requests than rate_limit allows; try again later\n"};
-    }
-    if (admit) {
-      if (auto refused = admit(request)) return std::move(*refused);
-    }
-    if (max_concurrent_requests == 0 || request.path != limited_path) return call_handler(request);
-    if (in_flight.fetch_add(1) >= max_concurrent_requests) {
-      in_flight.fetch_sub(1);
-      return HttpResponse{503,
-                          "text/plain; charset=utf-8",
-                          {},
-                          std::to_string(max_concurrent_requests) + " requests for " +
-                              limited_path +
-                              " are in progress, the most allowed at once; try again later\n"};
-    }
-    const Slot slot(&in_flight);
-    return call_handler(request);
+  HttpResponse respond(const HttpRequest& request) {
+    Admission::Ticket ticket = admission->admit(request);
+    if (!ticket.admitted()) return std::move(ticket.refusal());
+    return call_handler(request);  // the ticket holds the request's place until it is answered
   }
 
   HttpResponse call_handler(const HttpRequest& request) {
@@ -373,10 +236,10 @@ struct HttpServer::Impl {
     request.accept_encoding = encoding ? encoding : "";
     const char* authorization = mg_get_header(connection, "Authorization");
     request.authorization = authorization ? authorization : "";
-    const bool has_body =
+    request.has_body =
         info->content_length > 0 || mg_get_header(connection, "Transfer-Encoding") != nullptr;
 
-    const HttpResponse response = self->respond(request, has_body);
+    const HttpResponse response = self->respond(request);
 
     // Keep-alive must not starve new connections: an idle keep-alive connection holds a worker
     // for up to keep_alive_timeout_ms, and one that keeps sending requests holds it for ever. So
@@ -385,7 +248,7 @@ struct HttpServer::Impl {
     const bool workers_scarce =
         static_cast<unsigned>(self->connections.load()) * 4 > self->worker_threads * 3;
     const bool keep_alive = client_keeps_alive(info, mg_get_header(connection, "Connection"));
-    bool close = has_body || workers_scarce || !keep_alive;
+    bool close = request.has_body || workers_scarce || !keep_alive;
 
     std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " +
                       reason_phrase(response.status) + "\r\n";
@@ -436,6 +299,24 @@ struct HttpServer::Impl {
     }
   }
 
+  // CivetWeb's master thread (type 0) calls this before its accept loop; workers (type 1) only
+  // ever get connections the master accepted, so holding the master holds every request.
+  static void* on_thread_start(const mg_context* context, int thread_type) {
+    if (thread_type != 0) return nullptr;
+    Impl* self = static_cast<Impl*>(mg_get_user_data(context));
+    std::unique_lock<std::mutex> lock(self->accept_mutex);
+    self->accept_allowed.wait(lock, [self] { return self->accepting; });
+    return nullptr;
+  }
+
+  void allow_accept() {
+    {
+      const std::lock_guard<std::mutex> lock(accept_mutex);
+      accepting = true;
+    }
+    accept_allowed.notify_all();
+  }
+
   static int on_log(const mg_connection* connection, const char* message) {
     log::debug(std::string("civetweb: ") + message);
     if (Impl* self = connection != nullptr ? of(connection) : nullptr) {
@@ -451,69 +332,53 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   static std::once_flag library_once;
   std::call_once(library_once, [] { mg_init_library(0); });
   impl_->handler = std::move(handler);
-  impl_->listen_host = options.listen_address.substr(0, options.listen_address.rfind(':'));
-  impl_->limited_path = options.limited_path;
-  impl_->max_concurrent_requests = options.max_concurrent_requests;
+  impl_->admission =
+      options.admission ? options.admission : std::make_shared<const Admission>(AdmissionPolicy{});
+  impl_->listen_address = options.listen_address;
   impl_->response_headers = options.response_headers;
-  impl_->unlimited_path = options.unlimited_path;
-  impl_->admit = options.admit;
-  if (options.rate_limit) {
-    if (options.rate_limit->burst == 0 || !(options.rate_limit->interval_seconds > 0)) {
-      throw std::invalid_argument("rate_limit needs a positive interval and burst");
-    }
-    impl_->rate_limit = options.rate_limit;
-    impl_->bucket_tokens = options.rate_limit->burst;
-    impl_->bucket_filled = std::chrono::steady_clock::now();
-  }
-
-  std::string ports = options.civetweb_ports.empty()
-                          ? civetweb_listening_port(options.listen_address)
-                          : options.civetweb_ports;
-  if (options.tls) {
-    // Both files are read and checked before CivetWeb starts, so its errors name the file;
-    // CivetWeb's context gets them through on_init_ssl.
-    impl_->tls = std::make_unique<TlsCertificates>(*options.tls);
-    load_civetweb_openssl();
-    ports += "s";  // CivetWeb's suffix for a TLS-only port
-  }
-  if (const auto colon = ports.rfind(':'); colon != std::string::npos) {
-    impl_->numeric_host = ports.substr(0, colon);
-  }
+  impl_->accepting = !options.accept_later;
   if (options.worker_threads == 0) {
     throw std::invalid_argument("the HTTP server needs at least one worker thread");
   }
 
-  // Room for every connection CivetWeb may accept: raise the soft open-file limit towards the hard
-  // one if needed (as Go programs do), else serve fewer connections at once and say so.
-  rlimit limit{};
-  getrlimit(RLIMIT_NOFILE, &limit);
-  const unsigned long open_now = open_file_count() + 1;  // + the listening socket
-  const unsigned long wanted = open_now + fd_reserve(options, RLIM_INFINITY) +
-                               options.worker_threads + options.connection_queue + 1;
-  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < wanted) {
-    rlimit raised = limit;
-    raised.rlim_cur =
-        limit.rlim_max == RLIM_INFINITY ? wanted : std::min<rlim_t>(wanted, limit.rlim_max);
-    if (raised.rlim_cur > limit.rlim_cur && setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  std::string ports = options.listen_address.civetweb_ports();
+  if (options.tls) {
+    // Read and checked before CivetWeb starts (by the caller, or here), so that errors name the
+    // file; CivetWeb's context gets them through on_init_ssl.
+    impl_->tls = options.certificates ? options.certificates
+                                      : std::make_shared<TlsCertificates>(*options.tls);
+    load_civetweb_openssl();
+    assert_civetweb_openssl_loaded();
+    ports += "s";  // CivetWeb's suffix for a TLS-only port
   }
+
+  // Room for every connection CivetWeb may accept within the open-file limit (raised by its one
+  // owner, common/open_files.h, as far as it goes), else fewer connections at once, said so.
+  const unsigned max_scrapes = impl_->admission->policy().max_concurrent_requests;
+  const unsigned long limit = raise_open_file_limit();
+  const bool unlimited = limit == ULONG_MAX;
+  const unsigned long open_now = open_file_count() + 1;  // + the listening socket
+  const unsigned long wanted = open_now +
+                               fd_reserve(options.worker_threads, max_scrapes, RLIM_INFINITY) +
+                               options.worker_threads + options.connection_queue + 1;
   unsigned long free_fds = wanted;
-  if (limit.rlim_cur != RLIM_INFINITY) {
-    const unsigned long reserve = fd_reserve(options, limit.rlim_cur);
-    const auto current = static_cast<unsigned long>(limit.rlim_cur);
-    free_fds = current > open_now + reserve ? current - open_now - reserve : 0;
+  if (!unlimited) {
+    const unsigned long reserve =
+        fd_reserve(options.worker_threads, max_scrapes, static_cast<rlim_t>(limit));
+    free_fds = limit > open_now + reserve ? limit - open_now - reserve : 0;
   }
   const ConnectionBudget budget =
       fit_connections(options.worker_threads, std::max(1u, options.connection_queue), free_fds);
   const std::string remedy = "raise it to at least " + std::to_string(wanted) +
                              " (`ulimit -n`, systemd LimitNOFILE=, docker run --ulimit nofile=)";
   if (budget.worker_threads == 0) {
-    throw std::runtime_error("cannot listen on " + options.listen_address +
-                             ": the open-file limit (RLIMIT_NOFILE) is " +
-                             std::to_string(limit.rlim_cur) + " and " + std::to_string(open_now) +
+    throw std::runtime_error("cannot listen on " + options.listen_address.text() +
+                             ": the open-file limit (RLIMIT_NOFILE) is " + std::to_string(limit) +
+                             " and " + std::to_string(open_now) +
                              " files are open, which leaves no room for connections; " + remedy);
   }
   if (budget.reduced) {
-    log::warn("the open-file limit (RLIMIT_NOFILE) is " + std::to_string(limit.rlim_cur) +
+    log::warn("the open-file limit (RLIMIT_NOFILE) is " + std::to_string(limit) +
               ": serving at most " + std::to_string(budget.worker_threads) +
               " connections at once, " + std::to_string(budget.connection_queue) +
               " more waiting, instead of " + std::to_string(options.worker_threads) + " and " +
@@ -550,6 +415,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   callbacks.log_message = &Impl::on_log;
   callbacks.init_connection = &Impl::on_connection_open;
   callbacks.connection_close = &Impl::on_connection_close;
+  callbacks.init_thread = &Impl::on_thread_start;
   if (options.tls) callbacks.init_ssl = &Impl::on_init_ssl;
   mg_init_data init{};
   init.callbacks = &callbacks;
@@ -563,10 +429,9 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
   error.text_buffer_size = sizeof error_text;
   impl_->context = mg_start2(&init, &error);
   if (impl_->context == nullptr) {
-    const std::string port = options.listen_address.substr(options.listen_address.rfind(':') + 1);
-    if (const int bind_error =
-            probe_bind(impl_->numeric_host, static_cast<unsigned>(std::stoul(port)))) {
-      throw std::runtime_error(describe_bind_error(options.listen_address, bind_error));
+    const ListenAddress& address = options.listen_address;
+    if (const int bind_error = probe_bind(address.numeric_host(), address.port())) {
+      throw std::runtime_error(describe_bind_error(address.text(), bind_error));
     }
     std::string detail = error_text[0] ? error_text : "CivetWeb failed to start";
     if (!impl_->tls_error.empty()) detail = impl_->tls_error;
@@ -574,7 +439,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
       const std::lock_guard<std::mutex> lock(impl_->log_mutex);
       if (!impl_->last_log.empty()) detail += " (" + impl_->last_log + ")";
     }
-    throw std::runtime_error("cannot listen on " + options.listen_address + ": " + detail);
+    throw std::runtime_error("cannot listen on " + options.listen_address.text() + ": " + detail);
   }
 }
 
@@ -583,11 +448,9 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
 // second. The poke repeats because the flag may not be set yet when the first one lands.
 HttpServer::~HttpServer() {
   if (!impl_ || !impl_->context) return;
+  impl_->allow_accept();  // a held master thread could never see the stop flag
   const unsigned bound_port = port();
-  std::string host = impl_->numeric_host;
-  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
-  if (host == "[::]") host = "[::1]";
-  if (host.front() == '[') host = host.substr(1, host.size() - 2);
+  const std::string host = impl_->listen_address.reachable_host();
   std::atomic<bool> stopped{false};
   std::thread stopper;
   try {
@@ -609,6 +472,8 @@ HttpServer::~HttpServer() {
   stopper.join();
 }
 
+void HttpServer::accept_connections() { impl_->allow_accept(); }
+
 unsigned HttpServer::port() const {
   mg_server_port ports[4] = {};
   const int count = mg_get_server_ports(impl_->context, 4, ports);
@@ -616,7 +481,7 @@ unsigned HttpServer::port() const {
 }
 
 std::string HttpServer::bound_address() const {
-  return impl_->listen_host + ":" + std::to_string(port());
+  return impl_->listen_address.host() + ":" + std::to_string(port());
 }
 
 unsigned HttpServer::worker_threads() const { return impl_->worker_threads; }

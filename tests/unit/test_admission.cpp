@@ -1,0 +1,172 @@
+// The admission layer without sockets: each rule in front of the routes, in its order, with a
+// fake clock for the rate limit and tickets for the concurrency limit.
+#include "tests/catch.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectors/build_info.h"
+#include "exporter/router.h"
+#include "tests/support.h"
+#include "web/admission.h"
+
+using namespace hwperf;
+
+namespace {
+
+HttpRequest get(const std::string& path, const std::string& authorization = "") {
+  HttpRequest request;
+  request.method = "GET";
+  request.path = path;
+  request.authorization = authorization;
+  return request;
+}
+
+// The paths the exporter's routes serve with the default telemetry path.
+bool exporter_serves(std::string_view path) {
+  return path == "/metrics" || path == "/" || path == "/-/healthy";
+}
+
+AdmissionPolicy with_user(const std::string& user, const std::string& password) {
+  AdmissionPolicy policy;
+  policy.serves = exporter_serves;
+  policy.users[user] = test::bcrypt_hash(password, 4);
+  return policy;
+}
+
+int status_of(const Admission& admission, const HttpRequest& request) {
+  auto ticket = admission.admit(request);
+  return ticket.admitted() ? 200 : ticket.refusal().status;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "with basic_auth_users every path but /-/healthy needs the right credentials, and paths "
+    "that do not exist answer 404 without a bcrypt run",
+    "[web][web_config]") {
+  const std::string user = "prometheus";
+  const std::string password = "s3cret";
+  const Admission admission(with_user(user, password));
+  const std::string right = "Basic " + test::base64(user + ":" + password);
+  const std::string wrong = "Basic " + test::base64(user + ":" + password + "!");
+  for (const char* path : {"/metrics", "/"}) {
+    CAPTURE(path);
+    auto missing = admission.admit(get(path));
+    REQUIRE_FALSE(missing.admitted());
+    CHECK(missing.refusal().status == 401);
+    bool challenge = false;
+    for (const auto& [name, value] : missing.refusal().headers) {
+      challenge = challenge || (name == "WWW-Authenticate" && value.rfind("Basic ", 0) == 0);
+    }
+    CHECK(challenge);
+    CHECK(status_of(admission, get(path, wrong)) == 401);
+    CHECK(status_of(admission, get(path, right)) == 200);
+  }
+  // No route, no password check: a flood of requests for made-up paths costs no bcrypt.
+  const auto runs = admission.bcrypt_runs();
+  CHECK(status_of(admission, get("/nowhere", right)) == 404);
+  CHECK(status_of(admission, get("/nowhere", wrong)) == 404);
+  CHECK(status_of(admission, get("/nowhere")) == 404);
+  CHECK(admission.bcrypt_runs() == runs);
+  // Liveness probes carry no credentials; the answer says nothing about the machine.
+  CHECK(status_of(admission, get("/-/healthy")) == 200);
+  // Without users nothing is asked.
+  AdmissionPolicy open;
+  open.serves = exporter_serves;
+  CHECK(status_of(Admission(open), get("/metrics")) == 200);
+}
+
+TEST_CASE("twenty authenticated scrapes run bcrypt once", "[web][web_config]") {
+  const Admission admission(with_user("prometheus", "s3cret"));
+  const std::string right = "Basic " + test::base64("prometheus:s3cret");
+  for (int scrape = 0; scrape < 20; ++scrape) {
+    CHECK(status_of(admission, get("/metrics", right)) == 200);
+  }
+  CHECK(admission.bcrypt_runs() == 1);
+}
+
+TEST_CASE("the exporter's routes decide which paths exist", "[web]") {
+  const Exporter exporter("/custom", CollectorSet{}, build_info_family({}));
+  AdmissionPolicy policy;
+  policy.serves = [&](std::string_view path) { return exporter.serves(path); };
+  const Admission admission(policy);
+  CHECK(status_of(admission, get("/custom")) == 200);
+  CHECK(status_of(admission, get("/metrics")) == 404);
+  // Every path the admission lets through has a route.
+  for (const char* path : {"/custom", "/", "/-/healthy"}) {
+    CAPTURE(path);
+    CHECK(exporter.route(get(path)).status == 200);
+  }
+}
+
+TEST_CASE("methods other than GET and HEAD get 405, request bodies 413", "[web]") {
+  const Admission admission(AdmissionPolicy{});
+  HttpRequest post = get("/metrics");
+  post.method = "POST";
+  auto refused = admission.admit(post);
+  REQUIRE_FALSE(refused.admitted());
+  CHECK(refused.refusal().status == 405);
+  CHECK(refused.refusal().headers ==
+        std::vector<std::pair<std::string, std::string>>{{"Allow", "GET, HEAD"}});
+  HttpRequest head = get("/metrics");
+  head.method = "HEAD";
+  CHECK(status_of(admission, head) == 200);
+  HttpRequest with_body = get("/-/healthy");
+  with_body.has_body = true;
+  CHECK(status_of(admission, with_body) == 413);
+}
+
+TEST_CASE("the rate limit answers 429 beyond its burst, refills, and never limits /-/healthy",
+          "[web]") {
+  auto now = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  AdmissionPolicy policy;
+  policy.rate_limit = RateLimit{1.5, 2};  // "1.5s", burst 2
+  const Admission admission(policy, [&] { return now; });
+  CHECK(status_of(admission, get("/metrics")) == 200);
+  CHECK(status_of(admission, get("/")) == 200);
+  CHECK(status_of(admission, get("/metrics")) == 429);
+  CHECK(status_of(admission, get("/-/healthy")) == 200);
+  now += std::chrono::milliseconds(1400);
+  CHECK(status_of(admission, get("/metrics")) == 429);
+  now += std::chrono::milliseconds(200);  // 1.6 s since the bucket emptied: one more
+  CHECK(status_of(admission, get("/metrics")) == 200);
+  CHECK(status_of(admission, get("/metrics")) == 429);
+  now += std::chrono::hours(1);  // refilled up to the burst, not beyond
+  CHECK(status_of(admission, get("/metrics")) == 200);
+  CHECK(status_of(admission, get("/metrics")) == 200);
+  CHECK(status_of(admission, get("/metrics")) == 429);
+}
+
+TEST_CASE(
+    "the concurrency limit counts admitted scrapes of the telemetry path only, after "
+    "authentication",
+    "[web]") {
+  AdmissionPolicy policy = with_user("prometheus", "s3cret");
+  policy.max_concurrent_requests = 2;
+  const Admission admission(policy);
+  const std::string right = "Basic " + test::base64("prometheus:s3cret");
+  const std::string wrong = "Basic " + test::base64("prometheus:nope");
+  std::optional<Admission::Ticket> first(admission.admit(get("/metrics", right)));
+  std::optional<Admission::Ticket> second(admission.admit(get("/metrics", right)));
+  REQUIRE(first->admitted());
+  REQUIRE(second->admitted());
+  auto third = admission.admit(get("/metrics", right));
+  REQUIRE_FALSE(third.admitted());
+  CHECK(third.refusal().status == 503);
+  CHECK_THAT(third.refusal().body, Catch::Contains("2 requests for /metrics are in progress"));
+  // A client without the password is refused for that, and takes no place.
+  CHECK(status_of(admission, get("/metrics", wrong)) == 401);
+  CHECK(status_of(admission, get("/", right)) == 200);
+  CHECK(status_of(admission, get("/-/healthy")) == 200);
+  first.reset();  // a finished scrape gives its place back
+  CHECK(status_of(admission, get("/metrics", right)) == 200);
+}
+
+TEST_CASE("a rate limit of no requests is refused", "[web]") {
+  AdmissionPolicy policy;
+  policy.rate_limit = RateLimit{0, 3};
+  CHECK_THROWS_AS(Admission(policy), std::invalid_argument);
+}
