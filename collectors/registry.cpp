@@ -1,6 +1,7 @@
 #include "collectors/registry.h"
 
 #include "collectors/build_info.h"
+#include "collectors/cgroup/cgroup_registration.h"
 #include "collectors/papi/papi_registration.h"
 #include "collectors/process/process_registration.h"
 #include "collectors/rapl/rapl_registration.h"
@@ -12,10 +13,8 @@ const std::vector<const CollectorEntry*>& collector_registry() {
   // Registry order is scrape order, and the order in which family names are claimed: the
   // topology's families first.
   static const std::vector<const CollectorEntry*> entries = {
-      &topology_collector_entry(),
-      &papi_collector_entry(),
-      &rapl_collector_entry(),
-      &process_collector_entry(),
+      &topology_collector_entry(), &papi_collector_entry(),   &rapl_collector_entry(),
+      &process_collector_entry(),  &cgroup_collector_entry(),
   };
   return entries;
 }

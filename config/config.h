@@ -171,11 +171,39 @@ struct ProcessCollectorConfig {
   std::vector<ProcessTargetConfig> targets;
 };
 
+// Per-container counting (collectors/cgroup): cgroup events in the hierarchy the perf_event
+// controller is bound to, summed per package or for the machine.
+struct CgroupPattern {
+  std::string regex;  // over the cgroup path relative to the hierarchy root
+  SourceMark mark;
+};
+struct CgroupRoot {
+  std::string path;  // relative to the hierarchy root, without a leading '/'
+  SourceMark mark;
+};
+struct CgroupCollectorConfig {
+  bool enabled = false;
+  // The same vocabulary as the PAPI collector. Empty = the default set, best effort.
+  std::vector<PapiEventConfig> events;
+  bool events_given = false;
+  Granularity granularity = Granularity::package;  // package or machine
+  // Besides the containers and services discovery recognises: every leaf under these cgroups,
+  // and leaves whose path matches one of these. Only leaves are counted anywhere: a cgroup event
+  // counts its descendants too, so a parent and its child would count twice.
+  std::vector<CgroupRoot> roots;
+  std::vector<CgroupPattern> match;
+  // At most this many cgroups are counted (CPUs x events descriptors each); the rest are left
+  // out, counted in a metric.
+  unsigned max_cgroups = 256;
+  double rescan_interval_seconds = 3;
+};
+
 struct CollectorsConfig {
   TopologyCollectorConfig topology;
   PapiCollectorConfig papi;
   RaplCollectorConfig rapl;
   ProcessCollectorConfig process;
+  CgroupCollectorConfig cgroup;
 };
 
 struct Config {

@@ -405,6 +405,7 @@ Section schema(Problems& problems, Config& config) {
   auto& papi = collectors.papi;
   auto& rapl = collectors.rapl;
   auto& process = collectors.process;
+  auto& cgroup = collectors.cgroup;
   return {
       section(problems, "web", "web",
               {{"listen_address",
@@ -510,7 +511,115 @@ Section schema(Problems& problems, Config& config) {
                        read_process_targets(problems, n, process.targets);
                      },
                      [&process](YAML::Emitter& out) { dump_process_targets(out, process.targets); },
-                     [&process] { return !process.targets.empty(); }}})}),
+                     [&process] { return !process.targets.empty(); }}}),
+           section(problems, "cgroup", "collectors.cgroup",
+                   {bool_key(problems, "enabled", "collectors.cgroup.enabled", cgroup.enabled),
+                    {"events",
+                     [&problems, &cgroup](const YAML::Node& n) {
+                       read_event_list(problems, n, "collectors.cgroup.events", cgroup.events,
+                                       cgroup.events_given);
+                     },
+                     [&cgroup](YAML::Emitter& out) { dump_events(out, cgroup.events); },
+                     [&cgroup] { return cgroup.events_given; }},
+                    {"granularity",
+                     [&problems, &cgroup](const YAML::Node& n) {
+                       const std::string path = "collectors.cgroup.granularity";
+                       read_enum(problems, path, cgroup.granularity, kGranularityNames)(n);
+                       if (cgroup.granularity != Granularity::package &&
+                           cgroup.granularity != Granularity::machine) {
+                         problems.add(problems.at(n),
+                                      path +
+                                          ": expected package or machine (a cgroup event per CPU "
+                                          "and container would multiply the series by the CPUs)");
+                       }
+                     },
+                     dump_enum(cgroup.granularity)},
+                    {"roots",
+                     [&problems, &cgroup](const YAML::Node& n) {
+                       const std::string path = "collectors.cgroup.roots";
+                       cgroup.roots.clear();
+                       if (!n.IsSequence()) {
+                         problems.add(problems.at(n), path + ": expected a list of cgroup paths");
+                         return;
+                       }
+                       for (const auto& item : n) {
+                         std::string text;
+                         read_nonempty_string(problems, path, text)(item);
+                         while (!text.empty() && text.front() == '/') text.erase(0, 1);
+                         while (!text.empty() && text.back() == '/') text.pop_back();
+                         if (text == ".." || text.rfind("../", 0) == 0 ||
+                             text.find("/../") != std::string::npos ||
+                             (text.size() >= 3 && text.compare(text.size() - 3, 3, "/..") == 0)) {
+                           problems.add(item.Mark(),
+                                        path + ": \"" + text + "\" leaves the hierarchy");
+                           continue;
+                         }
+                         cgroup.roots.push_back({text, problems.where(item.Mark())});
+                       }
+                     },
+                     [&cgroup](YAML::Emitter& out) {
+                       out << YAML::Flow << YAML::BeginSeq;
+                       for (const auto& root : cgroup.roots) out << "/" + root.path;
+                       out << YAML::EndSeq;
+                     },
+                     [&cgroup] { return !cgroup.roots.empty(); }},
+                    {"match",
+                     [&problems, &cgroup](const YAML::Node& n) {
+                       const std::string path = "collectors.cgroup.match";
+                       cgroup.match.clear();
+                       if (!n.IsSequence()) {
+                         problems.add(problems.at(n),
+                                      path + ": expected a list of regular expressions");
+                         return;
+                       }
+                       for (const auto& item : n) {
+                         std::string text;
+                         read_nonempty_string(problems, path, text)(item);
+                         if (text.empty()) continue;
+                         try {
+                           std::regex compiled(text, std::regex::ECMAScript);
+                         } catch (const std::regex_error& e) {
+                           problems.add(problems.at(item), path + ": \"" + text +
+                                                               "\" is not a regular expression (" +
+                                                               e.what() + ")");
+                           continue;
+                         }
+                         cgroup.match.push_back({text, problems.where(item.Mark())});
+                       }
+                     },
+                     [&cgroup](YAML::Emitter& out) {
+                       out << YAML::Flow << YAML::BeginSeq;
+                       for (const auto& pattern : cgroup.match) out << pattern.regex;
+                       out << YAML::EndSeq;
+                     },
+                     [&cgroup] { return !cgroup.match.empty(); }},
+                    {"max_cgroups",
+                     [&problems, &cgroup](const YAML::Node& n) {
+                       const std::string path = "collectors.cgroup.max_cgroups";
+                       double value = cgroup.max_cgroups;
+                       read_non_negative(problems, path, value)(n);
+                       if (value < 1 || value > 65536 ||
+                           value != static_cast<double>(static_cast<unsigned>(value))) {
+                         problems.add(problems.at(n),
+                                      path + ": expected a whole number from 1 to 65536");
+                         return;
+                       }
+                       cgroup.max_cgroups = static_cast<unsigned>(value);
+                     },
+                     dump_value(cgroup.max_cgroups)},
+                    {"rescan_interval_seconds",
+                     [&problems, &cgroup](const YAML::Node& n) {
+                       const std::string path = "collectors.cgroup.rescan_interval_seconds";
+                       read_non_negative(problems, path, cgroup.rescan_interval_seconds)(n);
+                       if (cgroup.rescan_interval_seconds < kMinRescanIntervalSeconds ||
+                           cgroup.rescan_interval_seconds > kMaxRescanIntervalSeconds) {
+                         problems.add(problems.at(n),
+                                      path + ": expected " +
+                                          format_number(kMinRescanIntervalSeconds) + " to " +
+                                          format_number(kMaxRescanIntervalSeconds) + " seconds");
+                       }
+                     },
+                     dump_value(cgroup.rescan_interval_seconds)}})}),
   };
 }
 

@@ -95,6 +95,28 @@ const std::vector<KeyText>& config_texts() {
       {"collectors.process.targets",
        "each {name, and one of pid: N, pidfile: PATH, match: {comm, exe, cmdline regular "
        "expressions}} ([targets](collectors/process.md#configuration))"},
+      {"collectors.cgroup.enabled",
+       "count each container cgroup with cgroup perf events "
+       "([cgroup](collectors/cgroup.md)); needs root or CAP_PERFMON"},
+      {"collectors.cgroup.events",
+       "events counted for every cgroup, in the PAPI collector's vocabulary", "", "",
+       "perf::CPU-CLOCK, INSTRUCTIONS, CYCLES, CACHE-MISSES, best effort"},
+      {"collectors.cgroup.granularity",
+       "how each cgroup's per-CPU counts are summed: per package, or for the machine", "",
+       "package or machine"},
+      {"collectors.cgroup.roots",
+       "cgroups (paths in the perf_event hierarchy) whose leaves are counted besides the "
+       "containers and services found by name"},
+      {"collectors.cgroup.match",
+       "regular expressions over cgroup paths: matching leaves are counted too"},
+      {"collectors.cgroup.max_cgroups",
+       "at most this many cgroups are counted (each holds events x CPUs descriptors); the rest "
+       "are counted in hwperf_container_left_out",
+       "", "a whole number from 1 to 65536"},
+      {"collectors.cgroup.rescan_interval_seconds",
+       "how often the hierarchy is walked in the background for cgroups that appear and go", "",
+       "a number from " + format_number(kMinRescanIntervalSeconds) + " to " +
+           format_number(kMaxRescanIntervalSeconds)},
   };
   return texts;
 }

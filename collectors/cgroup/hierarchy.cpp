@@ -1,5 +1,6 @@
 #include "collectors/cgroup/hierarchy.h"
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -75,7 +76,8 @@ std::string read_all(const std::filesystem::path& p, bool& ok) {
 }  // namespace
 
 PerfEventHierarchy detect_perf_event_hierarchy(std::string_view proc_cgroups,
-                                               std::string_view mountinfo) {
+                                               std::string_view mountinfo,
+                                               std::string_view prefer_under) {
   PerfEventHierarchy h;
   std::optional<long> hierarchy;
   bool enabled = true;
@@ -88,7 +90,23 @@ PerfEventHierarchy detect_perf_event_hierarchy(std::string_view proc_cgroups,
       enabled = f[3] != "0";
     }
   }
-  const auto mounts = parse_mountinfo(mountinfo);
+  auto mounts = parse_mountinfo(mountinfo);
+  if (!prefer_under.empty()) {
+    const std::string prefix = std::string(prefer_under) + "/";
+    std::stable_partition(mounts.begin(), mounts.end(), [&prefix](const Mount& m) {
+      return m.mount_point.compare(0, prefix.size(), prefix) == 0;
+    });
+  }
+  for (const auto& m : mounts) {
+    if (m.fstype == "cgroup2" || m.fstype == "cgroup")
+      h.other_mount_points.push_back(m.mount_point);
+  }
+  const auto chosen = [&h](const std::string& mount_point) {
+    h.other_mount_points.erase(
+        std::remove(h.other_mount_points.begin(), h.other_mount_points.end(), mount_point),
+        h.other_mount_points.end());
+    h.mount_point = mount_point;
+  };
   if (hierarchy && !enabled) {
     h.message =
         "the perf_event cgroup controller is disabled (cgroups file: enabled=0); "
@@ -106,7 +124,7 @@ PerfEventHierarchy detect_perf_event_hierarchy(std::string_view proc_cgroups,
     for (const auto& m : mounts)
       if (m.fstype == "cgroup2") {
         h.kind = PerfEventHierarchy::Kind::v2;
-        h.mount_point = m.mount_point;
+        chosen(m.mount_point);
         return h;
       }
     h.message =
@@ -117,7 +135,7 @@ PerfEventHierarchy detect_perf_event_hierarchy(std::string_view proc_cgroups,
   for (const auto& m : mounts)
     if (m.fstype == "cgroup" && has_option(m.super_options, "perf_event")) {
       h.kind = PerfEventHierarchy::Kind::v1;
-      h.mount_point = m.mount_point;
+      chosen(m.mount_point);
       return h;
     }
   h.message = "perf_event is bound to cgroup v1 hierarchy " + std::to_string(*hierarchy) +
@@ -126,7 +144,8 @@ PerfEventHierarchy detect_perf_event_hierarchy(std::string_view proc_cgroups,
   return h;
 }
 
-PerfEventHierarchy read_perf_event_hierarchy(const std::filesystem::path& procfs) {
+PerfEventHierarchy read_perf_event_hierarchy(const std::filesystem::path& procfs,
+                                             std::string_view prefer_under) {
   bool ok_cgroups = false, ok_mountinfo = false;
   const auto cgroups = read_all(procfs / "cgroups", ok_cgroups);
   const auto mountinfo = read_all(procfs / "self" / "mountinfo", ok_mountinfo);
@@ -136,7 +155,15 @@ PerfEventHierarchy read_perf_event_hierarchy(const std::filesystem::path& procfs
                 "; check --path.procfs";
     return h;
   }
-  return detect_perf_event_hierarchy(cgroups, mountinfo);
+  return detect_perf_event_hierarchy(cgroups, mountinfo, prefer_under);
+}
+
+std::filesystem::path reachable_mount_point(const std::string& mount_point,
+                                            const std::filesystem::path& sysfs) {
+  const std::string sys = sysfs.generic_string();
+  if (sys == "/sys" || mount_point.compare(0, sys.size() + 1, sys + "/") == 0) return mount_point;
+  if (mount_point.compare(0, 5, "/sys/") == 0) return sysfs / mount_point.substr(5);
+  return mount_point;
 }
 
 }  // namespace hwperf::cgroup

@@ -133,8 +133,8 @@ ResolvedEvents resolve_counted_events(const EventRequest& request) {
     if (description.empty()) description = "Event " + event.event;
     if (description.back() != '.') description += '.';
     resolved_event.help = description + " " + request.counted_for + " (event " + event.event +
-                          ", " + to_string(resolved.domain) +
-                          " mode), every thread and what it starts, scaled where multiplexed." +
+                          ", " + to_string(resolved.domain) + " mode), " + request.scope +
+                          ", scaled where multiplexed." +
                           (resolved_event.unit == papi::Unit::nanoseconds
                                ? " Seconds, converted from the event's nanoseconds."
                                : "");

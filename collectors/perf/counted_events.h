@@ -30,6 +30,8 @@ struct EventRequest {
   std::string level;        // "process", "container": the family prefix and the log's
   std::string config_path;  // "collectors.process.events", named in errors
   std::string counted_for;  // "Counted for each process target", in HELP
+  // How the counts add up, in HELP after counted_for.
+  std::string scope = "every thread and what it starts";
 };
 
 struct ResolvedEvents {

@@ -23,7 +23,8 @@ OrErrno<UniqueFd> open_counter(const EventEncoding& event, pid_t pid, int cpu,
   attr.inherit = options.inherit ? 1 : 0;
   attr.disabled = options.enable_on_exec ? 1 : 0;
   attr.enable_on_exec = options.enable_on_exec ? 1 : 0;
-  const long fd = ::syscall(SYS_perf_event_open, &attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+  const unsigned long flags = PERF_FLAG_FD_CLOEXEC | (options.cgroup ? PERF_FLAG_PID_CGROUP : 0);
+  const long fd = ::syscall(SYS_perf_event_open, &attr, pid, cpu, -1, flags);
   if (fd < 0) return {UniqueFd{}, errno};
   return {UniqueFd(static_cast<int>(fd)), 0};
 }

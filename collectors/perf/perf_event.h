@@ -34,6 +34,9 @@ struct OpenOptions {
   // Created disabled and enabled by the kernel when the task calls exec: what `perf stat CMD`
   // does so that nothing before the command's first instruction is counted.
   bool enable_on_exec = false;
+  // `pid` is a descriptor of a cgroup directory (PERF_FLAG_PID_CGROUP): the event counts the
+  // tasks of that cgroup and its descendants while they run on `cpu`, which must be a CPU.
+  bool cgroup = false;
 };
 
 // pid -1 with a CPU: everything on that CPU (system-wide); a pid (a thread id) with cpu -1: that

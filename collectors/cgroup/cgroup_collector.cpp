@@ -1,0 +1,310 @@
+#include "collectors/cgroup/cgroup_collector.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "collectors/metrics.h"
+#include "common/enum_names.h"
+#include "common/log.h"
+#include "common/text.h"
+
+namespace hwperf::cgroup {
+namespace {
+
+double nanoseconds_to_seconds(std::uint64_t ns) {
+  return static_cast<double>(ns / 1000000000u) + static_cast<double>(ns % 1000000000u) * 1e-9;
+}
+
+constexpr EnumName<ConfiguredRootState> kRootStateNames[] = {
+    {ConfiguredRootState::counting, "counting"},
+    {ConfiguredRootState::missing, "missing"},
+    {ConfiguredRootState::no_leaf, "no_leaf"},
+    {ConfiguredRootState::not_in_perf_event_hierarchy, "not_in_perf_event_hierarchy"},
+};
+
+std::string open_remedy(int error) {
+  if (error == EACCES || error == EPERM) {
+    return errno_text(error) +
+           "; a cgroup event counts per CPU, which needs CAP_PERFMON (or root) or "
+           "kernel.perf_event_paranoid <= 0: run the exporter as root (--privileged in a "
+           "container) or grant CAP_PERFMON";
+  }
+  if (error == EMFILE || error == ENFILE) {
+    return errno_text(error) +
+           "; raise the open-file limit (ulimit -n, systemd LimitNOFILE=) or lower "
+           "collectors.cgroup.max_cgroups";
+  }
+  return errno_text(error);
+}
+
+}  // namespace
+
+CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
+    : settings_(std::move(settings)) {
+  for (const auto& pattern : settings_.match) {
+    match_.emplace_back(pattern.regex, std::regex::ECMAScript | std::regex::optimize);
+  }
+  for (const HardwareThread& thread : settings_.cpus) {
+    auto at = std::find(packages_.begin(), packages_.end(), thread.package);
+    if (at == packages_.end()) at = packages_.insert(packages_.end(), thread.package);
+    package_of_cpu_.push_back(static_cast<std::size_t>(at - packages_.begin()));
+  }
+  root_states_.assign(settings_.roots.size(), ConfiguredRootState::missing);
+  rescan();
+  rescanner_ = std::thread([this] {
+    const auto period = std::chrono::duration<double>(settings_.rescan_interval_seconds);
+    std::unique_lock lock(stop_mutex_);
+    while (!stop_signal_.wait_for(lock, period, [this] { return stopping_; })) {
+      lock.unlock();
+      rescan();
+      lock.lock();
+    }
+  });
+}
+
+CgroupCollector::~CgroupCollector() {
+  {
+    std::lock_guard lock(stop_mutex_);
+    stopping_ = true;
+  }
+  stop_signal_.notify_all();
+  if (rescanner_.joinable()) rescanner_.join();
+}
+
+int CgroupCollector::open(const std::string& relative, Counted& counted) const {
+  const std::string path = (settings_.root / relative).string();
+  const UniqueFd directory(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!directory.valid()) return errno;
+  perf::OpenOptions options;
+  options.cgroup = true;
+  counted.counters.clear();
+  counted.counters.reserve(settings_.events.size() * settings_.cpus.size());
+  for (const auto& event : settings_.events) {
+    for (const HardwareThread& cpu : settings_.cpus) {
+      auto opened =
+          perf::open_counter(event.encoding, directory.get(), static_cast<int>(cpu.cpu), options);
+      if (!opened.ok()) {
+        counted.counters.clear();
+        return opened.error;
+      }
+      Counter counter;
+      counter.fd = std::move(opened.value);
+      const auto first = perf::read_counter(counter.fd);
+      if (first.ok()) counter.last = first.value;
+      counted.counters.push_back(std::move(counter));
+    }
+  }
+  return 0;
+}
+
+void CgroupCollector::rescan() {
+  std::lock_guard rescan_lock(rescan_mutex_);
+  DiscoveryRules rules;
+  for (const auto& root : settings_.roots) rules.roots.push_back(root.path);
+  rules.match = match_;
+  const CgroupScan scan = scan_cgroups(settings_.root, rules, settings_.max_cgroups);
+
+  std::vector<ConfiguredRootState> root_states;
+  for (std::size_t i = 0; i < settings_.roots.size(); ++i) {
+    ConfiguredRootState state = ConfiguredRootState::counting;
+    if (scan.roots[i] == RootState::no_leaf) state = ConfiguredRootState::no_leaf;
+    if (scan.roots[i] == RootState::missing) {
+      state = ConfiguredRootState::missing;
+      for (const auto& other : settings_.other_roots) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(other / settings_.roots[i].path, ec)) {
+          state = ConfiguredRootState::not_in_perf_event_hierarchy;
+        }
+      }
+    }
+    root_states.push_back(state);
+  }
+
+  std::set<std::string> wanted;
+  for (const auto& identity : scan.targets) wanted.insert(identity.cgroup);
+  std::vector<std::string> to_open;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& identity : scan.targets) {
+      if (counted_.count(identity.cgroup) == 0) to_open.push_back(identity.cgroup);
+    }
+  }
+  // Opened outside the scrapes' lock: a rescan with many new cgroups never delays a scrape.
+  std::map<std::string, Counted> opened;
+  std::map<std::string, std::string> problems;
+  for (const auto& identity : scan.targets) {
+    if (!std::binary_search(to_open.begin(), to_open.end(), identity.cgroup)) continue;
+    Counted counted;
+    counted.identity = identity;
+    const int error = open(identity.cgroup, counted);
+    if (error == 0) {
+      opened.emplace(identity.cgroup, std::move(counted));
+    } else if (error != ENOENT) {  // ENOENT: removed since the walk
+      problems.emplace(identity.cgroup, open_remedy(error));
+    }
+  }
+
+  std::vector<Counted> closing;  // closed after the lock is released
+  std::lock_guard lock(mutex_);
+  for (auto it = counted_.begin(); it != counted_.end();) {
+    if (wanted.count(it->first) == 0) {
+      log::info("cgroup: " + it->first + " is gone; its counters are closed");
+      closing.push_back(std::move(it->second));
+      it = counted_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [path, counted] : opened) {
+    log::info(
+        "cgroup: counting " + path +
+        (counted.identity.container_id.empty() ? "" : " (" + counted.identity.container_id + ")"));
+    counted_.emplace(path, std::move(counted));
+  }
+  for (const auto& [path, why] : problems) {
+    if (open_problems_.count(path) == 0) {
+      log::warn("cgroup: cannot count " + path + ": perf_event_open: " + why);
+    }
+  }
+  open_problems_ = std::move(problems);
+  for (std::size_t i = 0; i < root_states.size(); ++i) {
+    if (root_states[i] == root_states_[i]) continue;
+    const auto& root = settings_.roots[i];
+    const std::string where = root.mark.line != 0 ? root.mark.to_string() + ": " : "";
+    const std::string said = where + "collectors.cgroup.roots: /" + root.path + ": ";
+    switch (root_states[i]) {
+      case ConfiguredRootState::counting: log::info(said + "counting its leaves"); break;
+      case ConfiguredRootState::missing:
+        log::warn(said + "no such cgroup under " + settings_.root.string() +
+                  " (yet); it is counted once it exists");
+        break;
+      case ConfiguredRootState::no_leaf: break;
+      case ConfiguredRootState::not_in_perf_event_hierarchy:
+        log::warn(said +
+                  "exists only in a hierarchy the perf_event controller does not filter by, "
+                  "so its processes count nothing here; place them in " +
+                  (settings_.root / root.path).string() + " (the " +
+                  (settings_.hierarchy.kind == PerfEventHierarchy::Kind::v2
+                       ? "cgroup v2"
+                       : "cgroup v1 perf_event") +
+                  " hierarchy) as well");
+        break;
+    }
+  }
+  root_states_ = std::move(root_states);
+  if (scan.left_out_over_cap > 0 && !cap_logged_) {
+    log::warn("cgroup: " + std::to_string(scan.left_out_over_cap) +
+              " cgroups are not counted: collectors.cgroup.max_cgroups is " +
+              std::to_string(settings_.max_cgroups) +
+              "; hwperf_container_left_out{reason=\"over_cap\"} follows how many (said once)");
+    cap_logged_ = true;
+  }
+  left_out_over_cap_ = scan.left_out_over_cap;
+}
+
+std::vector<FamilyDeclaration> CgroupCollector::declared_families() const {
+  std::vector<FamilyDeclaration> declared;
+  for (const auto& event : settings_.events) declared.push_back({event.family, event.where});
+  return declared;
+}
+
+void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
+  const auto& events = settings_.events;
+  const std::size_t cpus = settings_.cpus.size();
+  const bool per_package = settings_.granularity == Granularity::package;
+  const std::size_t groups = per_package ? packages_.size() : 1;
+  std::vector<prometheus::MetricFamily> counts;
+  for (const auto& event : events) {
+    counts.push_back(make_family(event.family, event.help, prometheus::MetricType::Counter));
+  }
+  auto cgroups = make_family(metric_name({"container", "cgroups"}),
+                             "Cgroups counted (leaves: containers, services and configured roots' "
+                             "leaves).",
+                             prometheus::MetricType::Gauge);
+  auto left_out = make_family(
+      metric_name({"container", "left_out"}),
+      "Cgroups discovery found but does not count: over_cap (collectors.cgroup.max_cgroups), "
+      "open_failed (the log says why).",
+      prometheus::MetricType::Gauge);
+  auto descriptors = make_family(metric_name({"container", "open_counters"}),
+                                 "Perf event descriptors the cgroup collector holds open.",
+                                 prometheus::MetricType::Gauge);
+  auto read_errors = make_family(counter_name({"container", "read", "errors"}),
+                                 "Counter reads that failed; their interval is not counted.",
+                                 prometheus::MetricType::Counter);
+  auto root_state = make_family(
+      metric_name({"container", "root", "state"}),
+      "1 for each configured root's state: counting, missing, no_leaf, or "
+      "not_in_perf_event_hierarchy (it exists only where the perf_event controller does not "
+      "look, so its processes count nothing); the log says what to do.",
+      prometheus::MetricType::Gauge);
+  auto hierarchy = make_family(
+      metric_name({"container", "hierarchy", "info"}),
+      "The cgroup hierarchy the perf_event controller is bound to, which every count filters by.",
+      prometheus::MetricType::Gauge);
+
+  std::lock_guard lock(mutex_);
+  std::size_t open_counters = 0;
+  std::vector<std::uint64_t> sums(events.size() * groups);
+  for (auto& [path, counted] : counted_) {
+    std::fill(sums.begin(), sums.end(), 0);
+    for (std::size_t event = 0; event < events.size(); ++event) {
+      for (std::size_t cpu = 0; cpu < cpus; ++cpu) {
+        Counter& counter = counted.counters[event * cpus + cpu];
+        const auto reading = perf::read_counter(counter.fd);
+        if (reading.ok()) {
+          counter.total += perf::delta_between(counter.last, reading.value).count;
+          counter.last = reading.value;
+        } else {
+          ++read_errors_;
+        }
+        sums[event * groups + (per_package ? package_of_cpu_[cpu] : 0)] += counter.total;
+      }
+    }
+    open_counters += counted.counters.size();
+    const CgroupIdentity& id = counted.identity;
+    for (std::size_t event = 0; event < events.size(); ++event) {
+      for (std::size_t group = 0; group < groups; ++group) {
+        Labels labels = {
+            {"container_id", id.container_id}, {"pod_uid", id.pod_uid}, {"cgroup", id.cgroup}};
+        if (per_package) labels.push_back({"package", std::to_string(packages_[group])});
+        const std::uint64_t value = sums[event * groups + group];
+        if (events[event].unit == papi::Unit::nanoseconds) {
+          add_counter(counts[event], labels, nanoseconds_to_seconds(value));
+        } else {
+          add_counter(counts[event], labels, value);
+        }
+      }
+    }
+  }
+  add_gauge(cgroups, {}, static_cast<double>(counted_.size()));
+  add_gauge(left_out, {{"reason", "over_cap"}}, static_cast<double>(left_out_over_cap_));
+  add_gauge(left_out, {{"reason", "open_failed"}}, static_cast<double>(open_problems_.size()));
+  add_gauge(descriptors, {}, static_cast<double>(open_counters));
+  add_counter(read_errors, {}, read_errors_);
+  for (std::size_t i = 0; i < settings_.roots.size(); ++i) {
+    for (const auto& entry : kRootStateNames) {
+      add_gauge(root_state, {{"root", "/" + settings_.roots[i].path}, {"state", entry.name}},
+                entry.value == root_states_[i] ? 1.0 : 0.0);
+    }
+  }
+  add_gauge(hierarchy,
+            {{"version", settings_.hierarchy.kind == PerfEventHierarchy::Kind::v2 ? "v2" : "v1"},
+             {"mount_point", settings_.hierarchy.mount_point}},
+            1.0);
+  for (auto& family : counts) out.push_back(std::move(family));
+  for (auto* family : {&cgroups, &left_out, &descriptors, &read_errors}) {
+    out.push_back(std::move(*family));
+  }
+  if (!settings_.roots.empty()) out.push_back(std::move(root_state));
+  out.push_back(std::move(hierarchy));
+}
+
+}  // namespace hwperf::cgroup

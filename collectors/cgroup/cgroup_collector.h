@@ -1,0 +1,95 @@
+// Per-container counting: one cgroup event per (leaf cgroup, CPU, event) in the hierarchy the
+// perf_event controller is bound to (perf_event_open(2) with PERF_FLAG_PID_CGROUP), summed per
+// package or for the machine, labelled so that PromQL can join kube-state-metrics. Which cgroups
+// are counted is decided in the background (discovery.h); a scrape only reads open counters.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectors/cgroup/discovery.h"
+#include "collectors/cgroup/hierarchy.h"
+#include "collectors/cgroup/identity.h"
+#include "collectors/collector.h"
+#include "collectors/perf/counted_events.h"
+#include "collectors/perf/perf_event.h"
+#include "common/unique_fd.h"
+#include "config/config.h"
+#include "topology/topology.h"
+
+namespace hwperf::cgroup {
+
+struct CgroupCollectorSettings {
+  PerfEventHierarchy hierarchy;
+  std::filesystem::path root;  // the hierarchy's directory as this process reaches it
+  std::vector<perf::CountedEvent> events;
+  std::vector<HardwareThread> cpus;                // one counter per cgroup and event on each
+  Granularity granularity = Granularity::package;  // package or machine
+  std::vector<CgroupRoot> roots;
+  std::vector<CgroupPattern> match;
+  unsigned max_cgroups = 256;
+  double rescan_interval_seconds = 3;
+  // Other cgroup hierarchies as this process reaches them: where a configured root that is
+  // missing from `root` may be instead (it then counts nothing, which is said).
+  std::vector<std::filesystem::path> other_roots;
+};
+
+// What became of a configured root at the last rescan.
+enum class ConfiguredRootState { counting, missing, no_leaf, not_in_perf_event_hierarchy };
+
+class CgroupCollector final : public Collector {
+ public:
+  explicit CgroupCollector(CgroupCollectorSettings settings);
+  ~CgroupCollector() override;
+
+  std::string name() const override { return "cgroup"; }
+  void collect(std::vector<prometheus::MetricFamily>& out) override;
+  std::vector<FamilyDeclaration> declared_families() const override;
+
+  // Walks the hierarchy once: opens the counters of cgroups that appeared, closes those of
+  // cgroups that went away (an open event keeps a removed cgroup dying). The background thread
+  // calls it every rescan interval, the constructor once, so the first scrape already counts.
+  void rescan();
+  const std::vector<perf::CountedEvent>& events() const { return settings_.events; }
+
+ private:
+  struct Counter {
+    UniqueFd fd;
+    perf::Reading last;
+    std::uint64_t total = 0;
+  };
+  struct Counted {
+    CgroupIdentity identity;
+    std::vector<Counter> counters;  // [event * cpus + cpu index]
+  };
+  // Opens one cgroup's counters: errno of the first failure, nothing kept then.
+  int open(const std::string& relative, Counted& counted) const;
+
+  CgroupCollectorSettings settings_;
+  std::vector<std::regex> match_;
+  std::vector<std::size_t> package_of_cpu_;  // index into packages_
+  std::vector<unsigned> packages_;
+
+  std::mutex mutex_;  // everything below, between scrapes and rescans
+  std::map<std::string, Counted> counted_;
+  std::uint64_t read_errors_ = 0;
+  std::size_t left_out_over_cap_ = 0;
+  std::map<std::string, std::string> open_problems_;  // cgroup -> why its counters did not open
+  std::vector<ConfiguredRootState> root_states_;
+
+  std::mutex rescan_mutex_;  // one rescan at a time; guards the log-once state below
+  bool cap_logged_ = false;
+  std::mutex stop_mutex_;
+  std::condition_variable stop_signal_;
+  bool stopping_ = false;
+  std::thread rescanner_;
+};
+
+}  // namespace hwperf::cgroup

@@ -1,0 +1,147 @@
+#include "collectors/cgroup/cgroup_factory.h"
+
+#include <fcntl.h>
+
+#include <stdexcept>
+
+#include "collectors/perf/pfm_encoder.h"
+#include "common/sysctl.h"
+#include "common/text.h"
+
+namespace hwperf::cgroup {
+namespace {
+
+struct Located {
+  PerfEventHierarchy hierarchy;
+  std::filesystem::path root;
+  std::vector<std::filesystem::path> other_roots;
+};
+
+Located locate(const Config& config) {
+  Located located;
+  located.hierarchy = read_perf_event_hierarchy(config.paths.procfs, config.paths.sysfs);
+  if (located.hierarchy.kind == PerfEventHierarchy::Kind::none) {
+    throw std::runtime_error("cgroup: cannot count containers: " + located.hierarchy.message);
+  }
+  located.root = reachable_mount_point(located.hierarchy.mount_point, config.paths.sysfs);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(located.root, ec)) {
+    throw std::runtime_error("cgroup: the perf_event hierarchy (" + located.hierarchy.mount_point +
+                             ") is not reachable at " + located.root.string() +
+                             "; mount the host's /sys read-only and give its path with "
+                             "--path.sysfs");
+  }
+  for (const auto& other : located.hierarchy.other_mount_points) {
+    located.other_roots.push_back(reachable_mount_point(other, config.paths.sysfs));
+  }
+  return located;
+}
+
+std::size_t event_count(const CgroupCollectorConfig& cgroup) {
+  return cgroup.events_given ? cgroup.events.size() : default_cgroup_events().size();
+}
+
+}  // namespace
+
+std::vector<PapiEventConfig> default_cgroup_events() {
+  const char* names[] = {"perf::CPU-CLOCK", "perf::INSTRUCTIONS", "perf::CYCLES",
+                         "perf::CACHE-MISSES"};
+  std::vector<PapiEventConfig> events;
+  for (const char* name : names) {
+    PapiEventConfig event;
+    event.event = name;
+    events.push_back(std::move(event));
+  }
+  return events;
+}
+
+std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
+                                                       const Topology& topology) {
+  const auto& cgroup = config.collectors.cgroup;
+  const Located located = locate(config);
+  try {
+    perf::initialize_pfm();
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("cgroup: ") + e.what());
+  }
+  perf::EventRequest request;
+  request.configured = cgroup.events_given ? cgroup.events : default_cgroup_events();
+  request.defaults = !cgroup.events_given;
+  request.procfs = config.paths.procfs;
+  request.level = "container";
+  request.config_path = "collectors.cgroup.events";
+  request.counted_for = "Counted for each container cgroup";
+  request.scope = "summed over the CPUs of each package (or the machine)";
+  perf::ResolvedEvents resolved = perf::resolve_counted_events(request);
+
+  // A cgroup event counts per CPU: the kernel asks more of it than of counting one's own tasks
+  // (kernel/events/core.c: perf_event_open -> perf_allow_cpu), so it is tried once here.
+  const UniqueFd directory(::open(located.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!directory.valid()) {
+    throw std::runtime_error("cgroup: " + located.root.string() + ": " + errno_text(errno));
+  }
+  perf::OpenOptions options;
+  options.cgroup = true;
+  const auto probe = perf::open_counter(resolved.events.front().encoding, directory.get(),
+                                        static_cast<int>(topology.threads().front().cpu), options);
+  if (!probe.ok()) {
+    throw std::runtime_error(
+        "cgroup: perf_event_open of a cgroup event on " + located.root.string() + ": " +
+        errno_text(probe.error) +
+        (probe.error == EACCES || probe.error == EPERM
+             ? "; cgroup events count per CPU, which needs root or CAP_PERFMON, or "
+               "kernel.perf_event_paranoid <= 0 (it is " +
+                   read_sysctl(config.paths.procfs, "kernel.perf_event_paranoid") +
+                   "); run privileged (--privileged in a container) or grant CAP_PERFMON"
+             : ""));
+  }
+
+  CgroupCollectorSettings settings;
+  settings.hierarchy = located.hierarchy;
+  settings.root = located.root;
+  settings.other_roots = located.other_roots;
+  settings.events = std::move(resolved.events);
+  settings.cpus = topology.threads();
+  settings.granularity = cgroup.granularity;
+  settings.roots = cgroup.roots;
+  settings.match = cgroup.match;
+  settings.max_cgroups = cgroup.max_cgroups;
+  settings.rescan_interval_seconds = cgroup.rescan_interval_seconds;
+  return std::make_unique<CgroupCollector>(std::move(settings));
+}
+
+FileNeed cgroup_file_need(const Config& config, const Topology& topology) {
+  const auto& cgroup = config.collectors.cgroup;
+  const std::size_t events = event_count(cgroup);
+  const std::size_t cpus = topology.threads().size();
+  return {"cgroup: up to " + std::to_string(cgroup.max_cgroups) + " cgroups x " +
+              std::to_string(events) + " events x " + std::to_string(cpus) + " CPUs",
+          static_cast<unsigned long>(cgroup.max_cgroups * events * cpus),
+          "collectors.cgroup.max_cgroups"};
+}
+
+std::vector<std::string> cgroup_check_report(const Config& config, const Topology&) {
+  const auto& cgroup = config.collectors.cgroup;
+  const Located located = locate(config);
+  DiscoveryRules rules;
+  for (const auto& root : cgroup.roots) rules.roots.push_back(root.path);
+  for (const auto& pattern : cgroup.match) rules.match.emplace_back(pattern.regex);
+  const CgroupScan scan = scan_cgroups(located.root, rules, cgroup.max_cgroups);
+  std::vector<std::string> lines;
+  lines.push_back(
+      std::string("perf_event hierarchy: ") +
+      (located.hierarchy.kind == PerfEventHierarchy::Kind::v2 ? "cgroup v2" : "cgroup v1") +
+      " at " + located.root.string());
+  lines.push_back("cgroups found now: " + std::to_string(scan.targets.size()) +
+                  (scan.left_out_over_cap > 0
+                       ? " (" + std::to_string(scan.left_out_over_cap) + " more over max_cgroups)"
+                       : ""));
+  for (const auto& identity : scan.targets) {
+    lines.push_back(
+        "cgroup " + identity.cgroup +
+        (identity.container_id.empty() ? "" : " container_id=" + identity.container_id));
+  }
+  return lines;
+}
+
+}  // namespace hwperf::cgroup

@@ -1,0 +1,10 @@
+// The cgroup collector's entry in the collector registry (collectors/collector_entry.h).
+#pragma once
+
+#include "collectors/collector_entry.h"
+
+namespace hwperf {
+
+const CollectorEntry& cgroup_collector_entry();
+
+}  // namespace hwperf

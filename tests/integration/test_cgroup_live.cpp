@@ -1,0 +1,283 @@
+// Container counting on this machine's kernel: cgroups made for the test in the hierarchy the
+// perf_event controller is bound to (wherever that is here: cgroup v2 on pure and hybrid
+// machines, a v1 perf_event mount elsewhere), a child spinning in one, and the counts checked
+// against the CPU time the kernel charged the child. Nothing is mounted; every directory made is
+// removed.
+#include "tests/catch.hpp"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "collectors/cgroup/cgroup_factory.h"
+#include "collectors/cgroup/hierarchy.h"
+#include "tests/support.h"
+#include "topology/topology.h"
+
+using namespace hwperf;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A cgroup directory made by the test and removed (leaves first) however the test ends.
+class TestCgroup {
+ public:
+  explicit TestCgroup(fs::path path) : path_(std::move(path)) {
+    std::error_code ec;
+    fs::create_directory(path_, ec);
+    INFO("mkdir " << path_ << ": " << ec.message());
+    REQUIRE(!ec);
+  }
+  // Declared before the processes placed in it, so that they are gone when it is removed.
+  ~TestCgroup() { remove_tree(path_); }
+  const fs::path& path() const { return path_; }
+
+ private:
+  static void remove_tree(const fs::path& dir) {
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      if (entry.is_directory(ec)) remove_tree(entry.path());
+    }
+    ::rmdir(dir.c_str());
+  }
+  fs::path path_;
+};
+
+// A child that waits to be placed, then spins for `cpu_ms` of its own CPU time and exits.
+class Spinner {
+ public:
+  explicit Spinner(int cpu_ms) {
+    REQUIRE(::pipe(go_) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      char byte;
+      ::close(go_[1]);
+      if (::read(go_[0], &byte, 1) != 1) ::_exit(2);
+      timespec start{}, now{};
+      ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
+      do {
+        ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+      } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 <
+               cpu_ms);
+      ::_exit(0);
+    }
+    ::close(go_[0]);
+  }
+  ~Spinner() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  void place_in(const fs::path& cgroup) {
+    std::ofstream procs(cgroup / "cgroup.procs");
+    procs << pid_ << std::flush;
+    INFO("moving pid " << pid_ << " into " << cgroup);
+    REQUIRE(procs.good());
+  }
+  // Lets it spin, waits for it, and returns the CPU time the kernel charged it.
+  double run() {
+    REQUIRE(::write(go_[1], "g", 1) == 1);
+    ::close(go_[1]);
+    int status = 0;
+    rusage usage{};
+    REQUIRE(::wait4(pid_, &status, 0, &usage) == pid_);
+    pid_ = -1;
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+  }
+
+ private:
+  int go_[2] = {-1, -1};
+  pid_t pid_ = -1;
+};
+
+struct Hierarchy {
+  cgroup::PerfEventHierarchy found;
+  fs::path root;
+};
+
+Hierarchy perf_event_hierarchy() {
+  INFO("cgroup events need root (or CAP_PERFMON and write access to the cgroup tree)");
+  REQUIRE(::geteuid() == 0);
+  Hierarchy h;
+  h.found = cgroup::read_perf_event_hierarchy("/proc", "/sys");
+  INFO(h.found.message);
+  REQUIRE(h.found.kind != cgroup::PerfEventHierarchy::Kind::none);
+  h.root = h.found.mount_point;
+  return h;
+}
+
+Config cgroup_config(const std::string& root, unsigned max_cgroups = 256) {
+  Config config;
+  config.collectors.cgroup.enabled = true;
+  config.collectors.cgroup.events_given = true;
+  PapiEventConfig clock;
+  clock.event = "perf::CPU-CLOCK";
+  config.collectors.cgroup.events.push_back(clock);
+  config.collectors.cgroup.roots.push_back({root, {}});
+  config.collectors.cgroup.max_cgroups = max_cgroups;
+  // The test rescans when it wants to.
+  config.collectors.cgroup.rescan_interval_seconds = 60;
+  return config;
+}
+
+std::string unique_name(const char* what) {
+  return std::string("hwperf-test-") + what + "-" + std::to_string(::getpid());
+}
+
+std::uint64_t dying_descendants(const fs::path& cgroup) {
+  std::ifstream stat(cgroup / "cgroup.stat");
+  std::string key;
+  std::uint64_t value = 0;
+  while (stat >> key >> value) {
+    if (key == "nr_dying_descendants") return value;
+  }
+  FAIL("no nr_dying_descendants in " << (cgroup / "cgroup.stat"));
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("A cgroup's cpu-clock is the CPU time of the processes in it", "[live][cgroup]") {
+  const Hierarchy h = perf_event_hierarchy();
+  const std::string name = unique_name("count");
+  const TestCgroup parent(h.root / name);
+  const TestCgroup leaf(parent.path() / "spin");
+  const Topology topology = Topology::load(TopologyConfig{});
+  auto collector = cgroup::make_cgroup_collector(cgroup_config(name), topology);
+
+  Spinner spinner(600);
+  spinner.place_in(leaf.path());
+  const double used = spinner.run();
+  const auto samples = test::scrape(*collector);
+  double counted = 0;
+  for (const auto& sample : test::find_samples(samples, "hwperf_container_clock_seconds_total",
+                                               {{"cgroup", name + "/spin"}})) {
+    counted += sample.value;
+  }
+  INFO("the child used " << used << " s of CPU; its cgroup counted " << counted << " s");
+  CHECK(counted == Approx(used).epsilon(0.10));
+  CHECK(test::value_of(samples, "hwperf_container_root_state",
+                       {{"root", "/" + name}, {"state", "counting"}}) == 1);
+  // Labelled per package: one series per package of this machine.
+  CHECK(test::find_samples(samples, "hwperf_container_clock_seconds_total",
+                           {{"cgroup", name + "/spin"}})
+            .size() == topology.packages().size());
+}
+
+TEST_CASE("A cgroup the perf_event controller does not look at is reported, not counted as 0",
+          "[live][cgroup]") {
+  const Hierarchy h = perf_event_hierarchy();
+  // Another cgroup hierarchy where the test may make a directory: a v1 controller on hybrid
+  // machines, cgroup v2 where perf_event is mounted in v1.
+  fs::path elsewhere;
+  for (const auto& mount : h.found.other_mount_points) {
+    const fs::path probe = fs::path(mount) / unique_name("probe");
+    if (::mkdir(probe.c_str(), 0755) == 0) {
+      ::rmdir(probe.c_str());
+      elsewhere = mount;
+      break;
+    }
+  }
+  if (elsewhere.empty()) {
+    // Pure cgroup v2: every cgroup is in perf_event's hierarchy, so there is nowhere to hide.
+    WARN("only one cgroup hierarchy here (" << h.found.mount_point
+                                            << "): no place perf_event ignores exists");
+    CHECK(h.found.other_mount_points.empty());
+    return;
+  }
+  const std::string name = unique_name("elsewhere");
+  const TestCgroup hidden(elsewhere / name);
+  test::CapturedStderr log;
+  const Topology topology = Topology::load(TopologyConfig{});
+  auto collector = cgroup::make_cgroup_collector(cgroup_config(name), topology);
+  Spinner spinner(200);
+  spinner.place_in(hidden.path());
+  spinner.run();
+  const auto samples = test::scrape(*collector);
+  CHECK(test::value_of(samples, "hwperf_container_root_state",
+                       {{"root", "/" + name}, {"state", "not_in_perf_event_hierarchy"}}) == 1);
+  CHECK(test::find_samples(samples, "hwperf_container_clock_seconds_total", {{"cgroup", name}})
+            .empty());
+  CHECK_THAT(log.text(), Catch::Contains("/" + name) &&
+                             Catch::Contains("perf_event controller does not filter by") &&
+                             Catch::Contains((h.root / name).string()));
+}
+
+TEST_CASE("A removed cgroup's series go away and its counters stop keeping it dying",
+          "[live][cgroup]") {
+  const Hierarchy h = perf_event_hierarchy();
+  const std::string name = unique_name("removed");
+  const TestCgroup parent(h.root / name);
+  // A sibling stays, so that the parent never becomes a leaf (and counted) itself.
+  const TestCgroup stays(parent.path() / "stays");
+  const fs::path leaf = parent.path() / "gone";
+  REQUIRE(::mkdir(leaf.c_str(), 0755) == 0);
+  const Topology topology = Topology::load(TopologyConfig{});
+  auto collector = cgroup::make_cgroup_collector(cgroup_config(name), topology);
+  REQUIRE_FALSE(test::find_samples(test::scrape(*collector), "hwperf_container_clock_seconds_total",
+                                   {{"cgroup", name + "/gone"}})
+                    .empty());
+  REQUIRE(::rmdir(leaf.c_str()) == 0);
+  const bool v2 = h.found.kind == cgroup::PerfEventHierarchy::Kind::v2;
+  // Open events hold a removed cgroup (cgroup v2 says so in nr_dying_descendants; v1 has no
+  // such count).
+  if (v2) CHECK(dying_descendants(parent.path()) == 1);
+  collector->rescan();
+  const auto after = test::scrape(*collector);
+  CHECK(test::find_samples(after, "hwperf_container_clock_seconds_total",
+                           {{"cgroup", name + "/gone"}})
+            .empty());
+  // What is left open is the sibling's: one event on each CPU.
+  CHECK(test::value_of(after, "hwperf_container_open_counters") ==
+        static_cast<double>(topology.threads().size()));
+  if (v2) {
+    // The kernel frees a released cgroup asynchronously (RCU, then a work item).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (dying_descendants(parent.path()) != 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK(dying_descendants(parent.path()) == 0);
+  } else {
+    WARN("perf_event is in cgroup v1 here, which keeps no nr_dying_descendants");
+  }
+}
+
+TEST_CASE("Over max_cgroups the left-out cgroups are counted in a metric and logged once",
+          "[live][cgroup]") {
+  const Hierarchy h = perf_event_hierarchy();
+  const std::string name = unique_name("cap");
+  const TestCgroup parent(h.root / name);
+  std::vector<std::unique_ptr<TestCgroup>> leaves;
+  for (const char* leaf : {"a", "b", "c", "d", "e"}) {
+    leaves.push_back(std::make_unique<TestCgroup>(parent.path() / leaf));
+  }
+  test::CapturedStderr log;
+  const Topology topology = Topology::load(TopologyConfig{});
+  auto collector = cgroup::make_cgroup_collector(cgroup_config(name, 2), topology);
+  for (int i = 0; i < 3; ++i) collector->rescan();
+  const auto samples = test::scrape(*collector);
+  CHECK(test::value_of(samples, "hwperf_container_cgroups") == 2);
+  CHECK(test::value_of(samples, "hwperf_container_left_out", {{"reason", "over_cap"}}) == 3);
+  CHECK(test::find_samples(samples, "hwperf_container_clock_seconds_total").size() ==
+        2 * topology.packages().size());
+  const std::string text = log.text();
+  const std::string said = "3 cgroups are not counted: collectors.cgroup.max_cgroups is 2";
+  CHECK_THAT(text, Catch::Contains(said));
+  CHECK(text.find(said) == text.rfind(said));
+}
