@@ -18,21 +18,23 @@ bool under(const std::string& path, const std::string& root) {
           path[root.size()] == '/');
 }
 
-// Every leaf below dir, as paths relative to root; dir itself when it has no sub-directory.
-void walk(const std::filesystem::path& root, const std::filesystem::path& dir,
+// Every leaf below dir (`relative` to the hierarchy root), dir itself when it has no
+// sub-directory. readdir's d_type says which entries are directories, so a directory of a few
+// dozen control files costs one getdents, not a stat per file.
+void walk(const std::filesystem::path& dir, const std::string& relative,
           std::vector<std::string>& leaves) {
   std::error_code ec;
   bool has_child = false;
   std::filesystem::directory_iterator it(dir, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
-    std::error_code tec;
-    if (it->is_symlink(tec) || !it->is_directory(tec)) continue;
+    std::error_code type_error;
+    if (!it->is_directory(type_error) || it->is_symlink(type_error)) continue;
     has_child = true;
-    walk(root, it->path(), leaves);
+    const std::string name = it->path().filename().string();
+    walk(it->path(), relative.empty() ? name : relative + "/" + name, leaves);
   }
-  if (ec || has_child || dir == root) return;
-  auto relative = std::filesystem::relative(dir, root, ec).generic_string();
-  if (!ec) leaves.push_back(std::move(relative));
+  if (ec || has_child || relative.empty()) return;
+  leaves.push_back(relative);
 }
 
 }  // namespace
@@ -41,7 +43,7 @@ CgroupScan scan_cgroups(const std::filesystem::path& root, const DiscoveryRules&
                         std::size_t max_cgroups) {
   CgroupScan scan;
   std::vector<std::string> leaves;
-  walk(root, root, leaves);
+  walk(root, "", leaves);
   std::sort(leaves.begin(), leaves.end());
   scan.roots.assign(rules.roots.size(), RootState::no_leaf);
   for (std::size_t i = 0; i < rules.roots.size(); ++i) {

@@ -63,7 +63,10 @@ CgroupIdentity identify_cgroup(std::string_view cgroup_path) {
     for (const auto c : parts)
       if (auto uid = pod_uid_of(c); !uid.empty()) id.pod_uid = std::move(uid);
 
-  const auto leaf = parts.back();
+  auto leaf = parts.back();
+  // crun (Podman's default runtime) on cgroup v2 with the systemd driver moves the container's
+  // processes one level down, into <scope>/container, so that the scope can delegate.
+  if (leaf == "container" && parts.size() >= 2) leaf = parts[parts.size() - 2];
   struct Scheme {
     std::string_view prefix, scheme;
   };

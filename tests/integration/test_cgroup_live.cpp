@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -280,4 +281,57 @@ TEST_CASE("Over max_cgroups the left-out cgroups are counted in a metric and log
   const std::string said = "3 cgroups are not counted: collectors.cgroup.max_cgroups is 2";
   CHECK_THAT(text, Catch::Contains(said));
   CHECK(text.find(said) == text.rfind(said));
+}
+
+TEST_CASE("Scrapes overlap rescans while cgroups appear and go", "[live][cgroup][concurrency]") {
+  const Hierarchy h = perf_event_hierarchy();
+  const std::string name = unique_name("churn");
+  const TestCgroup parent(h.root / name);
+  const TestCgroup steady(parent.path() / "steady");
+  const Topology topology = Topology::load(TopologyConfig{});
+  auto collector = cgroup::make_cgroup_collector(cgroup_config(name), topology);
+  std::atomic<bool> done{false};
+  std::atomic<int> scrapes{0}, decreases{0};
+  const auto scraper = [&] {
+    double last = 0;
+    while (!done) {
+      double now = 0;
+      for (const auto& sample :
+           test::find_samples(test::scrape(*collector), "hwperf_container_clock_seconds_total",
+                              {{"cgroup", name + "/steady"}})) {
+        now += sample.value;
+      }
+      if (now < last) ++decreases;
+      last = now;
+      ++scrapes;
+    }
+  };
+  std::thread first(scraper), second(scraper);
+  std::thread rescanner([&] {
+    while (!done) collector->rescan();
+  });
+  // Cgroups come and go under the scrapes and rescans, a spinner in the steady one meanwhile
+  // (assertions stay on this thread: Catch2's are not thread-safe).
+  std::thread churn([&] {
+    for (int round = 0; !done; ++round) {
+      const fs::path cgroup = parent.path() / ("c" + std::to_string(round % 4));
+      ::mkdir(cgroup.c_str(), 0755);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      ::rmdir(cgroup.c_str());
+    }
+  });
+  Spinner spinner(300);
+  spinner.place_in(steady.path());
+  spinner.run();
+  done = true;
+  churn.join();
+  first.join();
+  second.join();
+  rescanner.join();
+  collector->rescan();
+  const auto samples = test::scrape(*collector);
+  CHECK(scrapes > 0);
+  CHECK(decreases == 0);
+  CHECK(test::value_of(samples, "hwperf_container_cgroups") == 1);
+  CHECK(test::value_of(samples, "hwperf_container_read_errors_total") == 0);
 }

@@ -11,6 +11,8 @@
 #include "collectors/cgroup/discovery.h"
 #include "collectors/cgroup/hierarchy.h"
 #include "collectors/cgroup/identity.h"
+#include "config/errors.h"
+#include "config/loader.h"
 
 using namespace hwperf::cgroup;
 using Kind = PerfEventHierarchy::Kind;
@@ -105,6 +107,7 @@ TEST_CASE("container identity from cgroup paths", "[cgroup]") {
       Row{"/libpod_parent/libpod-" + id, "podman://" + id, ""},
       Row{"/user.slice/user-1000.slice/user@1000.service/user.slice/libpod-" + id + ".scope",
           "podman://" + id, ""},
+      Row{"/machine.slice/libpod-" + id + ".scope/container", "podman://" + id, ""},
       Row{"/system.slice/ssh.service", "", ""}, Row{"/", "", ""});
   INFO(row.path);
   const auto got = identify_cgroup(row.path);
@@ -140,4 +143,99 @@ TEST_CASE("discovery takes leaf container scopes and services, under a cap", "[c
   CHECK(capped.targets[0].cgroup == dirs[0]);
   CHECK(capped.left_out_over_cap == 2);
   fs::remove_all(root);
+}
+
+TEST_CASE("the hierarchy under --path.sysfs is preferred, and the others are listed", "[cgroup]") {
+  // A container that sees its own cgroup2 at /sys/fs/cgroup and the host's under /host/sys.
+  const char* two_mounts =
+      "30 22 0:26 / /sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw\n"
+      "50 40 0:26 / /host/sys/fs/cgroup ro,nosuid - cgroup2 cgroup2 rw\n";
+  CHECK(detect_perf_event_hierarchy(cgroups_v2, two_mounts).mount_point == "/sys/fs/cgroup");
+  const auto host = detect_perf_event_hierarchy(cgroups_v2, two_mounts, "/host/sys");
+  CHECK(host.mount_point == "/host/sys/fs/cgroup");
+  CHECK(host.other_mount_points == std::vector<std::string>{"/sys/fs/cgroup"});
+  // Hybrid: the v1 controllers are where a process can be placed without perf_event seeing it.
+  const auto hybrid = detect_perf_event_hierarchy(cgroups_v2, mi_hybrid);
+  CHECK(hybrid.other_mount_points ==
+        std::vector<std::string>{"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/systemd"});
+  const auto v1 = detect_perf_event_hierarchy(cgroups_v1, mi_v1_perf);
+  CHECK(v1.other_mount_points == std::vector<std::string>{"/sys/fs/cgroup/cpu"});
+
+  CHECK(reachable_mount_point("/sys/fs/cgroup/unified", "/sys") == "/sys/fs/cgroup/unified");
+  CHECK(reachable_mount_point("/sys/fs/cgroup", "/tmp/fixture/sys") ==
+        "/tmp/fixture/sys/fs/cgroup");
+  CHECK(reachable_mount_point("/host/sys/fs/cgroup", "/host/sys") == "/host/sys/fs/cgroup");
+}
+
+TEST_CASE("configured roots and patterns add their leaves; a root is a leaf or has leaves",
+          "[cgroup]") {
+  namespace fs = std::filesystem;
+  const fs::path root =
+      fs::temp_directory_path() / ("hwperf-cgroup-rules-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  for (const char* dir :
+       {"batch.slice/job-1/step-a", "batch.slice/job-1/step-b", "batch.slice/job-2", "lonely",
+        "other/thing-x", "other/thing-y", "system.slice/cron.service"}) {
+    fs::create_directories(root / dir);
+  }
+  DiscoveryRules rules;
+  rules.roots = {"batch.slice", "lonely", "absent"};
+  rules.match.emplace_back("thing-x$");
+  const auto scan = scan_cgroups(root, rules, 100);
+  std::vector<std::string> got;
+  for (const auto& target : scan.targets) got.push_back(target.cgroup);
+  CHECK(got == std::vector<std::string>{"batch.slice/job-1/step-a", "batch.slice/job-1/step-b",
+                                        "batch.slice/job-2", "lonely", "other/thing-x",
+                                        "system.slice/cron.service"});
+  CHECK(scan.roots ==
+        std::vector<RootState>{RootState::counting, RootState::counting, RootState::missing});
+  fs::remove_all(root);
+}
+
+TEST_CASE("collectors.cgroup keys: read, dumped again, and mistakes named with their line",
+          "[cgroup][config]") {
+  using namespace hwperf;
+  const Config config = parse_config_text(R"(
+collectors:
+  cgroup:
+    enabled: true
+    events: [perf::CPU-CLOCK]
+    granularity: machine
+    roots: [/batch.slice/, kubepods.slice]
+    match: ['^system\.slice/.*\.scope$']
+    max_cgroups: 1000
+    rescan_interval_seconds: 1.5
+)",
+                                          "c.yml");
+  const auto& cgroup = config.collectors.cgroup;
+  CHECK(cgroup.enabled);
+  CHECK(cgroup.granularity == Granularity::machine);
+  REQUIRE(cgroup.roots.size() == 2);
+  CHECK(cgroup.roots[0].path == "batch.slice");
+  CHECK(cgroup.roots[0].mark.line == 7);
+  CHECK(cgroup.roots[1].path == "kubepods.slice");
+  REQUIRE(cgroup.match.size() == 1);
+  CHECK(cgroup.max_cgroups == 1000);
+  CHECK(cgroup.rescan_interval_seconds == 1.5);
+  const Config again = parse_config_text(dump_config(config), "dump.yml");
+  CHECK(dump_config(again) == dump_config(config));
+
+  const auto error_of = [](const std::string& yaml) -> std::string {
+    try {
+      parse_config_text(yaml, "bad.yml");
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK_THAT(error_of("collectors:\n  cgroup:\n    roots: [a/../../etc]\n"),
+             Catch::Contains("bad.yml:3:") && Catch::Contains("leaves the hierarchy"));
+  CHECK_THAT(error_of("collectors:\n  cgroup:\n    match: ['(']\n"),
+             Catch::Contains("bad.yml:3:") && Catch::Contains("is not a regular expression"));
+  CHECK_THAT(error_of("collectors:\n  cgroup:\n    granularity: cpu\n"),
+             Catch::Contains("expected package or machine"));
+  CHECK_THAT(error_of("collectors:\n  cgroup:\n    max_cgroups: 0\n"),
+             Catch::Contains("from 1 to 65536"));
+  CHECK_THAT(error_of("collectors:\n  cgroup:\n    paths: [x]\n"),
+             Catch::Contains("bad.yml:3:") && Catch::Contains("paths"));
 }
