@@ -274,8 +274,9 @@ int run_exporter(const std::vector<std::string>& args) {
         const Exporter* routes = exporter.get();
         AdmissionPolicy policy;
         policy.serves = [routes](std::string_view path) { return routes->serves(path); };
-        // The concurrency limit (503 beyond it) guards collections, wherever metrics are served.
-        policy.limited_path = config.web.telemetry_path;
+        // The concurrency limit (503 beyond it) guards collections: wherever metrics are served,
+        // and the topology page's JSON, which collects too.
+        policy.limited_paths = {config.web.telemetry_path, "/topology.json"};
         if (cli.max_requests) policy.max_concurrent_requests = *cli.max_requests;
         // More scrapes at once than connections can never be collecting.
         policy.max_concurrent_requests =

@@ -75,13 +75,17 @@ Admission::Ticket Admission::admit(const HttpRequest& request) const {
                                  "Basic realm=\"hwperf_exporter\", charset=\"UTF-8\"");
     return Ticket(std::move(refused));
   }
-  if (policy_.max_concurrent_requests == 0 || request.path != policy_.limited_path) {
+  if (policy_.max_concurrent_requests == 0 ||
+      std::find(policy_.limited_paths.begin(), policy_.limited_paths.end(), request.path) ==
+          policy_.limited_paths.end()) {
     return Ticket(std::nullopt);
   }
   if (in_flight_.fetch_add(1) >= policy_.max_concurrent_requests) {
     in_flight_.fetch_sub(1);
+    std::string paths;
+    for (const auto& path : policy_.limited_paths) paths += (paths.empty() ? "" : ", ") + path;
     return Ticket(plain(503, std::to_string(policy_.max_concurrent_requests) + " requests for " +
-                                 policy_.limited_path +
+                                 paths +
                                  " are in progress, the most allowed at once; try again later\n"));
   }
   return Ticket(std::nullopt, this);

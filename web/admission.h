@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "config/web_config.h"
 #include "web/http.h"
@@ -31,10 +32,11 @@ struct AdmissionPolicy {
   // Never rate limited nor authenticated (liveness probes call it without credentials, and it
   // says nothing).
   std::string exempt_path = "/-/healthy";
-  // At most max_concurrent_requests requests for limited_path at once (node_exporter's
+  // At most max_concurrent_requests requests for the limited paths at once, together (node_exporter's
   // --web.max-requests); more get 503 at once instead of queuing. 0 means no limit. Counted
-  // after authentication, so that clients without credentials never take a place.
-  std::string limited_path = "/metrics";
+  // after authentication, so that clients without credentials never take a place. The paths
+  // are those whose requests collect: the metrics, and the topology page's JSON.
+  std::vector<std::string> limited_paths = {"/metrics"};
   unsigned max_concurrent_requests = 40;
   // At most rate_limit->burst requests at once, refilled one per interval; beyond, 429 at once
   // (exporter-toolkit's rate_limit).

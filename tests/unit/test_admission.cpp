@@ -165,6 +165,27 @@ TEST_CASE(
   CHECK(status_of(admission, get("/metrics", right)) == 200);
 }
 
+TEST_CASE("the topology page's JSON, which collects too, shares the scrapes' limit", "[web]") {
+  AdmissionPolicy policy;
+  policy.limited_paths = {"/metrics", "/topology.json"};
+  policy.max_concurrent_requests = 2;
+  const Admission admission(policy);
+  std::optional<Admission::Ticket> scrape(admission.admit(get("/metrics")));
+  std::optional<Admission::Ticket> page(admission.admit(get("/topology.json")));
+  REQUIRE(scrape->admitted());
+  REQUIRE(page->admitted());
+  auto refused = admission.admit(get("/topology.json"));
+  REQUIRE_FALSE(refused.admitted());
+  CHECK(refused.refusal().status == 503);
+  CHECK_THAT(refused.refusal().body,
+             Catch::Contains("2 requests for /metrics, /topology.json are in progress"));
+  CHECK(status_of(admission, get("/metrics")) == 503);
+  // The page itself and its files collect nothing and are not limited.
+  CHECK(status_of(admission, get("/topology")) == 200);
+  page.reset();
+  CHECK(status_of(admission, get("/metrics")) == 200);
+}
+
 TEST_CASE("a rate limit of no requests is refused", "[web]") {
   AdmissionPolicy policy;
   policy.rate_limit = RateLimit{0, 3};
