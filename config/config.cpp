@@ -25,7 +25,7 @@ std::string SourceMark::to_string() const {
 
 std::string telemetry_path_problem(const std::string& path) {
   if (path.empty() || path.front() != '/') return "expected a path starting with /";
-  if (path == "/" || path == "/-/healthy") {
+  if (path == "/" || path == kHealthPath) {
     return "\"" + path + "\" is where the exporter serves its " +
            (path == "/" ? "landing page" : "liveness answer") +
            ", so the metrics could not be reached; choose another path such as /metrics";

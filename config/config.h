@@ -25,11 +25,14 @@ struct SourceMark {
 // Every IPv4 address, on the port registered for this exporter in Prometheus' default port
 // allocations wiki page.
 inline constexpr const char* kDefaultListenAddress = ":9477";
+inline constexpr const char* kDefaultTelemetryPath = "/metrics";
+// The liveness path: never rate limited nor authenticated, and no telemetry path may take it.
+inline constexpr const char* kHealthPath = "/-/healthy";
 
 struct WebConfig {
   std::string listen_address = kDefaultListenAddress;
   SourceMark listen_address_mark;  // where the file set it; a default or a flag has none
-  std::string telemetry_path = "/metrics";
+  std::string telemetry_path = kDefaultTelemetryPath;
 };
 
 // What is wrong with a telemetry path, or "" when nothing is: it must start with /, and it must

@@ -21,18 +21,18 @@
 #include "common/text.h"
 #include "config/errors.h"
 #include "config/loader.h"
+#include "config/web_config.h"
 #include "exporter/cli.h"
 #include "exporter/experiment.h"
 #include "exporter/exposition.h"
+#include "exporter/privileges.h"
+#include "exporter/reference.h"
+#include "exporter/router.h"
+#include "topology/topology.h"
 #include "web/admission.h"
 #include "web/http_server.h"
 #include "web/listen_address.h"
-#include "exporter/privileges.h"
-#include "exporter/reference.h"
-#include "config/web_config.h"
-#include "exporter/router.h"
 #include "web/tls.h"
-#include "topology/topology.h"
 
 namespace hwperf {
 namespace {

@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include "collectors/build_info.h"
+#include "config/config.h"
 
 namespace hwperf {
 namespace {
@@ -28,9 +29,7 @@ std::string serialized(const std::vector<prometheus::MetricFamily>& families,
   return out;
 }
 
-HttpResponse not_found() {
-  return HttpResponse{404, "text/plain; charset=utf-8", {}, "404 page not found\n"};
-}
+HttpResponse not_found() { return HttpResponse{404, kTextPlain, {}, "404 page not found\n"}; }
 
 }  // namespace
 
@@ -85,12 +84,12 @@ std::string Exporter::exposition(ExpositionFormat format, bool gzip) const {
 }
 
 bool Exporter::serves(std::string_view path) const {
-  return path == "/-/healthy" || path == telemetry_path_ || path == "/" || serves_topology(path);
+  return path == kHealthPath || path == telemetry_path_ || path == "/" || serves_topology(path);
 }
 
 HttpResponse Exporter::route(const HttpRequest& request) const {
-  if (request.path == "/-/healthy") {
-    return HttpResponse{200, "text/plain; charset=utf-8", {}, "OK\n"};
+  if (request.path == kHealthPath) {
+    return HttpResponse{200, kTextPlain, {}, "OK\n"};
   }
   if (request.path == telemetry_path_) {
     const auto format = negotiate_format(request.accept);

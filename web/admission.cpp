@@ -9,7 +9,7 @@ namespace hwperf {
 namespace {
 
 HttpResponse plain(int status, std::string body) {
-  return HttpResponse{status, "text/plain; charset=utf-8", {}, std::move(body)};
+  return HttpResponse{status, kTextPlain, {}, std::move(body)};
 }
 
 }  // namespace

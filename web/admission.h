@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/config.h"
 #include "config/web_config.h"
 #include "web/http.h"
 
@@ -31,12 +32,13 @@ struct AdmissionPolicy {
   std::function<bool(std::string_view path)> serves;
   // Never rate limited nor authenticated (liveness probes call it without credentials, and it
   // says nothing).
-  std::string exempt_path = "/-/healthy";
-  // At most max_concurrent_requests requests for the limited paths at once, together (node_exporter's
+  std::string exempt_path = kHealthPath;
+  // At most max_concurrent_requests requests for the limited paths at once, together
+  // (node_exporter's
   // --web.max-requests); more get 503 at once instead of queuing. 0 means no limit. Counted
   // after authentication, so that clients without credentials never take a place. The paths
   // are those whose requests collect: the metrics, and the topology page's JSON.
-  std::vector<std::string> limited_paths = {"/metrics"};
+  std::vector<std::string> limited_paths = {kDefaultTelemetryPath};
   unsigned max_concurrent_requests = 40;
   // At most rate_limit->burst requests at once, refilled one per interval; beyond, 429 at once
   // (exporter-toolkit's rate_limit).

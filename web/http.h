@@ -8,6 +8,8 @@
 
 namespace hwperf {
 
+inline constexpr const char* kTextPlain = "text/plain; charset=utf-8";
+
 struct HttpRequest {
   std::string method;  // "GET", "HEAD", ...
   std::string path;    // without the query string
@@ -19,7 +21,7 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 200;
-  std::string content_type = "text/plain; charset=utf-8";
+  std::string content_type = kTextPlain;
   std::vector<std::pair<std::string, std::string>> headers;  // extra headers
   std::string body;
 };

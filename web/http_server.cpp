@@ -213,10 +213,9 @@ struct HttpServer::Impl {
     try {
       return handler(request);
     } catch (const std::exception& e) {
-      return HttpResponse{
-          500, "text/plain; charset=utf-8", {}, std::string("error: ") + e.what() + "\n"};
+      return HttpResponse{500, kTextPlain, {}, std::string("error: ") + e.what() + "\n"};
     } catch (...) {
-      return HttpResponse{500, "text/plain; charset=utf-8", {}, "error: unknown\n"};
+      return HttpResponse{500, kTextPlain, {}, "error: unknown\n"};
     }
   }
 
