@@ -537,4 +537,30 @@ std::string gunzip(const std::string& data) {
   return out;
 }
 
+bool set_cpu1_online(bool online) {
+  std::ofstream file(kCpu1OnlineFile);
+  file << (online ? "1" : "0") << std::flush;
+  return static_cast<bool>(file);
+}
+
+bool cpu1_online() {
+  std::ifstream file(kCpu1OnlineFile);
+  std::string state;
+  file >> state;
+  return state == "1";
+}
+
+void Cpu1Offline::bring_back() {
+  for (int attempt = 0; attempt < 50 && !cpu1_online(); ++attempt) {
+    set_cpu1_online(true);
+    if (!cpu1_online()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+std::string cpu1_hotplug_problem() {
+  if (::geteuid() == 0 && ::access(kCpu1OnlineFile, W_OK) == 0) return "";
+  return std::string("this test takes CPU 1 offline: run it as root on a machine where ") +
+         kCpu1OnlineFile + " is writable";
+}
+
 }  // namespace hwperf::test

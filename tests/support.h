@@ -160,4 +160,25 @@ Topology two_socket_topology();
 // `topology` carrying the CPU identity that Topology::load reads under `procfs_root`.
 Topology with_cpu_identity_from(const Topology& topology, const std::string& procfs_root);
 
+// CPU hotplug for [live][hotplug] tests (root; ctest runs nothing beside a [live] test).
+inline constexpr const char* kCpu1OnlineFile = "/sys/devices/system/cpu/cpu1/online";
+bool set_cpu1_online(bool online);
+bool cpu1_online();
+// CPU 1 offline for the object's life, and brought back on the way out, even when an assertion
+// fails.
+class Cpu1Offline {
+ public:
+  Cpu1Offline() : took_offline_(set_cpu1_online(false)) {}
+  ~Cpu1Offline() { bring_back(); }
+  Cpu1Offline(const Cpu1Offline&) = delete;
+  Cpu1Offline& operator=(const Cpu1Offline&) = delete;
+  bool took_offline() const { return took_offline_; }
+  void bring_back();
+
+ private:
+  bool took_offline_ = false;
+};
+// Why this process may not take CPU 1 offline, "" when it may.
+std::string cpu1_hotplug_problem();
+
 }  // namespace hwperf::test

@@ -11,7 +11,9 @@
 #include <utility>
 
 #include "collectors/metrics.h"
+#include "common/cpu_list.h"
 #include "common/enum_names.h"
+#include "common/files.h"
 #include "common/log.h"
 #include "common/text.h"
 
@@ -57,6 +59,7 @@ CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
     package_of_cpu_.push_back(static_cast<std::size_t>(at - packages_.begin()));
   }
   root_states_.assign(settings_.roots.size(), ConfiguredRootState::missing);
+  online_.assign(settings_.cpus.size(), true);
   rescan();
   rescanner_ = std::thread([this] {
     const auto period = std::chrono::duration<double>(settings_.rescan_interval_seconds);
@@ -78,7 +81,7 @@ CgroupCollector::~CgroupCollector() {
   if (rescanner_.joinable()) rescanner_.join();
 }
 
-int CgroupCollector::open(const std::string& relative, Counted& counted) const {
+int CgroupCollector::open(const std::string& relative, Counted& counted) {
   const std::string path = (settings_.root / relative).string();
   const UniqueFd directory(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!directory.valid()) return errno;
@@ -86,10 +89,24 @@ int CgroupCollector::open(const std::string& relative, Counted& counted) const {
   options.cgroup = true;
   counted.counters.clear();
   counted.counters.reserve(settings_.events.size() * settings_.cpus.size());
+  std::vector<bool> online;
+  {
+    std::lock_guard lock(mutex_);
+    online = online_;
+  }
   for (const auto& event : settings_.events) {
-    for (const HardwareThread& cpu : settings_.cpus) {
+    for (std::size_t index = 0; index < settings_.cpus.size(); ++index) {
+      const HardwareThread& cpu = settings_.cpus[index];
+      if (!online[index]) {
+        counted.counters.emplace_back();
+        continue;
+      }
       auto opened =
           perf::open_counter(event.encoding, directory.get(), static_cast<int>(cpu.cpu), options);
+      if (opened.error == ENODEV) {  // went offline since the online file was read
+        counted.counters.emplace_back();
+        continue;
+      }
       if (!opened.ok()) {
         counted.counters.clear();
         return opened.error;
@@ -104,8 +121,77 @@ int CgroupCollector::open(const std::string& relative, Counted& counted) const {
   return 0;
 }
 
+void CgroupCollector::follow_hotplug() {
+  if (settings_.online_cpus_file.empty()) return;
+  const auto text = read_small_file(settings_.online_cpus_file.string());
+  if (!text.ok()) return;
+  std::vector<unsigned> online_now;
+  try {
+    online_now = parse_cpu_list(trim(text.value));
+  } catch (const std::invalid_argument&) {
+    return;
+  }
+  std::vector<bool> online(settings_.cpus.size());
+  for (std::size_t i = 0; i < settings_.cpus.size(); ++i) {
+    online[i] = std::binary_search(online_now.begin(), online_now.end(), settings_.cpus[i].cpu);
+  }
+  std::vector<bool> was;
+  std::vector<std::string> paths;
+  {
+    std::lock_guard lock(mutex_);
+    was = online_;
+    for (const auto& [path, counted] : counted_) paths.push_back(path);
+  }
+  if (online == was) return;
+  std::vector<std::size_t> returned;
+  for (std::size_t i = 0; i < online.size(); ++i) {
+    if (online[i] == was[i]) continue;
+    const std::string cpu = std::to_string(settings_.cpus[i].cpu);
+    if (online[i]) {
+      log::info("cgroup: CPU " + cpu + " is back online; its container counters are reopened");
+      returned.push_back(i);
+    } else {
+      log::warn("cgroup: CPU " + cpu +
+                " went offline; container counts on it pause until it returns");
+    }
+  }
+  // New descriptors for the returned CPUs, opened outside the scrapes' lock.
+  perf::OpenOptions options;
+  options.cgroup = true;
+  const std::size_t cpus = settings_.cpus.size();
+  std::map<std::string, std::map<std::size_t, UniqueFd>> reopened;  // path -> counter index -> fd
+  for (const auto& path : paths) {
+    const UniqueFd directory(
+        ::open((settings_.root / path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!directory.valid()) continue;  // gone: the rescan closes it
+    for (std::size_t event = 0; event < settings_.events.size(); ++event) {
+      for (const std::size_t index : returned) {
+        auto opened = perf::open_counter(settings_.events[event].encoding, directory.get(),
+                                         static_cast<int>(settings_.cpus[index].cpu), options);
+        if (opened.ok()) reopened[path].emplace(event * cpus + index, std::move(opened.value));
+      }
+    }
+  }
+  std::vector<UniqueFd> closing;  // the lost descriptors, closed after the lock is released
+  std::lock_guard lock(mutex_);
+  online_ = online;
+  for (auto& [path, fds] : reopened) {
+    auto found = counted_.find(path);
+    if (found == counted_.end()) continue;
+    for (auto& [index, fd] : fds) {
+      Counter& counter = found->second.counters[index];
+      closing.push_back(std::move(counter.fd));
+      counter.fd = std::move(fd);
+      // The total goes on from where it stood; the new descriptor counts from zero.
+      const auto first = perf::read_counter(counter.fd);
+      counter.last = first.ok() ? first.value : perf::Reading{};
+    }
+  }
+}
+
 void CgroupCollector::rescan() {
   std::lock_guard rescan_lock(rescan_mutex_);
+  follow_hotplug();
   DiscoveryRules rules;
   for (const auto& root : settings_.roots) rules.roots.push_back(root.path);
   rules.match = match_;
@@ -258,7 +344,9 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
     for (std::size_t event = 0; event < events.size(); ++event) {
       for (std::size_t cpu = 0; cpu < cpus; ++cpu) {
         Counter& counter = counted.counters[event * cpus + cpu];
-        const auto reading = perf::read_counter(counter.fd);
+        // Invalid: its CPU has been offline since this cgroup was found; nothing to read yet.
+        const auto reading = counter.fd.valid() ? perf::read_counter(counter.fd)
+                                                : OrErrno<perf::Reading>{counter.last, 0};
         if (reading.ok()) {
           counter.total += perf::delta_between(counter.last, reading.value).count;
           counter.last = reading.value;
@@ -268,7 +356,7 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
         sums[event * groups + (per_package ? package_of_cpu_[cpu] : 0)] += counter.total;
       }
     }
-    open_counters += counted.counters.size();
+    for (const Counter& counter : counted.counters) open_counters += counter.fd.valid() ? 1 : 0;
     const CgroupIdentity& id = counted.identity;
     for (std::size_t event = 0; event < events.size(); ++event) {
       for (std::size_t group = 0; group < groups; ++group) {

@@ -36,6 +36,9 @@ struct CgroupCollectorSettings {
   std::vector<CgroupPattern> match;
   unsigned max_cgroups = 256;
   double rescan_interval_seconds = 3;
+  // <sysfs>/devices/system/cpu/online, read at every rescan: a CPU that comes back gets new
+  // counters (the kernel never re-enables events a CPU lost going offline). Empty: not read.
+  std::filesystem::path online_cpus_file;
   // Other cgroup hierarchies as this process reaches them: where a configured root that is
   // missing from `root` may be instead (it then counts nothing, which is said).
   std::vector<std::filesystem::path> other_roots;
@@ -61,7 +64,7 @@ class CgroupCollector final : public Collector {
 
  private:
   struct Counter {
-    UniqueFd fd;
+    UniqueFd fd;  // invalid while its CPU is offline (opened when it returns)
     perf::Reading last;
     std::uint64_t total = 0;
   };
@@ -69,8 +72,11 @@ class CgroupCollector final : public Collector {
     CgroupIdentity identity;
     std::vector<Counter> counters;  // [event * cpus + cpu index]
   };
-  // Opens one cgroup's counters: errno of the first failure, nothing kept then.
-  int open(const std::string& relative, Counted& counted) const;
+  // Opens one cgroup's counters on the CPUs online now: errno of the first failure, nothing
+  // kept then.
+  int open(const std::string& relative, Counted& counted);
+  // Reads the online file; reopens every cgroup's counters on the CPUs that came back.
+  void follow_hotplug();
 
   CgroupCollectorSettings settings_;
   std::vector<std::regex> match_;
@@ -83,6 +89,7 @@ class CgroupCollector final : public Collector {
   std::size_t left_out_over_cap_ = 0;
   std::map<std::string, std::string> open_problems_;  // cgroup -> why its counters did not open
   std::vector<ConfiguredRootState> root_states_;
+  std::vector<bool> online_;  // per settings_.cpus index
 
   std::mutex rescan_mutex_;  // one rescan at a time; guards the log-once state below
   bool cap_logged_ = false;

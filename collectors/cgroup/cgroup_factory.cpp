@@ -100,6 +100,8 @@ std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
   settings.hierarchy = located.hierarchy;
   settings.root = located.root;
   settings.other_roots = located.other_roots;
+  settings.online_cpus_file =
+      std::filesystem::path(config.paths.sysfs) / "devices" / "system" / "cpu" / "online";
   settings.events = std::move(resolved.events);
   settings.cpus = topology.threads();
   settings.granularity = cgroup.granularity;

@@ -5,6 +5,7 @@
 // removed.
 #include "tests/catch.hpp"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <string>
 #include <system_error>
@@ -58,11 +60,18 @@ class TestCgroup {
 // A child that waits to be placed, then spins for `cpu_ms` of its own CPU time and exits.
 class Spinner {
  public:
-  explicit Spinner(int cpu_ms) {
+  // On `cpu` only when it is not -1.
+  explicit Spinner(int cpu_ms, int cpu = -1) {
     REQUIRE(::pipe(go_) == 0);
     pid_ = ::fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
+      if (cpu >= 0) {
+        cpu_set_t only;
+        CPU_ZERO(&only);
+        CPU_SET(cpu, &only);
+        if (::sched_setaffinity(0, sizeof only, &only) != 0) ::_exit(3);
+      }
       char byte;
       ::close(go_[1]);
       if (::read(go_[0], &byte, 1) != 1) ::_exit(2);
@@ -334,4 +343,54 @@ TEST_CASE("Scrapes overlap rescans while cgroups appear and go", "[live][cgroup]
   CHECK(decreases == 0);
   CHECK(test::value_of(samples, "hwperf_container_cgroups") == 1);
   CHECK(test::value_of(samples, "hwperf_container_read_errors_total") == 0);
+}
+
+TEST_CASE("Container counts on a CPU taken offline and brought back count again",
+          "[live][cgroup][hotplug]") {
+  if (const auto problem = test::cpu1_hotplug_problem(); !problem.empty()) FAIL(problem);
+  REQUIRE(test::cpu1_online());
+  const Hierarchy h = perf_event_hierarchy();
+  const std::string name = unique_name("hotplug");
+  const TestCgroup parent(h.root / name);
+  const TestCgroup before(parent.path() / "before");  // counted before CPU 1 goes
+  const Topology topology = Topology::load(TopologyConfig{});
+  REQUIRE(topology.find(1) != nullptr);
+  test::CapturedStderr log;
+  auto collector = cgroup::make_cgroup_collector(cgroup_config(name), topology);
+  std::unique_ptr<TestCgroup> during;  // found while CPU 1 is offline
+  {
+    test::Cpu1Offline offline;
+    REQUIRE(offline.took_offline());
+    during = std::make_unique<TestCgroup>(parent.path() / "during");
+    collector->rescan();
+    CHECK(test::value_of(test::scrape(*collector), "hwperf_container_cgroups") == 2);
+    offline.bring_back();
+    REQUIRE(test::cpu1_online());
+  }
+  collector->rescan();
+  // Each spins on CPU 1 only: without new descriptors there, nothing would be counted.
+  for (const char* leaf : {"before", "during"}) {
+    Spinner spinner(300, 1);
+    spinner.place_in(parent.path() / leaf);
+    const double used = spinner.run();
+    const auto samples = test::scrape(*collector);
+    double counted = 0;
+    for (const auto& sample : test::find_samples(samples, "hwperf_container_clock_seconds_total",
+                                                 {{"cgroup", name + "/" + leaf}})) {
+      counted += sample.value;
+    }
+    INFO(leaf << ": the child used " << used << " s of CPU 1; counted " << counted << " s");
+    CHECK(counted == Approx(used).epsilon(0.10));
+  }
+  const std::string text = log.text();
+  INFO(text);
+  const auto occurrences = [&text](const std::string& what) {
+    std::size_t count = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
+      ++count;
+    }
+    return count;
+  };
+  CHECK(occurrences("CPU 1 went offline") == 1);
+  CHECK(occurrences("CPU 1 is back online") == 1);
 }

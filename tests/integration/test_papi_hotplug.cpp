@@ -19,40 +19,6 @@ using test::scrape;
 
 namespace {
 
-const std::string kCpu1Online = "/sys/devices/system/cpu/cpu1/online";
-
-bool set_cpu1_online(bool online) {
-  std::ofstream file(kCpu1Online);
-  file << (online ? "1" : "0") << std::flush;
-  return static_cast<bool>(file);
-}
-
-bool cpu1_online() {
-  std::ifstream file(kCpu1Online);
-  std::string state;
-  file >> state;
-  return state == "1";
-}
-
-// CPU 1 offline for the object's life, and brought back on the way out.
-class Cpu1Offline {
- public:
-  Cpu1Offline() : took_offline_(set_cpu1_online(false)) {}
-  ~Cpu1Offline() { bring_back(); }
-  Cpu1Offline(const Cpu1Offline&) = delete;
-  Cpu1Offline& operator=(const Cpu1Offline&) = delete;
-  bool took_offline() const { return took_offline_; }
-  void bring_back() {
-    for (int attempt = 0; attempt < 50 && !cpu1_online(); ++attempt) {
-      set_cpu1_online(true);
-      if (!cpu1_online()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-
- private:
-  bool took_offline_ = false;
-};
-
 // Scrapes until `done` holds for the samples, for at most `seconds`; returns the last scrape.
 template <typename Done>
 std::vector<test::Sample> scrape_until(Collector& collector, double seconds, Done done) {
@@ -78,11 +44,8 @@ TEST_CASE(
     "each transition once",
     "[papi][live][hotplug]") {
   require_system_wide_perf();
-  if (geteuid() != 0 || ::access(kCpu1Online.c_str(), W_OK) != 0) {
-    FAIL("this test takes CPU 1 offline: run it as root on a machine where " << kCpu1Online
-                                                                             << " is writable");
-  }
-  REQUIRE(cpu1_online());
+  if (const auto problem = test::cpu1_hotplug_problem(); !problem.empty()) FAIL(problem);
+  REQUIRE(test::cpu1_online());
   const Topology topology = live_topology();
   REQUIRE(topology.find(1) != nullptr);
   test::CapturedStderr log;
@@ -94,7 +57,7 @@ TEST_CASE(
 
   double while_off = 0;
   {
-    Cpu1Offline offline;
+    test::Cpu1Offline offline;
     REQUIRE(offline.took_offline());
     const auto off = scrape_until(*collector, 10, [&](const std::vector<test::Sample>& samples) {
       return value_on(samples, online, 1) == 0;
@@ -106,7 +69,7 @@ TEST_CASE(
     // Offline, CPU 1's clock does not pretend to move.
     CHECK(value_on(scrape(*collector), clock, 1) == while_off);
     offline.bring_back();
-    REQUIRE(cpu1_online());
+    REQUIRE(test::cpu1_online());
   }
   const auto back = scrape_until(*collector, 10, [&](const std::vector<test::Sample>& samples) {
     return value_on(samples, online, 1) == 1;
