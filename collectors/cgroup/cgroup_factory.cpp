@@ -69,6 +69,7 @@ std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
   request.defaults = !cgroup.events_given;
   request.procfs = config.paths.procfs;
   request.level = "container";
+  request.collector = "cgroup";
   request.config_path = "collectors.cgroup.events";
   request.counted_for = "Counted for each container cgroup";
   request.scope = "summed over the CPUs of each package (or the machine)";

@@ -67,7 +67,7 @@ ResolvedEvents resolve_counted_events(const EventRequest& request) {
       encoding.name = event.event;
     } catch (const std::invalid_argument& e) {
       if (defaults) {
-        log::warn(request.level + ": skipping default event " + event.event + ": " + e.what());
+        log::warn(request.collector + ": skipping default event " + event.event + ": " + e.what());
       } else {
         problems.push_back(where + request.config_path + ": " + e.what());
       }
@@ -85,7 +85,7 @@ ResolvedEvents resolve_counted_events(const EventRequest& request) {
             "kernel-mode counts excluded: kernel.perf_event_paranoid is " +
             read_sysctl(procfs, "kernel.perf_event_paranoid") +
             " and the exporter has no CAP_PERFMON, so the kernel allows user mode only";
-        log::warn(request.level + ": " + resolved.domain_note +
+        log::warn(request.collector + ": " + resolved.domain_note +
                   "; run as root or grant CAP_PERFMON to count kernel mode too");
         for (auto& earlier : resolved.events) {
           earlier.encoding.exclude_kernel = true;
@@ -104,7 +104,7 @@ ResolvedEvents resolve_counted_events(const EventRequest& request) {
                  "software events only, perf::TASK-CLOCK, perf::PAGE-FAULTS, ...)"
                : "; run as root, grant CAP_PERFMON, or lower kernel.perf_event_paranoid");
       if (defaults) {
-        log::warn(request.level + ": skipping default event " + reason);
+        log::warn(request.collector + ": skipping default event " + reason);
       } else {
         problems.push_back(where + request.config_path + ": " + reason);
       }
@@ -144,7 +144,7 @@ ResolvedEvents resolve_counted_events(const EventRequest& request) {
   if (!problems.empty()) throw ConfigError(problems);
   if (resolved.events.empty()) {
     throw std::runtime_error(
-        request.level +
+        request.collector +
         ": none of the default events can be counted here (see the warnings above); list "
         "events this machine has under " +
         request.config_path);

@@ -27,7 +27,8 @@ struct EventRequest {
   bool defaults = false;  // best effort: what cannot be counted is skipped with a warning
   CountingDomain domain = CountingDomain::all;
   std::string procfs;
-  std::string level;        // "process", "container": the family prefix and the log's
+  std::string level;        // "process", "container": the family prefix
+  std::string collector;    // "process", "cgroup": the collector's name, in the log
   std::string config_path;  // "collectors.process.events", named in errors
   std::string counted_for;  // "Counted for each process target", in HELP
   // How the counts add up, in HELP after counted_for.

@@ -66,6 +66,7 @@ std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
   request.domain = process.domain;
   request.procfs = config.paths.procfs;
   request.level = "process";
+  request.collector = "process";
   request.config_path = "collectors.process.events";
   request.counted_for = "Counted for each process target";
   perf::ResolvedEvents resolved = perf::resolve_counted_events(request);
