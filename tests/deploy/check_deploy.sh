@@ -2,7 +2,8 @@
 # Checks the deployment files under deploy/ with the real tools (run by CTest as deploy_manifests):
 #   Prometheus  promtool check config, check rules, test rules (deploy/prometheus/rules_test.yml)
 #   Grafana     every query of deploy/grafana/hwperf.json, its variables given concrete values,
-#               parsed by promtool as a rules file
+#               parsed by promtool as a rules file; every recording rule a query reads is recorded
+#               by a rule file deploy/prometheus.yml loads
 #   Kubernetes  kubectl reads every manifest offline; the fields that matter are asserted; the
 #               ConfigMap's configuration passes the exporter's own --check-config
 #   systemd     systemd-analyze verify on the unit, pointed at the built binary
@@ -37,7 +38,8 @@ promtool check rules "$src/deploy/prometheus/rules.yml" || fail "deploy/promethe
 (cd "$src/deploy/prometheus" && promtool test rules rules_test.yml) || fail "deploy/prometheus/rules_test.yml"
 
 step "Grafana: every query of deploy/grafana/hwperf.json parses"
-python3 "$here/grafana_queries.py" "$src/deploy/grafana/hwperf.json" "$tmp/grafana_rules.yml" ||
+python3 "$here/grafana_queries.py" "$src/deploy/grafana/hwperf.json" "$tmp/grafana_rules.yml" \
+  "$src/deploy/prometheus.yml" ||
   fail "deploy/grafana/hwperf.json"
 if [ -s "$tmp/grafana_rules.yml" ]; then
   promtool check rules "$tmp/grafana_rules.yml" || fail "a Grafana query does not parse (rules file: see above)"
