@@ -5,7 +5,8 @@
 #               parsed by promtool as a rules file; every recording rule a query reads is recorded
 #               by a rule file deploy/prometheus.yml loads
 #   Kubernetes  kubectl reads every manifest offline; the fields that matter are asserted; the
-#               ConfigMap's configuration passes the exporter's own --check-config
+#               ConfigMap's configuration passes the exporter's own --check-config, its cgroup
+#               collector finding the perf_event hierarchy here
 #   systemd     systemd-analyze verify on the unit, pointed at the built binary
 # A missing tool is a failure naming its Debian package (scripts/deps.sh installs them all).
 # Usage: check_deploy.sh SOURCE_DIR EXPORTER_BINARY
@@ -59,6 +60,9 @@ if [ -s "$tmp/configmap-hwperf.yml" ]; then
        --path.sysfs=/sys --path.procfs=/proc --path.devfs=/dev >"$tmp/check-config.out" 2>&1; then
     cat "$tmp/check-config.out" >&2
     fail "the ConfigMap's hwperf.yml fails hwperf_exporter --check-config"
+  elif ! grep -q '^# cgroup: perf_event hierarchy: ' "$tmp/check-config.out"; then
+    cat "$tmp/check-config.out" >&2
+    fail "with the ConfigMap's hwperf.yml, --check-config reports no perf_event cgroup hierarchy"
   fi
 fi
 
