@@ -203,12 +203,14 @@ pm run -d --name "$busy" --network none --no-healthcheck "${limits[@]}" --entryp
   "$base" 600 sh -c 'while :; do :; done' >/dev/null || fail "the busy container did not start"
 busy_id=$(pm inspect --format '{{.Id}}' "$busy")
 busy_pid=$(pm inspect --format '{{.State.Pid}}' "$busy")
+[ "${busy_pid:-0}" -gt 0 ] && [ -r "/proc/$busy_pid/cgroup" ] ||
+  fail "the busy container $busy_id is not running (pid ${busy_pid:-none})"
 busy_cgroup=$(sed -n 's/^0:://p' "/proc/$busy_pid/cgroup")
 echo "container-test: busy container $busy_id, pid $busy_pid, cgroup v2 path ${busy_cgroup:-(none)}" >&2
 sed 's/^/  \/proc\/'"$busy_pid"'\/cgroup: /' "/proc/$busy_pid/cgroup" >&2
 cgroup_dir=$(mktemp -d)
 tmp_dirs+=("$cgroup_dir")
-# The image's defaults and the cgroup collector.
+# The defaults (which the image's own configuration spells out) and the cgroup collector.
 printf 'collectors:\n  cgroup:\n    enabled: true\n' >"$cgroup_dir/hwperf.yml"
 chmod 0755 "$cgroup_dir" && chmod 0644 "$cgroup_dir/hwperf.yml"
 pm run -d --name "$container" --network host --privileged "${limits[@]}" --health-interval disable \
