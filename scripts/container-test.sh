@@ -10,7 +10,11 @@
 #      per-CPU PAPI software-event counts for every CPU, /-/healthy answers 200 and the image's
 #      HEALTHCHECK passes;
 #   5. with a web config (certificates made here with openssl, mounted read-only) it serves HTTPS
-#      with basic authentication: 200 with the password, 401 without.
+#      with basic authentication: 200 with the password, 401 without;
+#   6. containers: a second, busy container (the base image spinning a shell loop for a bounded
+#      time) is counted by the exporter's container with the cgroup collector enabled (a config
+#      file mounted read-only): its hwperf_container_clock_seconds_total{container_id="podman://<id>"}
+#      grows between two scrapes.
 # Run as root: sudo scripts/container-test.sh
 # Images and containers live in build-container/storage (HWPERF_CONTAINER_DIR moves it), apart
 # from the machine's own podman storage. Debian packages come from the mirror this machine's apt
@@ -23,6 +27,7 @@ rootfs_cache=$src/build-debian13/rootfs.tar
 base=docker.io/library/debian:trixie-slim
 image=localhost/hwperf_exporter:test
 container=hwperf-container-test-$$
+busy=hwperf-container-test-busy-$$
 started=$SECONDS
 
 fail() {
@@ -54,12 +59,17 @@ cleanup() {
     [ "$status" -eq 0 ] || { echo "--- container log" >&2; pm logs "$container" >&2 || true; }
     pm rm -f "$container" >/dev/null 2>&1 || true
   fi
+  if [ -n "$(pm ps -a -q --filter "name=^$busy\$" 2>/dev/null)" ]; then
+    pm rm -f -t 0 "$busy" >/dev/null 2>&1 || true
+  fi
+  [ -z "${tmp_dirs[*]}" ] || rm -rf "${tmp_dirs[@]}"
   if [ "$status" -eq 0 ]; then
-    echo "container-test: PASS: image built, libraries resolved, metrics and health checked in $((SECONDS - started)) s"
+    echo "container-test: PASS: image built, libraries resolved, metrics and health checked, a busy container counted in $((SECONDS - started)) s"
   else
     echo "container-test: FAIL (exit $status) after $((SECONDS - started)) s; see the output above"
   fi
 }
+tmp_dirs=()
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -182,3 +192,73 @@ status=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$tls_dir/server.crt" "
 [ "$status" = 401 ] || fail "HTTPS scrape without the password answered $status, not 401"
 rm -rf "$tls_dir"
 echo "container-test: HTTPS with basic authentication: 200 with the password, 401 without" >&2
+
+# 6. Containers: the cgroup collector counts a busy container. podman (runc, cgroupfs manager)
+# puts it in libpod_parent/libpod-<id> in every hierarchy, cgroup2 included (on this hybrid host
+# /sys/fs/cgroup/unified), which is where the perf_event controller filters when /proc/cgroups
+# gives it hierarchy 0; the exporter finds that mount through /host/proc/self/mountinfo (the
+# recursive bind of /sys) and counts the leaf as container_id podman://<id>.
+pm rm -f "$container" >/dev/null
+pm run -d --name "$busy" --network none --no-healthcheck "${limits[@]}" --entrypoint timeout \
+  "$base" 600 sh -c 'while :; do :; done' >/dev/null || fail "the busy container did not start"
+busy_id=$(pm inspect --format '{{.Id}}' "$busy")
+busy_pid=$(pm inspect --format '{{.State.Pid}}' "$busy")
+[ "${busy_pid:-0}" -gt 0 ] && [ -r "/proc/$busy_pid/cgroup" ] ||
+  fail "the busy container $busy_id is not running (pid ${busy_pid:-none})"
+busy_cgroup=$(sed -n 's/^0:://p' "/proc/$busy_pid/cgroup")
+echo "container-test: busy container $busy_id, pid $busy_pid, cgroup v2 path ${busy_cgroup:-(none)}" >&2
+sed 's/^/  \/proc\/'"$busy_pid"'\/cgroup: /' "/proc/$busy_pid/cgroup" >&2
+cgroup_dir=$(mktemp -d)
+tmp_dirs+=("$cgroup_dir")
+# The defaults (which the image's own configuration spells out) and the cgroup collector.
+printf 'collectors:\n  cgroup:\n    enabled: true\n' >"$cgroup_dir/hwperf.yml"
+chmod 0755 "$cgroup_dir" && chmod 0644 "$cgroup_dir/hwperf.yml"
+pm run -d --name "$container" --network host --privileged "${limits[@]}" --health-interval disable \
+  -v /sys:/host/sys:ro -v /proc:/host/proc:ro "${devcpu[@]}" -v "$cgroup_dir:/etc/hwperf/cgroup:ro" \
+  "$image" --config.file=/etc/hwperf/cgroup/hwperf.yml --web.listen-address="127.0.0.1:$port" \
+  --path.sysfs=/host/sys --path.procfs=/host/proc --path.devfs=/host/dev >/dev/null
+
+# The busy container's CPU seconds, summed over packages; empty while it is not counted.
+busy_seconds() {
+  awk -v id="container_id=\"podman://$busy_id\"" \
+    '/^hwperf_container_clock_seconds_total\{/ && index($0, id) { sum += $NF; n++ }
+     END { if (n) printf "%.6f\n", sum }' <<<"$1"
+}
+cgroup_diagnosis() {
+  echo "container-test: the exporter's view of cgroups:" >&2
+  grep -E '^hwperf_(container_(hierarchy_info|cgroups|left_out|open_counters|read_errors_total)|scrape_collector_success\{collector="cgroup"\})' \
+    <<<"$metrics" | sed 's/^/  /' >&2 || true
+  pm logs "$container" 2>&1 | grep -E 'cgroup' | sed 's/^/  log: /' >&2 || true
+}
+metrics="" first=""
+for _ in $(seq 1 75); do
+  metrics=$(curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null) || metrics=""
+  first=$(busy_seconds "$metrics")
+  [ -n "$first" ] && break
+  [ "$(pm inspect --format '{{.State.Running}}' "$container")" = true ] ||
+    fail "the exporter with the cgroup collector exited"
+  sleep 0.2
+done
+if [ -z "$first" ]; then
+  cgroup_diagnosis
+  fail "no hwperf_container_clock_seconds_total{container_id=\"podman://$busy_id\"} within 15 s (busy container's cgroup v2 path: ${busy_cgroup:-none})"
+fi
+grep -q '^hwperf_scrape_collector_success{collector="cgroup"} 1$' <<<"$metrics" || fail "the cgroup collector failed"
+first_at=$(date +%s.%N)
+sleep 2
+metrics=$(curl -fsS "http://127.0.0.1:$port/metrics") || fail "the second scrape failed"
+second=$(busy_seconds "$metrics")
+second_at=$(date +%s.%N)
+echo "container-test: busy container counted:" >&2
+grep -E "^hwperf_container_clock_seconds_total\{container_id=\"podman://$busy_id\"|^hwperf_container_(hierarchy_info|cgroups)[{ ]" \
+  <<<"$metrics" | sed 's/^/  /' >&2
+pm logs "$container" 2>&1 | grep -F "cgroup: counting " | sed 's/^/  log: /' >&2 || true
+awk -v a="$first" -v b="${second:-0}" -v t0="$first_at" -v t1="$second_at" \
+  'BEGIN { printf "container-test: CPU seconds %s -> %s, %.2f s/s\n", a, b, (b - a) / (t1 - t0) }' >&2
+if ! awk -v a="$first" -v b="${second:-0}" 'BEGIN { exit !(b > a) }'; then
+  cgroup_diagnosis
+  fail "the busy container's hwperf_container_clock_seconds_total did not grow ($first, then ${second:-absent})"
+fi
+pm rm -f "$container" >/dev/null
+pm rm -f -t 0 "$busy" >/dev/null
+echo "container-test: the cgroup collector counts the busy container" >&2

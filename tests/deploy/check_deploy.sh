@@ -2,9 +2,11 @@
 # Checks the deployment files under deploy/ with the real tools (run by CTest as deploy_manifests):
 #   Prometheus  promtool check config, check rules, test rules (deploy/prometheus/rules_test.yml)
 #   Grafana     every query of deploy/grafana/hwperf.json, its variables given concrete values,
-#               parsed by promtool as a rules file
+#               parsed by promtool as a rules file; every recording rule a query reads is recorded
+#               by a rule file deploy/prometheus.yml loads
 #   Kubernetes  kubectl reads every manifest offline; the fields that matter are asserted; the
-#               ConfigMap's configuration passes the exporter's own --check-config
+#               ConfigMap's configuration passes the exporter's own --check-config, its cgroup
+#               collector finding the perf_event hierarchy here
 #   systemd     systemd-analyze verify on the unit, pointed at the built binary
 # A missing tool is a failure naming its Debian package (scripts/deps.sh installs them all).
 # Usage: check_deploy.sh SOURCE_DIR EXPORTER_BINARY
@@ -37,7 +39,8 @@ promtool check rules "$src/deploy/prometheus/rules.yml" || fail "deploy/promethe
 (cd "$src/deploy/prometheus" && promtool test rules rules_test.yml) || fail "deploy/prometheus/rules_test.yml"
 
 step "Grafana: every query of deploy/grafana/hwperf.json parses"
-python3 "$here/grafana_queries.py" "$src/deploy/grafana/hwperf.json" "$tmp/grafana_rules.yml" ||
+python3 "$here/grafana_queries.py" "$src/deploy/grafana/hwperf.json" "$tmp/grafana_rules.yml" \
+  "$src/deploy/prometheus.yml" ||
   fail "deploy/grafana/hwperf.json"
 if [ -s "$tmp/grafana_rules.yml" ]; then
   promtool check rules "$tmp/grafana_rules.yml" || fail "a Grafana query does not parse (rules file: see above)"
@@ -57,6 +60,9 @@ if [ -s "$tmp/configmap-hwperf.yml" ]; then
        --path.sysfs=/sys --path.procfs=/proc --path.devfs=/dev >"$tmp/check-config.out" 2>&1; then
     cat "$tmp/check-config.out" >&2
     fail "the ConfigMap's hwperf.yml fails hwperf_exporter --check-config"
+  elif ! grep -q '^# cgroup: perf_event hierarchy: ' "$tmp/check-config.out"; then
+    cat "$tmp/check-config.out" >&2
+    fail "with the ConfigMap's hwperf.yml, --check-config reports no perf_event cgroup hierarchy"
   fi
 fi
 

@@ -1,12 +1,17 @@
 #!/usr/bin/env python3
 """Writes every query of a Grafana dashboard into a Prometheus rules file, one recording rule per
 query, with Grafana's variables replaced by concrete values, so that promtool can parse them.
-Fails when the dashboard has no queries, a panel has none, or a variable is left unreplaced."""
+Fails when the dashboard has no queries, a panel has none, or a variable is left unreplaced.
+Given a Prometheus configuration as a third argument, also fails when a query reads a recording
+rule (a name with a colon) that none of the rule files that configuration loads records.
+Usage: grafana_queries.py DASHBOARD RULES_OUT [PROMETHEUS_YML]"""
 import json
+import os
 import re
 import sys
 
 dashboard_path, rules_path = sys.argv[1], sys.argv[2]
+prometheus_path = sys.argv[3] if len(sys.argv) > 3 else None
 dashboard = json.load(open(dashboard_path))
 
 # Concrete values for Grafana's built-in variables and the dashboard's own.
@@ -60,6 +65,33 @@ for variable in dashboard.get("templating", {}).get("list", []):
 
 if not rules:
     problems.append(f"{dashboard_path} has no queries")
+
+
+def recorded_by(config_path):
+    """Names recorded by the rule files a Prometheus configuration loads (its rule_files list,
+    paths relative to it; read as text, no YAML module needed)."""
+    names, files, in_list = set(), [], False
+    for line in open(config_path):
+        if re.match(r"rule_files:\s*$", line):
+            in_list = True
+        elif in_list and re.match(r"\s+-\s+\S", line):
+            files.append(line.split("-", 1)[1].strip().strip("\"'"))
+        elif in_list and line.strip() and not line.lstrip().startswith("#"):
+            in_list = False
+    for name in files:
+        path = os.path.join(os.path.dirname(config_path), name)
+        names.update(re.findall(r"^\s*-?\s*record:\s*([\w:]+)", open(path).read(), re.M))
+    return files, names
+
+
+if prometheus_path:
+    files, recorded = recorded_by(prometheus_path)
+    for title, ref, expr in rules:
+        unquoted = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+        for name in re.findall(r"(?<![\w:])[a-zA-Z_]\w*:[\w:]*", unquoted):
+            if name not in recorded:
+                problems.append(f"panel {title!r}: {name} is recorded by none of the rule files "
+                                f"{prometheus_path} loads ({', '.join(files)})")
 for problem in problems:
     print(f"FAIL: {problem}", file=sys.stderr)
 

@@ -3,6 +3,7 @@
 Input: the objects kubectl printed as JSON (one after another); writes the ConfigMap's hwperf.yml
 to the second argument for the exporter's --check-config. Every problem is listed, exit 1 if any."""
 import json
+import re
 import sys
 
 text = open(sys.argv[1]).read()
@@ -28,6 +29,30 @@ def one(kind):
     return found[0] if found else {}
 
 
+def config_value(text, *keys):
+    """The scalar at keys in the exporter's configuration, a block-style YAML mapping (no YAML
+    module needed); None when absent."""
+    lines = [l for l in text.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+    start, end, parent_indent = 0, len(lines), -1
+    for depth, key in enumerate(keys):
+        child_indent, found = None, None
+        for i in range(start, end):
+            indent = len(lines[i]) - len(lines[i].lstrip())
+            if indent <= parent_indent:
+                end = i
+                break
+            child_indent = indent if child_indent is None else child_indent
+            match = re.match(rf"{re.escape(key)}:\s*(.*?)\s*(#.*)?$", lines[i].strip())
+            if indent == child_indent and match:
+                found = (i, indent, match.group(1))
+        if found is None:
+            return None
+        start, parent_indent = found[0] + 1, found[1]
+        if depth == len(keys) - 1:
+            return found[2].strip("\"'")
+    return None
+
+
 namespace = one("Namespace").get("metadata", {}).get("name")
 check(namespace, "the Namespace has no name")
 for obj in objects:
@@ -36,8 +61,12 @@ for obj in objects:
               f"{obj['kind']} {obj['metadata'].get('name')} is not in namespace {namespace}")
 
 config = one("ConfigMap").get("data", {}).get("hwperf.yml", "")
-check("sysfs: /host/sys" in config and "procfs: /host/proc" in config and "devfs: /host/dev" in config,
-      "the ConfigMap's paths do not point at the /host mounts")
+paths = {name: config_value(config, "paths", name) for name in ("sysfs", "procfs", "devfs")}
+check(paths == {"sysfs": "/host/sys", "procfs": "/host/proc", "devfs": "/host/dev"},
+      f"the ConfigMap's paths do not point at the /host mounts: {paths}")
+# Containers are counted: the cgroup collector is off by default.
+check(config_value(config, "collectors", "cgroup", "enabled") == "true",
+      "the ConfigMap does not enable collectors.cgroup (per-container counts)")
 open(sys.argv[2], "w").write(config)
 
 account = one("ServiceAccount")
@@ -74,6 +103,24 @@ for mount in container.get("volumeMounts", []):
         check(mount["mountPath"] == "/etc/hwperf", "the ConfigMap is not mounted at /etc/hwperf")
 for host, inside in {"/sys": "/host/sys", "/proc": "/host/proc", "/dev/cpu": "/host/dev/cpu"}.items():
     check(host_paths.get(host) == inside, f"host {host} is not mounted at {inside}")
+# Finding containers: the exporter reads <procfs>/cgroups and <procfs>/self/mountinfo (its own
+# mounts, through the node's procfs), and walks the node's cgroup filesystems, which arrive under
+# /host/sys/fs/cgroup because the runtime binds a hostPath recursively. So /sys and /proc whole
+# (no subPath), exactly where paths.sysfs and procfs point, and nothing mounted over the cgroup
+# filesystems or the procfs.
+mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
+for host, key in (("/sys", "sysfs"), ("/proc", "procfs")):
+    path = paths[key]
+    mount = mounts.get(path, {})
+    check(volumes.get(mount.get("name"), {}).get("hostPath", {}).get("path") == host
+          and not mount.get("subPath") and not mount.get("subPathExpr"),
+          f"paths.{key} ({path}) is not where the node's whole {host} is mounted "
+          "(cgroup discovery reads it)")
+    check(mount.get("mountPropagation") in (None, "None", "HostToContainer"),
+          f"{path} propagates mounts back to the node ({mount.get('mountPropagation')})")
+for inside in mounts:
+    check(not inside.startswith("/host/sys/fs/cgroup") and not inside.startswith("/host/proc/"),
+          f"{inside} is mounted over the node's cgroup filesystems or procfs")
 check("--config.file=/etc/hwperf/hwperf.yml" in container.get("args", []),
       "the container does not read the ConfigMap's configuration")
 
