@@ -60,6 +60,7 @@ CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
   }
   root_states_.assign(settings_.roots.size(), ConfiguredRootState::missing);
   online_.assign(settings_.cpus.size(), true);
+  if (!settings_.unavailable.empty()) return;
   rescan();
   rescanner_ = std::thread([this] {
     const auto period = std::chrono::duration<double>(settings_.rescan_interval_seconds);
@@ -302,6 +303,19 @@ std::vector<FamilyDeclaration> CgroupCollector::declared_families() const {
 }
 
 void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
+  auto available = make_family(metric_name({"container", "available"}),
+                               "1 when containers are counted on this node; 0 when they cannot "
+                               "be, with the reason (the log says what to do).",
+                               prometheus::MetricType::Gauge);
+  if (!settings_.unavailable.empty()) {
+    // The label keeps the reason; the remedy after it is in the log.
+    add_gauge(available,
+              {{"reason", settings_.unavailable.substr(0, settings_.unavailable.find("; "))}}, 0.0);
+    out.push_back(std::move(available));
+    return;
+  }
+  add_gauge(available, {{"reason", ""}}, 1.0);
+  out.push_back(std::move(available));
   const auto& events = settings_.events;
   const std::size_t cpus = settings_.cpus.size();
   const bool per_package = settings_.granularity == Granularity::package;

@@ -27,6 +27,10 @@
 namespace hwperf::cgroup {
 
 struct CgroupCollectorSettings {
+  // Why containers cannot be counted on this node ("" when they can): the collector then only
+  // says so (hwperf_container_available 0), and the other collectors keep serving, as a node
+  // without RAPL does.
+  std::string unavailable;
   PerfEventHierarchy hierarchy;
   std::filesystem::path root;  // the hierarchy's directory as this process reaches it
   std::vector<perf::CountedEvent> events;
@@ -61,6 +65,8 @@ class CgroupCollector final : public Collector {
   // calls it every rescan interval, the constructor once, so the first scrape already counts.
   void rescan();
   const std::vector<perf::CountedEvent>& events() const { return settings_.events; }
+  // Why nothing is counted on this node, "" when containers are counted.
+  const std::string& unavailable() const { return settings_.unavailable; }
 
  private:
   struct Counter {

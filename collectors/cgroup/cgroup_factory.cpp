@@ -5,8 +5,10 @@
 #include <stdexcept>
 
 #include "collectors/perf/pfm_encoder.h"
+#include "common/log.h"
 #include "common/sysctl.h"
 #include "common/text.h"
+#include "config/errors.h"
 
 namespace hwperf::cgroup {
 namespace {
@@ -55,14 +57,26 @@ std::vector<PapiEventConfig> default_cgroup_events() {
   return events;
 }
 
-std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
-                                                       const Topology& topology) {
+namespace {
+
+// Problems of the node, not of the configuration: thrown inside the factory, turned into an
+// unavailable collector by make_cgroup_collector.
+struct Unavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+CgroupCollectorSettings counting_settings(const Config& config, const Topology& topology) {
   const auto& cgroup = config.collectors.cgroup;
-  const Located located = locate(config);
+  Located located;
+  try {
+    located = locate(config);
+  } catch (const std::runtime_error& e) {
+    throw Unavailable(e.what());
+  }
   try {
     perf::initialize_pfm();
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error(std::string("cgroup: ") + e.what());
+    throw Unavailable(std::string("cgroup: ") + e.what());
   }
   perf::EventRequest request;
   request.configured = cgroup.events_given ? cgroup.events : default_cgroup_events();
@@ -73,20 +87,27 @@ std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
   request.config_path = "collectors.cgroup.events";
   request.counted_for = "Counted for each container cgroup";
   request.scope = "summed over the CPUs of each package (or the machine)";
-  perf::ResolvedEvents resolved = perf::resolve_counted_events(request);
+  perf::ResolvedEvents resolved;
+  try {
+    resolved = perf::resolve_counted_events(request);
+  } catch (const ConfigError&) {
+    throw;  // an event the user listed: their mistake, exit 2
+  } catch (const std::runtime_error& e) {
+    throw Unavailable(e.what());
+  }
 
   // A cgroup event counts per CPU: the kernel asks more of it than of counting one's own tasks
   // (kernel/events/core.c: perf_event_open -> perf_allow_cpu), so it is tried once here.
   const UniqueFd directory(::open(located.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!directory.valid()) {
-    throw std::runtime_error("cgroup: " + located.root.string() + ": " + errno_text(errno));
+    throw Unavailable("cgroup: " + located.root.string() + ": " + errno_text(errno));
   }
   perf::OpenOptions options;
   options.cgroup = true;
   const auto probe = perf::open_counter(resolved.events.front().encoding, directory.get(),
                                         static_cast<int>(topology.threads().front().cpu), options);
   if (!probe.ok()) {
-    throw std::runtime_error(
+    throw Unavailable(
         "cgroup: perf_event_open of a cgroup event on " + located.root.string() + ": " +
         errno_text(probe.error) +
         (probe.error == EACCES || probe.error == EPERM
@@ -110,7 +131,23 @@ std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
   settings.match = cgroup.match;
   settings.max_cgroups = cgroup.max_cgroups;
   settings.rescan_interval_seconds = cgroup.rescan_interval_seconds;
-  return std::make_unique<CgroupCollector>(std::move(settings));
+  return settings;
+}
+
+}  // namespace
+
+std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
+                                                       const Topology& topology) {
+  try {
+    return std::make_unique<CgroupCollector>(counting_settings(config, topology));
+  } catch (const Unavailable& e) {
+    log::error(std::string(e.what()) +
+               "; exporting hwperf_container_available 0 and no container counts, the other "
+               "collectors keep serving");
+    CgroupCollectorSettings settings;
+    settings.unavailable = e.what();
+    return std::make_unique<CgroupCollector>(std::move(settings));
+  }
 }
 
 FileNeed cgroup_file_need(const Config& config, const Topology& topology) {

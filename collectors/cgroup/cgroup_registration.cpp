@@ -12,6 +12,9 @@ std::unique_ptr<Collector> make(const Config& config, const Topology& topology) 
 std::vector<std::string> check(const Config& config, const Topology& topology) {
   // Building it finds the hierarchy and probes a cgroup event, which is what --check-config is for.
   auto collector = cgroup::make_cgroup_collector(config, topology);
+  if (!collector->unavailable().empty()) {
+    return {"NOT available: " + collector->unavailable() + " (the exporter serves without it)"};
+  }
   auto lines = cgroup::cgroup_check_report(config, topology);
   for (const auto& event : collector->events()) {
     lines.push_back("event " + event.event + " -> " + event.family);

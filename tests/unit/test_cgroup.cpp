@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "collectors/cgroup/cgroup_factory.h"
 #include "collectors/cgroup/discovery.h"
 #include "collectors/cgroup/hierarchy.h"
 #include "collectors/cgroup/identity.h"
 #include "config/errors.h"
 #include "config/loader.h"
+#include "tests/support.h"
 
 using namespace hwperf::cgroup;
 using Kind = PerfEventHierarchy::Kind;
@@ -238,4 +240,26 @@ collectors:
              Catch::Contains("from 1 to 65536"));
   CHECK_THAT(error_of("collectors:\n  cgroup:\n    paths: [x]\n"),
              Catch::Contains("bad.yml:3:") && Catch::Contains("paths"));
+}
+
+TEST_CASE("a node where containers cannot be counted says so and the exporter keeps serving",
+          "[cgroup]") {
+  hwperf::test::TempDir procfs;
+  // A kernel without CONFIG_CGROUP_PERF: no perf_event line.
+  procfs.write("cgroups", cgroups_without);
+  procfs.write("self/mountinfo", mi_pure_v2);
+  hwperf::Config config;
+  config.collectors.cgroup.enabled = true;
+  config.paths.procfs = procfs.path().string();
+  hwperf::test::CapturedStderr log;
+  const auto collector = make_cgroup_collector(config, hwperf::test::two_socket_topology());
+  CHECK_THAT(collector->unavailable(), Catch::Contains("CONFIG_CGROUP_PERF"));
+  const auto samples = hwperf::test::scrape(*collector);
+  const auto available = hwperf::test::find_samples(samples, "hwperf_container_available");
+  REQUIRE(available.size() == 1);
+  CHECK(available[0].value == 0);
+  CHECK_THAT(available[0].labels.at("reason"), Catch::Contains("no perf_event cgroup controller"));
+  CHECK(hwperf::test::find_samples(samples, "hwperf_container_cgroups").empty());
+  CHECK_THAT(log.text(), Catch::Contains("CONFIG_CGROUP_PERF") &&
+                             Catch::Contains("the other collectors keep serving"));
 }
