@@ -170,6 +170,9 @@ TEST_CASE("A cgroup's cpu-clock is the CPU time of the processes in it", "[live]
   const TestCgroup leaf(parent.path() / "spin");
   const Topology topology = Topology::load(TopologyConfig{});
   auto collector = cgroup::make_cgroup_collector(cgroup_config(name), topology);
+  Config for_machine = cgroup_config(name);
+  for_machine.collectors.cgroup.granularity = Granularity::machine;
+  auto machine = cgroup::make_cgroup_collector(for_machine, topology);
 
   Spinner spinner(600);
   spinner.place_in(leaf.path());
@@ -184,6 +187,12 @@ TEST_CASE("A cgroup's cpu-clock is the CPU time of the processes in it", "[live]
   CHECK(counted == Approx(used).epsilon(0.10));
   CHECK(test::value_of(samples, "hwperf_container_root_state",
                        {{"root", "/" + name}, {"state", "counting"}}) == 1);
+  // granularity: machine sums every CPU into one series without a package label.
+  const auto whole = test::find_samples(
+      test::scrape(*machine), "hwperf_container_clock_seconds_total", {{"cgroup", name + "/spin"}});
+  REQUIRE(whole.size() == 1);
+  CHECK(whole[0].labels.count("package") == 0);
+  CHECK(whole[0].value == Approx(used).epsilon(0.10));
   // Labelled per package: one series per package of this machine.
   CHECK(test::find_samples(samples, "hwperf_container_clock_seconds_total",
                            {{"cgroup", name + "/spin"}})
