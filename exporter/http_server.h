@@ -18,8 +18,8 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 // Limits and deadlines of the HTTP server. CivetWeb gives each connection a worker thread for as
 // long as the connection lasts, so every slow or idle client holds one worker until a deadline
-// below drops it. The defaults keep a few dozen such clients from delaying a scrape; the README
-// ("HTTP limits") explains each one.
+// below drops it. The defaults keep a few dozen such clients from delaying a scrape;
+// docs/deployment.md ("HTTP limits") explains each one.
 struct HttpServerOptions {
   std::string listen_address = kDefaultListenAddress;  // [HOST]:PORT; PORT 0: a free port
   // listen_address as civetweb_listening_port() resolved it, when the caller already has (the
