@@ -71,7 +71,11 @@ void Mapping::describe(std::vector<ConfigKeyInfo>& keys) {
     const std::size_t messages = problems_.messages_.size();
     keys.push_back(ConfigKeyInfo{path, false, "", ""});
     problems_.describing_path_ = path;
-    handler(probe);
+    try {
+      handler(probe);
+    } catch (const std::exception&) {
+      // A reader that converts before it checks throws on the probe; the key is still listed.
+    }
     problems_.describing_path_ = parent;
     keys[index].section = keys.size() > index + 1;
     // The last word is the most precise: a range check follows the type check, and a section's

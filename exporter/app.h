@@ -6,7 +6,8 @@
 
 namespace hwperf {
 
-// The process exit codes, each with one meaning (README, "Command line").
+// The process exit codes, each with one meaning (docs/deployment.md, "Command line and
+// configuration").
 enum class ExitCode : int {
   ok = 0,
   runtime_failure = 1,  // what the machine could not do (port in use, hwloc, PAPI unusable)

@@ -185,7 +185,7 @@ run_wrk() {  # exporter encoding connections round; connections "1close" = 1, no
   local header=()
   if [[ "$encoding" == gzip ]]; then header+=(-H 'Accept-Encoding: gzip'); fi
   # A fresh connection per request: the server's close flushes the response at once, so this
-  # shows the scrape cost without the keep-alive stall (see README "Performance").
+  # shows the scrape cost without the keep-alive stall (see bench/README.md).
   if [[ "$connections" == 1close ]]; then header+=(-H 'Connection: close'); fi
   before=$(cpu_ns "$pid")
   taskset -c 1 wrk -t1 -c"${connections%close}" -d"${wrk_seconds}s" --latency "${header[@]}" \

@@ -5,7 +5,7 @@
 #      Dockerfile's base name, so nothing but Debian packages is downloaded;
 #   2. podman build (vfs storage, chroot isolation, host network for apt);
 #   3. every library of /usr/bin/hwperf_exporter resolves in the image (ldd, no "not found");
-#   4. the container runs as the README shows (privileged, host /sys, /proc and /dev/cpu read-only
+#   4. the container runs as docs/deployment.md shows (privileged, host /sys, /proc and /dev/cpu read-only
 #      under /host, --path.* flags), on a free loopback port; its /metrics has hwperf_cpu_info and
 #      per-CPU PAPI software-event counts for every CPU, /-/healthy answers 200 and the image's
 #      HEALTHCHECK passes;
@@ -122,7 +122,7 @@ echo "$ldd_out" | sed 's/^/  ldd: /' >&2
 ! grep -q "not found" <<<"$ldd_out" || fail "libraries missing in the image: $(grep 'not found' <<<"$ldd_out")"
 grep -q "libpapi" <<<"$ldd_out" || fail "ldd does not list libpapi: is this the right binary?"
 
-# 4. Run it as the README shows and scrape it.
+# 4. Run it as docs/deployment.md shows and scrape it.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cpus=$(nproc --all)
 devcpu=()

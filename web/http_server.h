@@ -22,8 +22,8 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 // Limits and deadlines of the HTTP server. CivetWeb gives each connection a worker thread for as
 // long as the connection lasts, so every slow or idle client holds one worker until a deadline
-// below drops it. The defaults keep a few dozen such clients from delaying a scrape; the README
-// ("HTTP limits") explains each one.
+// below drops it. The defaults keep a few dozen such clients from delaying a scrape;
+// docs/deployment.md ("HTTP limits") explains each one.
 struct HttpServerOptions {
   ListenAddress listen_address = ListenAddress::parse(kDefaultListenAddress);  // PORT 0: any
 

@@ -31,7 +31,7 @@ class DomainSet {
   unsigned bits_;
 };
 
-// How a counter wraps. Each interface has its own rule (README.md, "RAPL collector",
+// How a counter wraps. Each interface has its own rule (docs/collectors/rapl.md,
 // "Wrap-around, exactly").
 enum class WrapRule {
   modulo_2_32,     // MSR: the low 32 bits of the status register, in hardware energy units

@@ -22,8 +22,8 @@ DomainSet wanted_domains(const RaplCollectorConfig& config) {
 std::vector<RaplInterface> interface_order(RaplInterface choice) {
   if (choice != RaplInterface::automatic) return {choice};
   // perf: 64-bit kernel counts, kernel-maintained units; powercap: kernel units but
-  // 32-bit-range values; msr: raw device access and our own model quirks. See the "RAPL
-  // collector" section of README.md.
+  // 32-bit-range values; msr: raw device access and our own model quirks. See
+  // docs/collectors/rapl.md, "Interfaces, and the order auto tries them".
   return {RaplInterface::perf, RaplInterface::powercap, RaplInterface::msr};
 }
 

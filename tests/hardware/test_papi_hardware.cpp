@@ -1,5 +1,5 @@
 // Needs a real PMU, so hidden ([.hardware]); run on a physical machine (or a VM with PMU
-// passthrough) as the README's "Tests on real hardware" says:
+// passthrough) as docs/development.md, "Tests that need real hardware", says:
 //   sudo ./build/tests/hwperf_tests "[.hardware]"
 #include "tests/papi_live_support.h"
 
