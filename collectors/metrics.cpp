@@ -78,4 +78,8 @@ void add_gauge(prometheus::MetricFamily& family, const Labels& labels, double va
   family.metric.push_back(std::move(metric));
 }
 
+double nanoseconds_to_seconds(std::uint64_t ns) {
+  return static_cast<double>(ns / 1000000000u) + static_cast<double>(ns % 1000000000u) * 1e-9;
+}
+
 }  // namespace hwperf

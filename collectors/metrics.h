@@ -32,4 +32,8 @@ void add_counter(prometheus::MetricFamily& family, const Labels& labels, std::ui
 void add_counter(prometheus::MetricFamily& family, const Labels& labels, double value);
 void add_gauge(prometheus::MetricFamily& family, const Labels& labels, double value);
 
+// Nanoseconds to seconds without losing the sub-second part once the count passes 2^53 ns
+// (about 104 days of CPU time, which a machine-wide sum reaches quickly).
+double nanoseconds_to_seconds(std::uint64_t ns);
+
 }  // namespace hwperf

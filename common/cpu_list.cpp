@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/files.h"
 #include "common/text.h"
 
 namespace hwperf {
@@ -78,6 +79,16 @@ std::string format_cpu_list(const std::vector<unsigned>& cpus) {
     i = j + 1;
   }
   return out;
+}
+
+std::optional<std::vector<unsigned>> read_online_cpus(const std::string& sysfs) {
+  const auto text = read_small_file(sysfs + "/devices/system/cpu/online");
+  if (!text.ok()) return std::nullopt;
+  try {
+    return parse_cpu_list(text.value);
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace hwperf

@@ -379,6 +379,20 @@ Key enum_key(Problems& problems, const std::string& name, const std::string& pat
   return {name, read_enum(problems, path, value, table), dump_enum(value)};
 }
 
+// A number from `minimum` to `maximum`.
+Key between_key(Problems& problems, const std::string& name, const std::string& path, double& value,
+                double minimum, double maximum, const std::string& unit) {
+  return {name,
+          [&problems, path, &value, minimum, maximum, unit](const YAML::Node& node) {
+            read_non_negative(problems, path, value)(node);
+            if (value < minimum || value > maximum) {
+              problems.add(problems.at(node), path + ": expected " + format_number(minimum) +
+                                                  " to " + format_number(maximum) + " " + unit);
+            }
+          },
+          dump_value(value)};
+}
+
 // A number >= 0 where 0 means "decide for me", and otherwise between `minimum` and `maximum`.
 Key zero_or_between_key(Problems& problems, const std::string& name, const std::string& path,
                         double& value, double minimum, double maximum,
@@ -493,19 +507,10 @@ Section schema(Problems& problems, Config& config) {
                     enum_key(problems, "domain", "collectors.process.domain", process.domain,
                              kCountingDomainNames),
                     bool_key(problems, "per_cpu", "collectors.process.per_cpu", process.per_cpu),
-                    {"rescan_interval_seconds",
-                     [&problems, &process](const YAML::Node& n) {
-                       const std::string path = "collectors.process.rescan_interval_seconds";
-                       read_non_negative(problems, path, process.rescan_interval_seconds)(n);
-                       if (process.rescan_interval_seconds < kMinRescanIntervalSeconds ||
-                           process.rescan_interval_seconds > kMaxRescanIntervalSeconds) {
-                         problems.add(problems.at(n),
-                                      path + ": expected " +
-                                          format_number(kMinRescanIntervalSeconds) + " to " +
-                                          format_number(kMaxRescanIntervalSeconds) + " seconds");
-                       }
-                     },
-                     dump_value(process.rescan_interval_seconds)},
+                    between_key(problems, "rescan_interval_seconds",
+                                "collectors.process.rescan_interval_seconds",
+                                process.rescan_interval_seconds, kMinRescanIntervalSeconds,
+                                kMaxRescanIntervalSeconds, "seconds"),
                     {"targets",
                      [&problems, &process](const YAML::Node& n) {
                        read_process_targets(problems, n, process.targets);
@@ -607,19 +612,10 @@ Section schema(Problems& problems, Config& config) {
                        cgroup.max_cgroups = static_cast<unsigned>(value);
                      },
                      dump_value(cgroup.max_cgroups)},
-                    {"rescan_interval_seconds",
-                     [&problems, &cgroup](const YAML::Node& n) {
-                       const std::string path = "collectors.cgroup.rescan_interval_seconds";
-                       read_non_negative(problems, path, cgroup.rescan_interval_seconds)(n);
-                       if (cgroup.rescan_interval_seconds < kMinRescanIntervalSeconds ||
-                           cgroup.rescan_interval_seconds > kMaxRescanIntervalSeconds) {
-                         problems.add(problems.at(n),
-                                      path + ": expected " +
-                                          format_number(kMinRescanIntervalSeconds) + " to " +
-                                          format_number(kMaxRescanIntervalSeconds) + " seconds");
-                       }
-                     },
-                     dump_value(cgroup.rescan_interval_seconds)}})}),
+                    between_key(problems, "rescan_interval_seconds",
+                                "collectors.cgroup.rescan_interval_seconds",
+                                cgroup.rescan_interval_seconds, kMinRescanIntervalSeconds,
+                                kMaxRescanIntervalSeconds, "seconds")})}),
   };
 }
 

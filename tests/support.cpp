@@ -563,4 +563,10 @@ std::string cpu1_hotplug_problem() {
          kCpu1OnlineFile + " is writable";
 }
 
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t count = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
 }  // namespace hwperf::test

@@ -160,6 +160,9 @@ Topology two_socket_topology();
 // `topology` carrying the CPU identity that Topology::load reads under `procfs_root`.
 Topology with_cpu_identity_from(const Topology& topology, const std::string& procfs_root);
 
+// How many times `what` occurs in `text` (overlapping ones too): a log line said once.
+std::size_t occurrences(const std::string& text, const std::string& what);
+
 // CPU hotplug for [live][hotplug] tests (root; ctest runs nothing beside a [live] test).
 inline constexpr const char* kCpu1OnlineFile = "/sys/devices/system/cpu/cpu1/online";
 bool set_cpu1_online(bool online);

@@ -20,10 +20,6 @@
 namespace hwperf::cgroup {
 namespace {
 
-double nanoseconds_to_seconds(std::uint64_t ns) {
-  return static_cast<double>(ns / 1000000000u) + static_cast<double>(ns % 1000000000u) * 1e-9;
-}
-
 constexpr EnumName<ConfiguredRootState> kRootStateNames[] = {
     {ConfiguredRootState::counting, "counting"},
     {ConfiguredRootState::missing, "missing"},
@@ -48,6 +44,25 @@ std::string open_remedy(int error) {
 
 }  // namespace
 
+OrErrno<UniqueFd> open_cgroup(const std::filesystem::path& directory) {
+  UniqueFd fd(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return {UniqueFd{}, errno};
+  return {std::move(fd), 0};
+}
+
+OrErrno<UniqueFd> open_cgroup_counter(const perf::EventEncoding& event, const UniqueFd& cgroup,
+                                      unsigned cpu) {
+  perf::OpenOptions options;
+  options.cgroup = true;
+  return perf::open_counter(event, cgroup.get(), static_cast<int>(cpu), options);
+}
+
+void CgroupCollector::Counter::restart(UniqueFd opened) {
+  fd = std::move(opened);
+  const auto first = perf::read_counter(fd);
+  last = first.ok() ? first.value : perf::Reading{};
+}
+
 CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
     : settings_(std::move(settings)) {
   for (const auto& pattern : settings_.match) {
@@ -62,32 +77,13 @@ CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
   online_.assign(settings_.cpus.size(), true);
   if (!settings_.unavailable.empty()) return;
   rescan();
-  rescanner_ = std::thread([this] {
-    const auto period = std::chrono::duration<double>(settings_.rescan_interval_seconds);
-    std::unique_lock lock(stop_mutex_);
-    while (!stop_signal_.wait_for(lock, period, [this] { return stopping_; })) {
-      lock.unlock();
-      rescan();
-      lock.lock();
-    }
-  });
-}
-
-CgroupCollector::~CgroupCollector() {
-  {
-    std::lock_guard lock(stop_mutex_);
-    stopping_ = true;
-  }
-  stop_signal_.notify_all();
-  if (rescanner_.joinable()) rescanner_.join();
+  rescanner_.emplace(std::chrono::duration<double>(settings_.rescan_interval_seconds),
+                     [this] { rescan(); });
 }
 
 int CgroupCollector::open(const std::string& relative, Counted& counted) {
-  const std::string path = (settings_.root / relative).string();
-  const UniqueFd directory(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!directory.valid()) return errno;
-  perf::OpenOptions options;
-  options.cgroup = true;
+  const auto directory = open_cgroup(settings_.root / relative);
+  if (!directory.ok()) return directory.error;
   counted.counters.clear();
   counted.counters.reserve(settings_.events.size() * settings_.cpus.size());
   std::vector<bool> online;
@@ -102,8 +98,7 @@ int CgroupCollector::open(const std::string& relative, Counted& counted) {
         counted.counters.emplace_back();
         continue;
       }
-      auto opened =
-          perf::open_counter(event.encoding, directory.get(), static_cast<int>(cpu.cpu), options);
+      auto opened = open_cgroup_counter(event.encoding, directory.value, cpu.cpu);
       if (opened.error == ENODEV) {  // went offline since the online file was read
         counted.counters.emplace_back();
         continue;
@@ -112,26 +107,17 @@ int CgroupCollector::open(const std::string& relative, Counted& counted) {
         counted.counters.clear();
         return opened.error;
       }
-      Counter counter;
-      counter.fd = std::move(opened.value);
-      const auto first = perf::read_counter(counter.fd);
-      if (first.ok()) counter.last = first.value;
-      counted.counters.push_back(std::move(counter));
+      counted.counters.emplace_back().restart(std::move(opened.value));
     }
   }
   return 0;
 }
 
 void CgroupCollector::follow_hotplug() {
-  if (settings_.online_cpus_file.empty()) return;
-  const auto text = read_small_file(settings_.online_cpus_file.string());
-  if (!text.ok()) return;
-  std::vector<unsigned> online_now;
-  try {
-    online_now = parse_cpu_list(trim(text.value));
-  } catch (const std::invalid_argument&) {
-    return;
-  }
+  if (settings_.sysfs.empty()) return;
+  const auto read = read_online_cpus(settings_.sysfs);
+  if (!read) return;
+  const std::vector<unsigned>& online_now = *read;
   std::vector<bool> online(settings_.cpus.size());
   for (std::size_t i = 0; i < settings_.cpus.size(); ++i) {
     online[i] = std::binary_search(online_now.begin(), online_now.end(), settings_.cpus[i].cpu);
@@ -157,18 +143,15 @@ void CgroupCollector::follow_hotplug() {
     }
   }
   // New descriptors for the returned CPUs, opened outside the scrapes' lock.
-  perf::OpenOptions options;
-  options.cgroup = true;
   const std::size_t cpus = settings_.cpus.size();
   std::map<std::string, std::map<std::size_t, UniqueFd>> reopened;  // path -> counter index -> fd
   for (const auto& path : paths) {
-    const UniqueFd directory(
-        ::open((settings_.root / path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!directory.valid()) continue;  // gone: the rescan closes it
+    const auto directory = open_cgroup(settings_.root / path);
+    if (!directory.ok()) continue;  // gone: the rescan closes it
     for (std::size_t event = 0; event < settings_.events.size(); ++event) {
       for (const std::size_t index : returned) {
-        auto opened = perf::open_counter(settings_.events[event].encoding, directory.get(),
-                                         static_cast<int>(settings_.cpus[index].cpu), options);
+        auto opened = open_cgroup_counter(settings_.events[event].encoding, directory.value,
+                                          settings_.cpus[index].cpu);
         if (opened.ok()) reopened[path].emplace(event * cpus + index, std::move(opened.value));
       }
     }
@@ -182,10 +165,7 @@ void CgroupCollector::follow_hotplug() {
     for (auto& [index, fd] : fds) {
       Counter& counter = found->second.counters[index];
       closing.push_back(std::move(counter.fd));
-      counter.fd = std::move(fd);
-      // The total goes on from where it stood; the new descriptor counts from zero.
-      const auto first = perf::read_counter(counter.fd);
-      counter.last = first.ok() ? first.value : perf::Reading{};
+      counter.restart(std::move(fd));
     }
   }
 }

@@ -4,14 +4,13 @@
 // are counted is decided in the background (discovery.h); a scrape only reads open counters.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "collectors/cgroup/discovery.h"
@@ -20,6 +19,8 @@
 #include "collectors/collector.h"
 #include "collectors/perf/counted_events.h"
 #include "collectors/perf/perf_event.h"
+#include "common/files.h"
+#include "common/periodic_thread.h"
 #include "common/unique_fd.h"
 #include "config/config.h"
 #include "topology/topology.h"
@@ -40,13 +41,20 @@ struct CgroupCollectorSettings {
   std::vector<CgroupPattern> match;
   unsigned max_cgroups = 256;
   double rescan_interval_seconds = 3;
-  // <sysfs>/devices/system/cpu/online, read at every rescan: a CPU that comes back gets new
-  // counters (the kernel never re-enables events a CPU lost going offline). Empty: not read.
-  std::filesystem::path online_cpus_file;
+  // Where the online CPUs are read at every rescan (common/cpu_list.h): a CPU that comes back
+  // gets new counters (the kernel never re-enables events a CPU lost going offline). Empty: not
+  // read.
+  std::string sysfs;
   // Other cgroup hierarchies as this process reaches them: where a configured root that is
   // missing from `root` may be instead (it then counts nothing, which is said).
   std::vector<std::filesystem::path> other_roots;
 };
+
+// A cgroup's directory, opened to name the cgroup to perf_event_open (PERF_FLAG_PID_CGROUP).
+OrErrno<UniqueFd> open_cgroup(const std::filesystem::path& directory);
+// `event` counted for the tasks of `cgroup` (and its descendants) while they run on `cpu`.
+OrErrno<UniqueFd> open_cgroup_counter(const perf::EventEncoding& event, const UniqueFd& cgroup,
+                                      unsigned cpu);
 
 // What became of a configured root at the last rescan.
 enum class ConfiguredRootState { counting, missing, no_leaf, not_in_perf_event_hierarchy };
@@ -54,7 +62,6 @@ enum class ConfiguredRootState { counting, missing, no_leaf, not_in_perf_event_h
 class CgroupCollector final : public Collector {
  public:
   explicit CgroupCollector(CgroupCollectorSettings settings);
-  ~CgroupCollector() override;
 
   std::string name() const override { return "cgroup"; }
   void collect(std::vector<prometheus::MetricFamily>& out) override;
@@ -73,6 +80,8 @@ class CgroupCollector final : public Collector {
     UniqueFd fd;  // invalid while its CPU is offline (opened when it returns)
     perf::Reading last;
     std::uint64_t total = 0;
+    // Counts from `opened` on, its total going on from where it stood.
+    void restart(UniqueFd opened);
   };
   struct Counted {
     CgroupIdentity identity;
@@ -99,10 +108,7 @@ class CgroupCollector final : public Collector {
 
   std::mutex rescan_mutex_;  // one rescan at a time; guards the log-once state below
   bool cap_logged_ = false;
-  std::mutex stop_mutex_;
-  std::condition_variable stop_signal_;
-  bool stopping_ = false;
-  std::thread rescanner_;
+  std::optional<PeriodicThread> rescanner_;  // last: stopped before the members it uses go
 };
 
 }  // namespace hwperf::cgroup

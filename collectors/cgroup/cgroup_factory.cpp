@@ -1,7 +1,5 @@
 #include "collectors/cgroup/cgroup_factory.h"
 
-#include <fcntl.h>
-
 #include <stdexcept>
 
 #include "collectors/perf/pfm_encoder.h"
@@ -98,14 +96,12 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
 
   // A cgroup event counts per CPU: the kernel asks more of it than of counting one's own tasks
   // (kernel/events/core.c: perf_event_open -> perf_allow_cpu), so it is tried once here.
-  const UniqueFd directory(::open(located.root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!directory.valid()) {
-    throw Unavailable("cgroup: " + located.root.string() + ": " + errno_text(errno));
+  const auto directory = open_cgroup(located.root);
+  if (!directory.ok()) {
+    throw Unavailable("cgroup: " + located.root.string() + ": " + errno_text(directory.error));
   }
-  perf::OpenOptions options;
-  options.cgroup = true;
-  const auto probe = perf::open_counter(resolved.events.front().encoding, directory.get(),
-                                        static_cast<int>(topology.threads().front().cpu), options);
+  const auto probe = open_cgroup_counter(resolved.events.front().encoding, directory.value,
+                                         topology.threads().front().cpu);
   if (!probe.ok()) {
     throw Unavailable(
         "cgroup: perf_event_open of a cgroup event on " + located.root.string() + ": " +
@@ -122,8 +118,7 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
   settings.hierarchy = located.hierarchy;
   settings.root = located.root;
   settings.other_roots = located.other_roots;
-  settings.online_cpus_file =
-      std::filesystem::path(config.paths.sysfs) / "devices" / "system" / "cpu" / "online";
+  settings.sysfs = config.paths.sysfs;
   settings.events = std::move(resolved.events);
   settings.cpus = topology.threads();
   settings.granularity = cgroup.granularity;

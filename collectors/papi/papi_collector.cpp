@@ -81,12 +81,6 @@ Labels cpu_labels(const HardwareThread& thread) {
           {"numa_node", thread.numa_node < 0 ? std::string() : std::to_string(thread.numa_node)}};
 }
 
-// Nanoseconds to seconds without losing the sub-second part once the count passes 2^53 ns
-// (about 104 days of CPU time, which a machine-wide sum reaches quickly).
-double nanoseconds_to_seconds(std::uint64_t ns) {
-  return static_cast<double>(ns / 1000000000u) + static_cast<double>(ns % 1000000000u) * 1e-9;
-}
-
 // Built for every PAPI collector, counting or not, so an alert can tell "PAPI cannot count on
 // this machine" from "the exporter has no PAPI collector".
 prometheus::MetricFamily availability_family(const std::string& reason) {

@@ -15,7 +15,6 @@
 #include "collectors/papi/papi_library.h"
 #include "collectors/papi/papi_source.h"
 #include "common/cpu_list.h"
-#include "common/files.h"
 #include "config/errors.h"
 #include "common/log.h"
 #include "topology/topology.h"
@@ -248,17 +247,7 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
               to_string(config.granularity) + ", domain " + to_string(config.domain));
   }
   papi::Maintenance maintenance;
-  maintenance.online_cpus =
-      [online =
-           paths.sysfs + "/devices/system/cpu/online"]() -> std::optional<std::vector<unsigned>> {
-    const auto text = read_small_file(online);
-    if (!text.ok()) return std::nullopt;
-    try {
-      return parse_cpu_list(text.value);
-    } catch (const std::invalid_argument&) {
-      return std::nullopt;
-    }
-  };
+  maintenance.online_cpus = [sysfs = paths.sysfs] { return read_online_cpus(sysfs); };
   return make_papi_collector_from_source(config, std::move(prepared.specs), topology,
                                          std::move(prepared.source), std::move(maintenance));
 }

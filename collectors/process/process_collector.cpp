@@ -32,10 +32,6 @@ struct ProcessCollector::Target {
 
 namespace {
 
-double nanoseconds_to_seconds(std::uint64_t ns) {
-  return static_cast<double>(ns / 1000000000u) + static_cast<double>(ns % 1000000000u) * 1e-9;
-}
-
 Labels cpu_labels(const HardwareThread& thread) {
   return {{"cpu", std::to_string(thread.cpu)},
           {"core", std::to_string(thread.core)},
@@ -99,25 +95,11 @@ ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
     targets_.push_back(std::make_unique<Target>(config, encodings, cpus));
   }
   rescan();
-  rescanner_ = std::thread([this] {
-    const auto period = std::chrono::duration<double>(settings_.rescan_interval_seconds);
-    std::unique_lock lock(stop_mutex_);
-    while (!stop_signal_.wait_for(lock, period, [this] { return stopping_; })) {
-      lock.unlock();
-      rescan();
-      lock.lock();
-    }
-  });
+  rescanner_.emplace(std::chrono::duration<double>(settings_.rescan_interval_seconds),
+                     [this] { rescan(); });
 }
 
-ProcessCollector::~ProcessCollector() {
-  {
-    std::lock_guard lock(stop_mutex_);
-    stopping_ = true;
-  }
-  stop_signal_.notify_all();
-  if (rescanner_.joinable()) rescanner_.join();
-}
+ProcessCollector::~ProcessCollector() = default;
 
 void ProcessCollector::rescan() {
   std::lock_guard lock(rescan_mutex_);

@@ -4,11 +4,10 @@
 // a scrape only reads the counters that are open.
 #pragma once
 
-#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "collectors/collector.h"
@@ -17,6 +16,7 @@
 #include "collectors/perf/perf_event.h"
 #include "collectors/process/target_counting.h"
 #include "collectors/process/target_plan.h"
+#include "common/periodic_thread.h"
 #include "config/config.h"
 #include "topology/topology.h"
 
@@ -38,7 +38,7 @@ struct ProcessCollectorSettings {
 class ProcessCollector final : public Collector {
  public:
   explicit ProcessCollector(ProcessCollectorSettings settings);
-  ~ProcessCollector() override;
+  ~ProcessCollector() override;  // where Target is complete
 
   std::string name() const override { return "process"; }
   void collect(std::vector<prometheus::MetricFamily>& out) override;
@@ -60,11 +60,8 @@ class ProcessCollector final : public Collector {
 
   ProcessCollectorSettings settings_;
   std::vector<std::unique_ptr<Target>> targets_;
-  std::mutex rescan_mutex_;  // one rescan at a time
-  std::mutex stop_mutex_;
-  std::condition_variable stop_signal_;
-  bool stopping_ = false;
-  std::thread rescanner_;
+  std::mutex rescan_mutex_;                  // one rescan at a time
+  std::optional<PeriodicThread> rescanner_;  // last: stopped before the members it uses go
 };
 
 }  // namespace hwperf::process

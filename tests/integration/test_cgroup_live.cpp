@@ -393,13 +393,6 @@ TEST_CASE("Container counts on a CPU taken offline and brought back count again"
   }
   const std::string text = log.text();
   INFO(text);
-  const auto occurrences = [&text](const std::string& what) {
-    std::size_t count = 0;
-    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
-      ++count;
-    }
-    return count;
-  };
-  CHECK(occurrences("CPU 1 went offline") == 1);
-  CHECK(occurrences("CPU 1 is back online") == 1);
+  CHECK(test::occurrences(text, "CPU 1 went offline") == 1);
+  CHECK(test::occurrences(text, "CPU 1 is back online") == 1);
 }

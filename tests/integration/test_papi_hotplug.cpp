@@ -31,12 +31,6 @@ std::vector<test::Sample> scrape_until(Collector& collector, double seconds, Don
   return samples;
 }
 
-std::size_t occurrences(const std::string& text, const std::string& what) {
-  std::size_t count = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
-  return count;
-}
-
 }  // namespace
 
 TEST_CASE(
@@ -85,6 +79,6 @@ TEST_CASE(
   CHECK(later - resumed >= 0.5);
   const std::string text = log.text();
   INFO(text);
-  CHECK(occurrences(text, "CPU 1 is offline") == 1);
-  CHECK(occurrences(text, "CPU 1 is online again") == 1);
+  CHECK(test::occurrences(text, "CPU 1 is offline") == 1);
+  CHECK(test::occurrences(text, "CPU 1 is online again") == 1);
 }

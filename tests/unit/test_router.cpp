@@ -51,13 +51,6 @@ class ConstantAndMoving final : public Collector {
   std::atomic<std::uint64_t> scrapes_{0};
 };
 
-std::size_t occurrences(const std::string& text, const std::string& needle) {
-  std::size_t count = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-    ++count;
-  return count;
-}
-
 }  // namespace
 
 TEST_CASE("constant families are gathered once and served in every scrape with the moving ones",
@@ -81,9 +74,9 @@ TEST_CASE("constant families are gathered once and served in every scrape with t
     const auto before = test::parse_exposition(first);
     const auto after = test::parse_exposition(second);
     for (const auto* body : {&first, &second}) {
-      CHECK(occurrences(*body, "# TYPE hwperf_fixed_info gauge") == 1);
-      CHECK(occurrences(*body, "# TYPE hwperf_build_info gauge") == 1);
-      CHECK(occurrences(*body, "# EOF") ==
+      CHECK(test::occurrences(*body, "# TYPE hwperf_fixed_info gauge") == 1);
+      CHECK(test::occurrences(*body, "# TYPE hwperf_build_info gauge") == 1);
+      CHECK(test::occurrences(*body, "# EOF") ==
             (request.accept.rfind("application/openmetrics", 0) == 0 ? 1u : 0u));
     }
     REQUIRE(test::find_samples(before, "hwperf_fixed_info", {{"cpu", "0"}}).size() == 1);
@@ -117,8 +110,9 @@ TEST_CASE("concurrent scrapes share the constant text and the saved gzip state",
         const HttpResponse response = exporter.handle(request);
         const std::string body =
             request.accept_encoding.empty() ? response.body : test::gunzip(response.body);
-        if (response.status == 200 && occurrences(body, "hwperf_fixed_info{cpu=\"0\"} 1") == 1 &&
-            occurrences(body, "\nhwperf_moving_total ") == 1) {
+        if (response.status == 200 &&
+            test::occurrences(body, "hwperf_fixed_info{cpu=\"0\"} 1") == 1 &&
+            test::occurrences(body, "\nhwperf_moving_total ") == 1) {
           ++complete;
         }
       }
