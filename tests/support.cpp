@@ -569,4 +569,12 @@ std::size_t occurrences(const std::string& text, const std::string& what) {
   return count;
 }
 
+HttpRequest get_request(const std::string& path, const std::string& authorization) {
+  HttpRequest request;
+  request.method = "GET";
+  request.path = path;
+  request.authorization = authorization;
+  return request;
+}
+
 }  // namespace hwperf::test

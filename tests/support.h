@@ -11,6 +11,7 @@
 
 #include "collectors/collector.h"
 #include "common/unique_fd.h"
+#include "web/http.h"
 #include "topology/topology.h"
 
 namespace hwperf::test {
@@ -159,6 +160,10 @@ double value_of(const std::vector<Sample>& samples, const std::string& name,
 Topology two_socket_topology();
 // `topology` carrying the CPU identity that Topology::load reads under `procfs_root`.
 Topology with_cpu_identity_from(const Topology& topology, const std::string& procfs_root);
+
+// A GET of `path` as the routes and the admission layer see it, with an Authorization header
+// when one is given.
+HttpRequest get_request(const std::string& path, const std::string& authorization = "");
 
 // How many times `what` occurs in `text` (overlapping ones too): a log line said once.
 std::size_t occurrences(const std::string& text, const std::string& what);

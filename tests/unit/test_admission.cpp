@@ -16,14 +16,6 @@ using namespace hwperf;
 
 namespace {
 
-HttpRequest get(const std::string& path, const std::string& authorization = "") {
-  HttpRequest request;
-  request.method = "GET";
-  request.path = path;
-  request.authorization = authorization;
-  return request;
-}
-
 // The paths the exporter's routes serve with the default telemetry path.
 bool exporter_serves(std::string_view path) {
   return path == "/metrics" || path == "/" || path == "/-/healthy";
@@ -54,7 +46,7 @@ TEST_CASE(
   const std::string wrong = "Basic " + test::base64(user + ":" + password + "!");
   for (const char* path : {"/metrics", "/"}) {
     CAPTURE(path);
-    auto missing = admission.admit(get(path));
+    auto missing = admission.admit(test::get_request(path));
     REQUIRE_FALSE(missing.admitted());
     CHECK(missing.refusal().status == 401);
     bool challenge = false;
@@ -62,28 +54,28 @@ TEST_CASE(
       challenge = challenge || (name == "WWW-Authenticate" && value.rfind("Basic ", 0) == 0);
     }
     CHECK(challenge);
-    CHECK(status_of(admission, get(path, wrong)) == 401);
-    CHECK(status_of(admission, get(path, right)) == 200);
+    CHECK(status_of(admission, test::get_request(path, wrong)) == 401);
+    CHECK(status_of(admission, test::get_request(path, right)) == 200);
   }
   // No route, no password check: a flood of requests for made-up paths costs no bcrypt.
   const auto runs = admission.bcrypt_runs();
-  CHECK(status_of(admission, get("/nowhere", right)) == 404);
-  CHECK(status_of(admission, get("/nowhere", wrong)) == 404);
-  CHECK(status_of(admission, get("/nowhere")) == 404);
+  CHECK(status_of(admission, test::get_request("/nowhere", right)) == 404);
+  CHECK(status_of(admission, test::get_request("/nowhere", wrong)) == 404);
+  CHECK(status_of(admission, test::get_request("/nowhere")) == 404);
   CHECK(admission.bcrypt_runs() == runs);
   // Liveness probes carry no credentials; the answer says nothing about the machine.
-  CHECK(status_of(admission, get("/-/healthy")) == 200);
+  CHECK(status_of(admission, test::get_request("/-/healthy")) == 200);
   // Without users nothing is asked.
   AdmissionPolicy open;
   open.serves = exporter_serves;
-  CHECK(status_of(Admission(open), get("/metrics")) == 200);
+  CHECK(status_of(Admission(open), test::get_request("/metrics")) == 200);
 }
 
 TEST_CASE("twenty authenticated scrapes run bcrypt once", "[web][web_config]") {
   const Admission admission(with_user("prometheus", "s3cret"));
   const std::string right = "Basic " + test::base64("prometheus:s3cret");
   for (int scrape = 0; scrape < 20; ++scrape) {
-    CHECK(status_of(admission, get("/metrics", right)) == 200);
+    CHECK(status_of(admission, test::get_request("/metrics", right)) == 200);
   }
   CHECK(admission.bcrypt_runs() == 1);
 }
@@ -93,28 +85,28 @@ TEST_CASE("the exporter's routes decide which paths exist", "[web]") {
   AdmissionPolicy policy;
   policy.serves = [&](std::string_view path) { return exporter.serves(path); };
   const Admission admission(policy);
-  CHECK(status_of(admission, get("/custom")) == 200);
-  CHECK(status_of(admission, get("/metrics")) == 404);
+  CHECK(status_of(admission, test::get_request("/custom")) == 200);
+  CHECK(status_of(admission, test::get_request("/metrics")) == 404);
   // Every path the admission lets through has a route.
   for (const char* path : {"/custom", "/", "/-/healthy"}) {
     CAPTURE(path);
-    CHECK(exporter.route(get(path)).status == 200);
+    CHECK(exporter.route(test::get_request(path)).status == 200);
   }
 }
 
 TEST_CASE("methods other than GET and HEAD get 405, request bodies 413", "[web]") {
   const Admission admission(AdmissionPolicy{});
-  HttpRequest post = get("/metrics");
+  HttpRequest post = test::get_request("/metrics");
   post.method = "POST";
   auto refused = admission.admit(post);
   REQUIRE_FALSE(refused.admitted());
   CHECK(refused.refusal().status == 405);
   CHECK(refused.refusal().headers ==
         std::vector<std::pair<std::string, std::string>>{{"Allow", "GET, HEAD"}});
-  HttpRequest head = get("/metrics");
+  HttpRequest head = test::get_request("/metrics");
   head.method = "HEAD";
   CHECK(status_of(admission, head) == 200);
-  HttpRequest with_body = get("/-/healthy");
+  HttpRequest with_body = test::get_request("/-/healthy");
   with_body.has_body = true;
   CHECK(status_of(admission, with_body) == 413);
 }
@@ -125,19 +117,19 @@ TEST_CASE("the rate limit answers 429 beyond its burst, refills, and never limit
   AdmissionPolicy policy;
   policy.rate_limit = RateLimit{1.5, 2};  // "1.5s", burst 2
   const Admission admission(policy, [&] { return now; });
-  CHECK(status_of(admission, get("/metrics")) == 200);
-  CHECK(status_of(admission, get("/")) == 200);
-  CHECK(status_of(admission, get("/metrics")) == 429);
-  CHECK(status_of(admission, get("/-/healthy")) == 200);
+  CHECK(status_of(admission, test::get_request("/metrics")) == 200);
+  CHECK(status_of(admission, test::get_request("/")) == 200);
+  CHECK(status_of(admission, test::get_request("/metrics")) == 429);
+  CHECK(status_of(admission, test::get_request("/-/healthy")) == 200);
   now += std::chrono::milliseconds(1400);
-  CHECK(status_of(admission, get("/metrics")) == 429);
+  CHECK(status_of(admission, test::get_request("/metrics")) == 429);
   now += std::chrono::milliseconds(200);  // 1.6 s since the bucket emptied: one more
-  CHECK(status_of(admission, get("/metrics")) == 200);
-  CHECK(status_of(admission, get("/metrics")) == 429);
+  CHECK(status_of(admission, test::get_request("/metrics")) == 200);
+  CHECK(status_of(admission, test::get_request("/metrics")) == 429);
   now += std::chrono::hours(1);  // refilled up to the burst, not beyond
-  CHECK(status_of(admission, get("/metrics")) == 200);
-  CHECK(status_of(admission, get("/metrics")) == 200);
-  CHECK(status_of(admission, get("/metrics")) == 429);
+  CHECK(status_of(admission, test::get_request("/metrics")) == 200);
+  CHECK(status_of(admission, test::get_request("/metrics")) == 200);
+  CHECK(status_of(admission, test::get_request("/metrics")) == 429);
 }
 
 TEST_CASE(
@@ -149,20 +141,20 @@ TEST_CASE(
   const Admission admission(policy);
   const std::string right = "Basic " + test::base64("prometheus:s3cret");
   const std::string wrong = "Basic " + test::base64("prometheus:nope");
-  std::optional<Admission::Ticket> first(admission.admit(get("/metrics", right)));
-  std::optional<Admission::Ticket> second(admission.admit(get("/metrics", right)));
+  std::optional<Admission::Ticket> first(admission.admit(test::get_request("/metrics", right)));
+  std::optional<Admission::Ticket> second(admission.admit(test::get_request("/metrics", right)));
   REQUIRE(first->admitted());
   REQUIRE(second->admitted());
-  auto third = admission.admit(get("/metrics", right));
+  auto third = admission.admit(test::get_request("/metrics", right));
   REQUIRE_FALSE(third.admitted());
   CHECK(third.refusal().status == 503);
   CHECK_THAT(third.refusal().body, Catch::Contains("2 requests for /metrics are in progress"));
   // A client without the password is refused for that, and takes no place.
-  CHECK(status_of(admission, get("/metrics", wrong)) == 401);
-  CHECK(status_of(admission, get("/", right)) == 200);
-  CHECK(status_of(admission, get("/-/healthy")) == 200);
+  CHECK(status_of(admission, test::get_request("/metrics", wrong)) == 401);
+  CHECK(status_of(admission, test::get_request("/", right)) == 200);
+  CHECK(status_of(admission, test::get_request("/-/healthy")) == 200);
   first.reset();  // a finished scrape gives its place back
-  CHECK(status_of(admission, get("/metrics", right)) == 200);
+  CHECK(status_of(admission, test::get_request("/metrics", right)) == 200);
 }
 
 TEST_CASE("the topology page's JSON, which collects too, shares the scrapes' limit", "[web]") {
@@ -170,20 +162,20 @@ TEST_CASE("the topology page's JSON, which collects too, shares the scrapes' lim
   policy.limited_paths = {"/metrics", "/topology.json"};
   policy.max_concurrent_requests = 2;
   const Admission admission(policy);
-  std::optional<Admission::Ticket> scrape(admission.admit(get("/metrics")));
-  std::optional<Admission::Ticket> page(admission.admit(get("/topology.json")));
+  std::optional<Admission::Ticket> scrape(admission.admit(test::get_request("/metrics")));
+  std::optional<Admission::Ticket> page(admission.admit(test::get_request("/topology.json")));
   REQUIRE(scrape->admitted());
   REQUIRE(page->admitted());
-  auto refused = admission.admit(get("/topology.json"));
+  auto refused = admission.admit(test::get_request("/topology.json"));
   REQUIRE_FALSE(refused.admitted());
   CHECK(refused.refusal().status == 503);
   CHECK_THAT(refused.refusal().body,
              Catch::Contains("2 requests for /metrics, /topology.json are in progress"));
-  CHECK(status_of(admission, get("/metrics")) == 503);
+  CHECK(status_of(admission, test::get_request("/metrics")) == 503);
   // The page itself and its files collect nothing and are not limited.
-  CHECK(status_of(admission, get("/topology")) == 200);
+  CHECK(status_of(admission, test::get_request("/topology")) == 200);
   page.reset();
-  CHECK(status_of(admission, get("/metrics")) == 200);
+  CHECK(status_of(admission, test::get_request("/metrics")) == 200);
 }
 
 TEST_CASE("a rate limit of no requests is refused", "[web]") {

@@ -15,17 +15,7 @@
 
 using namespace hwperf;
 
-namespace {
-
-HttpRequest get(const std::string& path, const std::string& authorization = "") {
-  HttpRequest request;
-  request.method = "GET";
-  request.path = path;
-  request.authorization = authorization;
-  return request;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 namespace {
 
@@ -64,7 +54,7 @@ TEST_CASE("constant families are gathered once and served in every scrape with t
   // serialize them.
   const auto calls_at_startup = probe->constant_calls;
   CHECK(calls_at_startup >= 1);
-  HttpRequest request = get("/metrics");
+  HttpRequest request = test::get_request("/metrics");
   for (const char* accept :
        {"text/plain;version=0.0.4", "application/openmetrics-text;version=1.0.0"}) {
     CAPTURE(accept);
@@ -103,7 +93,7 @@ TEST_CASE("concurrent scrapes share the constant text and the saved gzip state",
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      HttpRequest request = get("/metrics");
+      HttpRequest request = test::get_request("/metrics");
       request.accept = t % 2 ? "application/openmetrics-text;version=1.0.0" : "";
       request.accept_encoding = t % 4 < 2 ? "gzip" : "";
       for (int i = 0; i < kScrapes; ++i) {

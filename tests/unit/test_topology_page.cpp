@@ -93,14 +93,6 @@ class FakeCollector final : public Collector {
   std::vector<prometheus::MetricFamily> families_;
 };
 
-HttpRequest get(const std::string& path, const std::string& authorization = "") {
-  HttpRequest request;
-  request.method = "GET";
-  request.path = path;
-  request.authorization = authorization;
-  return request;
-}
-
 std::string header(const HttpResponse& response, const std::string& name) {
   for (const auto& [key, value] : response.headers) {
     if (key == name) return value;
@@ -283,8 +275,8 @@ TEST_CASE("the topology routes share /metrics' admission and carry a strict CSP"
   const std::string right = "Basic " + test::base64("prometheus:s3cret");
   for (const char* path : {"/topology", "/topology.json", "/topology.js", "/topology.css"}) {
     CAPTURE(path);
-    CHECK(serve(get(path)).status == 401);
-    const HttpResponse response = serve(get(path, right));
+    CHECK(serve(test::get_request(path)).status == 401);
+    const HttpResponse response = serve(test::get_request(path, right));
     CHECK(response.status == 200);
     const std::string csp = header(response, "Content-Security-Policy");
     CHECK_THAT(csp, Catch::Contains("default-src 'none'") && Catch::Contains("script-src 'self'") &&
@@ -292,27 +284,28 @@ TEST_CASE("the topology routes share /metrics' admission and carry a strict CSP"
     CHECK(csp.find("unsafe") == std::string::npos);
     CHECK(header(response, "X-Content-Type-Options") == "nosniff");
   }
-  CHECK(serve(get("/topology.nope", right)).status == 404);
+  CHECK(serve(test::get_request("/topology.nope", right)).status == 404);
   // Only the JSON collects, through the scrape's collector set, once per request.
   const int before = counter->collections;
-  const HttpResponse json = exporter.handle(get("/topology.json", right));
+  const HttpResponse json = exporter.handle(test::get_request("/topology.json", right));
   CHECK(counter->collections == before + 1);
   CHECK(json.content_type == "application/json");
   CHECK_THAT(json.body, Catch::Contains("\"name\":\"hwperf_cpu_x_total\""));
-  HttpRequest gzip = get("/topology.json", right);
+  HttpRequest gzip = test::get_request("/topology.json", right);
   gzip.accept_encoding = "gzip";
   const HttpResponse zipped = exporter.handle(gzip);
   CHECK(header(zipped, "Content-Encoding") == "gzip");
   CHECK_THAT(test::gunzip(zipped.body), Catch::Contains("\"name\":\"hwperf_cpu_x_total\""));
-  exporter.handle(get("/topology", right));
-  exporter.handle(get("/topology.js", right));
+  exporter.handle(test::get_request("/topology", right));
+  exporter.handle(test::get_request("/topology.js", right));
   CHECK(counter->collections == before + 2);
-  CHECK_THAT(exporter.handle(get("/", right)).body, Catch::Contains("href=\"topology\""));
+  CHECK_THAT(exporter.handle(test::get_request("/", right)).body,
+             Catch::Contains("href=\"topology\""));
 
   // Without a topology there is no page, and the landing page does not link one.
   const Exporter without("/metrics", CollectorSet{}, build_info_family({}));
-  CHECK(without.handle(get("/topology")).status == 404);
-  CHECK(without.handle(get("/")).body.find("topology") == std::string::npos);
+  CHECK(without.handle(test::get_request("/topology")).status == 404);
+  CHECK(without.handle(test::get_request("/")).body.find("topology") == std::string::npos);
 }
 
 TEST_CASE("page and JSON stay under 200 KB at 512 CPUs", "[topology_page]") {
