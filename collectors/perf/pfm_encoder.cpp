@@ -57,8 +57,14 @@ EventEncoding encode_event(const std::string& name, CountingDomain domain) {
   arg.size = sizeof arg;
   const int status = pfm_get_os_event_encoding(counted.c_str(), plm, PFM_OS_PERF_EVENT_EXT, &arg);
   if (status != PFM_SUCCESS) {
-    throw std::invalid_argument(name + ": " + pfm_strerror(status) +
-                                " (`papi_native_avail` lists the events this machine knows)");
+    // With LIBPFM_FORCE_PMU set, libpfm4 knows that PMU's events only, not even perf::'s.
+    const char* forced = std::getenv("LIBPFM_FORCE_PMU");
+    throw std::invalid_argument(
+        name + ": " + pfm_strerror(status) +
+        (forced != nullptr ? " (LIBPFM_FORCE_PMU=" + std::string(forced) +
+                                 " is set, which leaves libpfm4 that PMU's events only; unset it)"
+                           : std::string(" (`papi_native_avail` lists the events this machine "
+                                         "knows)")));
   }
   if (attr.sample_period != 0 || attr.freq != 0) {
     throw std::invalid_argument(name + ": a sampling event; the exporter only counts");
