@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench/bench_support.h"
+#include "collectors/papi/papi_presets.h"
 #include "collectors/cgroup/cgroup_factory.h"
 #include "collectors/cgroup/hierarchy.h"
 #include "common/log.h"
@@ -138,7 +139,7 @@ int main(int argc, char** argv) {
   const double alone_ns = ping_pong_ns(hierarchy.mount_point, v2, leaves.front(), 20000);
   const long rss_before = resident_set_kib();
   const std::int64_t first_start = thread_cpu_ns();
-  auto collector = cgroup::make_cgroup_collector(config, topology);
+  auto collector = cgroup::make_cgroup_collector(config, topology, papi::preset_catalog());
   const std::int64_t first_rescan = thread_cpu_ns() - first_start;
 
   const std::string counters = std::to_string(cgroups) + " cgroups x " +

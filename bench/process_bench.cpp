@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bench/bench_support.h"
+#include "collectors/papi/papi_presets.h"
 #include "collectors/process/process_factory.h"
 #include "common/log.h"
 #include "topology/topology.h"
@@ -90,7 +91,8 @@ int main(int argc, char** argv) {
   const pid_t target = spawn_idle_threads(64);
   ::usleep(200000);  // the threads start
   const Topology topology = Topology::load(TopologyConfig{});
-  auto collector = process::make_process_collector(config_for(target), topology);
+  auto collector =
+      process::make_process_collector(config_for(target), topology, papi::preset_catalog());
 
   std::printf("%-58s %8s %10s %10s\n", "case (microseconds of thread CPU)", "samples", "p50",
               "p99");

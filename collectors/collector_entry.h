@@ -8,19 +8,29 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "collectors/events/presets.h"
 #include "common/open_files.h"
 #include "config/config.h"
 #include "topology/topology.h"
 
 namespace hwperf {
 
+// What one collector's folder offers the others, handed to every collector by the registry, so
+// that no collector includes another's folder: PAPI's definitions of its presets, for the
+// collectors that count with the perf interface directly.
+struct CollectorServices {
+  const events::PresetCatalog& presets;
+};
+
 struct CollectorEntry {
   const char* name;
   bool (*enabled)(const Config& config);
   // Builds the collector; throws ConfigError (exit 2) or std::runtime_error (exit 1).
-  std::unique_ptr<Collector> (*make)(const Config& config, const Topology& topology);
+  std::unique_ptr<Collector> (*make)(const Config& config, const Topology& topology,
+                                     const CollectorServices& services);
   // --check-config: one line each on what this collector can do here. Throws like make().
-  std::vector<std::string> (*check)(const Config& config, const Topology& topology);
+  std::vector<std::string> (*check)(const Config& config, const Topology& topology,
+                                    const CollectorServices& services);
   // The file descriptors the collector will hold open (common/open_files.h); null for none.
   FileNeed (*files)(const Config& config, const Topology& topology);
   // The hwperf_build_info label and value of the library the collector runs on, if any.

@@ -2,12 +2,21 @@
 
 #include "collectors/build_info.h"
 #include "collectors/cgroup/cgroup_registration.h"
+#include "collectors/papi/papi_presets.h"
 #include "collectors/papi/papi_registration.h"
 #include "collectors/process/process_registration.h"
 #include "collectors/rapl/rapl_registration.h"
 #include "collectors/topology/topology_registration.h"
 
 namespace hwperf {
+namespace {
+
+const CollectorServices& services() {
+  static const CollectorServices shared{papi::preset_catalog()};
+  return shared;
+}
+
+}  // namespace
 
 const std::vector<const CollectorEntry*>& collector_registry() {
   // Registry order is scrape order, and the order in which family names are claimed: the
@@ -32,7 +41,7 @@ std::vector<FileNeed> collector_file_needs(const Config& config, const Topology&
 CollectorSet build_collectors(const Config& config, const Topology& topology) {
   CollectorSet set;
   for (const CollectorEntry* entry : collector_registry()) {
-    if (entry->enabled(config)) set.add(entry->make(config, topology));
+    if (entry->enabled(config)) set.add(entry->make(config, topology, services()));
   }
   return set;
 }
@@ -41,7 +50,7 @@ std::vector<std::string> collector_check_report(const Config& config, const Topo
   std::vector<std::string> lines;
   for (const CollectorEntry* entry : collector_registry()) {
     if (!entry->enabled(config)) continue;
-    for (const auto& line : entry->check(config, topology)) {
+    for (const auto& line : entry->check(config, topology, services())) {
       lines.push_back(std::string(entry->name) + ": " + line);
     }
   }

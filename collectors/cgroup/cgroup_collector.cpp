@@ -10,6 +10,7 @@
 #include <system_error>
 #include <utility>
 
+#include "collectors/events/emission.h"
 #include "collectors/metrics.h"
 #include "common/cpu_list.h"
 #include "common/enum_names.h"
@@ -64,14 +65,10 @@ void CgroupCollector::Counter::restart(UniqueFd opened) {
 }
 
 CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
-    : settings_(std::move(settings)) {
+    : settings_(std::move(settings)),
+      series_(events::series_at_level(settings_.granularity, settings_.cpus)) {
   for (const auto& pattern : settings_.match) {
     match_.emplace_back(pattern.regex, std::regex::ECMAScript | std::regex::optimize);
-  }
-  for (const HardwareThread& thread : settings_.cpus) {
-    auto at = std::find(packages_.begin(), packages_.end(), thread.package);
-    if (at == packages_.end()) at = packages_.insert(packages_.end(), thread.package);
-    package_of_cpu_.push_back(static_cast<std::size_t>(at - packages_.begin()));
   }
   root_states_.assign(settings_.roots.size(), ConfiguredRootState::missing);
   online_.assign(settings_.cpus.size(), true);
@@ -296,13 +293,11 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
   }
   add_gauge(available, {{"reason", ""}}, 1.0);
   out.push_back(std::move(available));
-  const auto& events = settings_.events;
+  const auto& counted_events = settings_.events;
   const std::size_t cpus = settings_.cpus.size();
-  const bool per_package = settings_.granularity == Granularity::package;
-  const std::size_t groups = per_package ? packages_.size() : 1;
   std::vector<prometheus::MetricFamily> counts;
-  for (const auto& event : events) {
-    counts.push_back(make_family(event.family, event.help, prometheus::MetricType::Counter));
+  for (const auto& event : counted_events) {
+    counts.push_back(events::counter_family(event.family, event.help));
   }
   auto cgroups = make_family(metric_name({"container", "cgroups"}),
                              "Cgroups counted (leaves: containers, services and configured roots' "
@@ -332,38 +327,28 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
 
   std::lock_guard lock(mutex_);
   std::size_t open_counters = 0;
-  std::vector<std::uint64_t> sums(events.size() * groups);
+  std::vector<std::uint64_t> totals(counted_events.size() * cpus);
   for (auto& [path, counted] : counted_) {
-    std::fill(sums.begin(), sums.end(), 0);
-    for (std::size_t event = 0; event < events.size(); ++event) {
-      for (std::size_t cpu = 0; cpu < cpus; ++cpu) {
-        Counter& counter = counted.counters[event * cpus + cpu];
-        // Invalid: its CPU has been offline since this cgroup was found; nothing to read yet.
-        const auto reading = counter.fd.valid() ? perf::read_counter(counter.fd)
-                                                : OrErrno<perf::Reading>{counter.last, 0};
-        if (reading.ok()) {
-          counter.total += perf::delta_between(counter.last, reading.value).count;
-          counter.last = reading.value;
-        } else {
-          ++read_errors_;
-        }
-        sums[event * groups + (per_package ? package_of_cpu_[cpu] : 0)] += counter.total;
+    for (std::size_t slot = 0; slot < totals.size(); ++slot) {
+      Counter& counter = counted.counters[slot];
+      // Invalid: its CPU has been offline since this cgroup was found; nothing to read yet.
+      const auto reading = counter.fd.valid() ? perf::read_counter(counter.fd)
+                                              : OrErrno<perf::Reading>{counter.last, 0};
+      if (reading.ok()) {
+        counter.total += perf::delta_between(counter.last, reading.value).count;
+        counter.last = reading.value;
+      } else {
+        ++read_errors_;
       }
+      totals[slot] = counter.total;
+      open_counters += counter.fd.valid() ? 1 : 0;
     }
-    for (const Counter& counter : counted.counters) open_counters += counter.fd.valid() ? 1 : 0;
     const CgroupIdentity& id = counted.identity;
-    for (std::size_t event = 0; event < events.size(); ++event) {
-      for (std::size_t group = 0; group < groups; ++group) {
-        Labels labels = {
-            {"container_id", id.container_id}, {"pod_uid", id.pod_uid}, {"cgroup", id.cgroup}};
-        if (per_package) labels.push_back({"package", std::to_string(packages_[group])});
-        const std::uint64_t value = sums[event * groups + group];
-        if (events[event].unit == papi::Unit::nanoseconds) {
-          add_counter(counts[event], labels, nanoseconds_to_seconds(value));
-        } else {
-          add_counter(counts[event], labels, value);
-        }
-      }
+    const Labels identity = {
+        {"container_id", id.container_id}, {"pod_uid", id.pod_uid}, {"cgroup", id.cgroup}};
+    for (std::size_t event = 0; event < counted_events.size(); ++event) {
+      events::add_series(counts[event], series_, totals, event * cpus, counted_events[event].unit,
+                         identity);
     }
   }
   add_gauge(cgroups, {}, static_cast<double>(counted_.size()));

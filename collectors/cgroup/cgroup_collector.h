@@ -17,6 +17,7 @@
 #include "collectors/cgroup/hierarchy.h"
 #include "collectors/cgroup/identity.h"
 #include "collectors/collector.h"
+#include "collectors/events/emission.h"
 #include "collectors/perf/counted_events.h"
 #include "collectors/perf/perf_event.h"
 #include "common/files.h"
@@ -95,8 +96,8 @@ class CgroupCollector final : public Collector {
 
   CgroupCollectorSettings settings_;
   std::vector<std::regex> match_;
-  std::vector<std::size_t> package_of_cpu_;  // index into packages_
-  std::vector<unsigned> packages_;
+  // The CPUs' counters summed per package, or over the machine (settings_.granularity).
+  std::vector<events::CounterSeries> series_;
 
   std::mutex mutex_;  // everything below, between scrapes and rescans
   std::map<std::string, Counted> counted_;

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "collectors/events/event_specs.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "common/log.h"
 #include "common/sysctl.h"
@@ -44,15 +45,8 @@ std::size_t event_count(const CgroupCollectorConfig& cgroup) {
 }  // namespace
 
 std::vector<PapiEventConfig> default_cgroup_events() {
-  const char* names[] = {"perf::CPU-CLOCK", "perf::INSTRUCTIONS", "perf::CYCLES",
-                         "perf::CACHE-MISSES"};
-  std::vector<PapiEventConfig> events;
-  for (const char* name : names) {
-    PapiEventConfig event;
-    event.event = name;
-    events.push_back(std::move(event));
-  }
-  return events;
+  return events::events_from_names(
+      {"perf::CPU-CLOCK", "perf::INSTRUCTIONS", "perf::CYCLES", "perf::CACHE-MISSES"});
 }
 
 namespace {
@@ -63,7 +57,8 @@ struct Unavailable : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-CgroupCollectorSettings counting_settings(const Config& config, const Topology& topology) {
+CgroupCollectorSettings counting_settings(const Config& config, const Topology& topology,
+                                          const events::PresetCatalog& presets) {
   const auto& cgroup = config.collectors.cgroup;
   Located located;
   try {
@@ -79,6 +74,7 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
   perf::EventRequest request;
   request.configured = cgroup.events_given ? cgroup.events : default_cgroup_events();
   request.defaults = !cgroup.events_given;
+  request.presets = &presets;
   request.procfs = config.paths.procfs;
   request.level = "container";
   request.collector = "cgroup";
@@ -132,9 +128,10 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
 }  // namespace
 
 std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
-                                                       const Topology& topology) {
+                                                       const Topology& topology,
+                                                       const events::PresetCatalog& presets) {
   try {
-    return std::make_unique<CgroupCollector>(counting_settings(config, topology));
+    return std::make_unique<CgroupCollector>(counting_settings(config, topology, presets));
   } catch (const Unavailable& e) {
     log::error(std::string(e.what()) +
                "; exporting hwperf_container_available 0 and no container counts, the other "

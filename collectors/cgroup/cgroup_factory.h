@@ -9,13 +9,15 @@
 
 #include "collectors/cgroup/cgroup_collector.h"
 #include "common/open_files.h"
+#include "collectors/events/presets.h"
 #include "config/config.h"
 #include "topology/topology.h"
 
 namespace hwperf::cgroup {
 
 std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
-                                                       const Topology& topology);
+                                                       const Topology& topology,
+                                                       const events::PresetCatalog& presets);
 
 // Counted when the configuration lists no events: best effort, what this machine cannot count is
 // dropped with one warning. CPU time first: the energy rules split power by it.

@@ -6,12 +6,14 @@ namespace hwperf {
 namespace {
 
 bool enabled(const Config& config) { return config.collectors.cgroup.enabled; }
-std::unique_ptr<Collector> make(const Config& config, const Topology& topology) {
-  return cgroup::make_cgroup_collector(config, topology);
+std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
+                                const CollectorServices& services) {
+  return cgroup::make_cgroup_collector(config, topology, services.presets);
 }
-std::vector<std::string> check(const Config& config, const Topology& topology) {
+std::vector<std::string> check(const Config& config, const Topology& topology,
+                               const CollectorServices& services) {
   // Building it finds the hierarchy and probes a cgroup event, which is what --check-config is for.
-  auto collector = cgroup::make_cgroup_collector(config, topology);
+  auto collector = cgroup::make_cgroup_collector(config, topology, services.presets);
   if (!collector->unavailable().empty()) {
     return {"NOT available: " + collector->unavailable() + " (the exporter serves without it)"};
   }

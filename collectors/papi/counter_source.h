@@ -1,6 +1,6 @@
-// The seam between the PAPI collector and PAPI: the events as the collector exports them, and a
-// source of running counts laid out per (event, CPU). The real source is papi_source.h; tests
-// drive the collector with fakes (like rapl/energy_source.h).
+// The seam between the PAPI collector and PAPI: a source of running counts laid out per (event,
+// CPU), for the events as the collector exports them (events::EventSpec). The real source is
+// papi_source.h; tests drive the collector with fakes (like rapl/energy_source.h).
 #pragma once
 
 #include <cstddef>
@@ -9,22 +9,6 @@
 #include <vector>
 
 namespace hwperf::papi {
-
-// perf's CPU-CLOCK and TASK-CLOCK count nanoseconds; they are exported in seconds (the
-// Prometheus base unit), converted only when the sample is built.
-enum class Unit { count, nanoseconds };
-
-// One configured event as the collector exports it, resolved and validated at startup.
-struct EventSpec {
-  std::string event;        // as configured: "PAPI_TOT_INS", "perf::PAGE-FAULTS:u"
-  std::string counted_as;   // what PAPI opens: `event`, or its generic equivalent (perf::...)
-  std::string family;       // the exported family name (name_families sets it)
-  std::string where;        // where it was configured ("file:line:column"), for messages
-  std::string metric;       // base name without level prefix or "_total": "instructions"
-  std::string description;  // first part of HELP: the user's `help`, or PAPI's description
-  Unit unit = Unit::count;
-  bool is_default = false;  // from the built-in default set (best effort) rather than the user
-};
 
 // One (event, CPU) pair that the source counts. read() fills values in layout order.
 struct CounterId {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "collectors/events/event_specs.h"
 #include "collectors/papi/counter_source.h"
 #include "config/config.h"
 
@@ -42,7 +43,7 @@ struct Maintenance {
 // config.domain only; `events` are those the source was opened with, in the same order.
 // Throws ConfigError if a metric name is invalid or clashes.
 std::unique_ptr<Collector> make_papi_collector_from_source(
-    const PapiCollectorConfig& config, std::vector<papi::EventSpec> events,
+    const PapiCollectorConfig& config, std::vector<events::EventSpec> events,
     const Topology& topology, std::unique_ptr<papi::CounterSource> source,
     papi::Maintenance maintenance = {});
 

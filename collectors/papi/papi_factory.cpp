@@ -11,7 +11,7 @@
 #include <tuple>
 
 #include "collectors/papi/papi_collector.h"
-#include "collectors/papi/papi_events.h"
+#include "collectors/events/event_specs.h"
 #include "collectors/papi/papi_library.h"
 #include "collectors/papi/papi_source.h"
 #include "common/cpu_list.h"
@@ -20,9 +20,48 @@
 #include "topology/topology.h"
 
 namespace hwperf {
+
+namespace papi {
+
+std::vector<PapiEventConfig> default_events() {
+  // Core throughput, branch and cache behaviour, plus the scheduler's view. Only the kernel's
+  // generic events: one image runs on a fleet of CPU generations, and PAPI's presets stop at the
+  // CPUs its release knew (PAPI 7.0.0: Ice Lake-SP and Zen 3), while the kernel maps these on
+  // every CPU it supports. The software events keep the default useful on machines (VMs) without
+  // a hardware PMU.
+  return events::events_from_names(
+      {"perf::INSTRUCTIONS", "perf::CYCLES", "perf::REF-CYCLES", "perf::BRANCH-INSTRUCTIONS",
+       "perf::BRANCH-MISSES", "perf::CACHE-REFERENCES", "perf::CACHE-MISSES",
+       "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS", "perf::PAGE-FAULTS"});
+}
+
+std::vector<unsigned> select_cpus(const PapiCollectorConfig& config, const Topology& topology) {
+  if (config.cpus.all) return topology.cpus();
+  const std::string where = config.cpus.mark.to_string();
+  std::vector<unsigned> missing;
+  for (unsigned cpu : config.cpus.cpus) {
+    if (topology.find(cpu) == nullptr) missing.push_back(cpu);
+  }
+  if (!missing.empty()) {
+    throw ConfigError({where + ": collectors.papi.cpus names CPUs " + format_cpu_list(missing) +
+                       ", which this machine does not have online (it has " +
+                       format_cpu_list(topology.cpus()) + ")"});
+  }
+  return config.cpus.cpus;
+}
+
+std::size_t descriptors_per_cpu(const std::vector<std::string>& events,
+                                const std::function<unsigned(const std::string&)>& native_terms) {
+  std::size_t total = 0;
+  for (const auto& event : events) total += std::max(1u, native_terms(event));
+  return total;
+}
+
+}  // namespace papi
+
 namespace {
 
-using papi::EventSpec;
+using events::EventSpec;
 
 struct Prepared {
   std::vector<EventSpec> specs;
@@ -65,9 +104,9 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
     // A preset PAPI knows but has no definition of for this CPU (PAPI 7.0.0 stops at Ice Lake-SP
     // and Zen 3) is counted through the kernel's generic event where it means the same.
     // The event itself was just looked up; only its generic twin costs a second lookup.
-    counted_as[event.event] = papi::choose_counted_as(event.event, [&](const std::string& name) {
+    counted_as[event.event] = events::choose_counted_as(event.event, [&](const std::string& name) {
       const auto found = name == event.event ? lookup : papi::lookup_event(name);
-      return papi::EventStatus{found.known, found.available};
+      return events::EventStatus{found.known, found.available};
     });
     if (!lookup.known) {
       if (defaults) {
@@ -85,8 +124,8 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
   }
   try {
     prepared.specs =
-        papi::resolve_event_specs(known, defaults, config.granularity,
-                                  [&](const std::string& name) { return descriptions[name]; });
+        events::resolve_event_specs(known, defaults, config.granularity,
+                                    [&](const std::string& name) { return descriptions[name]; });
   } catch (const ConfigError& e) {
     append(problems, e.problems());
   }
@@ -268,9 +307,9 @@ FileNeed papi_file_need(const PapiCollectorConfig& config, const Topology& topol
     if (!papi_runs) return 1u;
     // What the collector will open: a preset PAPI does not define here is its generic twin.
     const auto lookup = papi::lookup_event(event);
-    const std::string counted = papi::choose_counted_as(event, [&](const std::string& name) {
+    const std::string counted = events::choose_counted_as(event, [&](const std::string& name) {
       const auto found = name == event ? lookup : papi::lookup_event(name);
-      return papi::EventStatus{found.known, found.available};
+      return events::EventStatus{found.known, found.available};
     });
     return counted == event ? lookup.native_terms : papi::lookup_event(counted).native_terms;
   });

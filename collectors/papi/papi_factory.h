@@ -2,6 +2,7 @@
 // collector of papi_collector.h.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,23 @@
 namespace hwperf {
 
 class Topology;
+
+namespace papi {
+
+// Used when the config lists no events. Best effort: what this machine cannot count is skipped.
+std::vector<PapiEventConfig> default_events();
+
+// config.cpus against the topology: "all" is every CPU in it. Throws ConfigError naming
+// where the list was written for CPUs the topology does not have (offline or absent).
+std::vector<unsigned> select_cpus(const PapiCollectorConfig& config, const Topology& topology);
+
+// Descriptors one CPU's events take: one per native event each is counted through, so a derived
+// preset (PAPI_FP_OPS as three native events) counts each of its terms. `native_terms` says how
+// many an event has here (at least 1 is assumed).
+std::size_t descriptors_per_cpu(const std::vector<std::string>& events,
+                                const std::function<unsigned(const std::string&)>& native_terms);
+
+}  // namespace papi
 
 // The real collector: validates config.events / config.cpus (ConfigError, exit 2, for unknown
 // events, bad CPU lists, CPUs not in the topology, invalid or clashing metric names), initialises

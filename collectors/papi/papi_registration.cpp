@@ -7,10 +7,12 @@ namespace hwperf {
 namespace {
 
 bool enabled(const Config& config) { return config.collectors.papi.enabled; }
-std::unique_ptr<Collector> make(const Config& config, const Topology& topology) {
+std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
+                                const CollectorServices&) {
   return make_papi_collector(config.collectors.papi, topology, config.paths);
 }
-std::vector<std::string> check(const Config& config, const Topology& topology) {
+std::vector<std::string> check(const Config& config, const Topology& topology,
+                               const CollectorServices&) {
   return papi_check_report(config.collectors.papi, topology, config.paths);
 }
 FileNeed files(const Config& config, const Topology& topology) {

@@ -59,7 +59,7 @@
 #include <utility>
 
 #include "collectors/papi/papi_event_set.h"
-#include "collectors/papi/papi_events.h"
+#include "collectors/events/vocabulary.h"
 #include "collectors/papi/papi_library.h"
 #include "collectors/papi/papi_owner.h"
 #include "collectors/papi/papi_placement.h"
@@ -149,7 +149,7 @@ FillResult fill_set(OwnerThread& owner, Binding binding, unsigned cpu, int compo
         result.not_qualifiable.push_back(event->index);
         continue;
       }
-      name = cpu_qualified_name(event->native, cpu, request.domain);
+      name = events::cpu_qualified_name(event->native, cpu, request.domain);
     }
     const bool perf_can_count = request.multiplex && event->no_qualifier_reason.empty();
     if (perf_can_count && result.placed.size() >= request.counters_per_set) {
@@ -429,7 +429,7 @@ class PapiSource final : public CounterSource {
         continue;
       }
       plan.component = PAPI_get_event_component(code);
-      if (is_preset(plan.name)) {
+      if (events::is_preset(plan.name)) {
         PAPI_event_info_t info{};
         if (PAPI_get_event_info(code, &info) == PAPI_OK) {
           const std::string derived = info.derived;

@@ -1,12 +1,9 @@
 #include "collectors/perf/counted_events.h"
 
 #include <cerrno>
-#include <set>
 #include <stdexcept>
 
-#include "collectors/metrics.h"
-#include "collectors/papi/papi_events.h"
-#include "collectors/papi/papi_library.h"
+#include "collectors/events/event_specs.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "common/log.h"
 #include "common/sysctl.h"
@@ -26,22 +23,19 @@ bool missing_counter(int error) {
 
 // A PAPI preset as libpfm4 can encode it: the one native event PAPI defines it as on this CPU,
 // else the kernel's generic event with exactly its meaning (encode_event's own fallback); a
-// preset PAPI derives from several events (a sum or difference) cannot be one counter.
-std::string counted_as(const std::string& event, const std::string& procfs) {
-  if (!papi::is_preset(event)) return event;
-  try {
-    papi::init_library(procfs);
-    const auto lookup = papi::lookup_event(event);
-    if (!lookup.single_native.empty()) return lookup.single_native;
-    if (lookup.available && lookup.native_terms > 1 && !papi::generic_equivalent(event)) {
-      throw std::invalid_argument(
-          event + " is derived here from " + std::to_string(lookup.native_terms) +
-          " native events, which one process counter cannot count; list them one by one "
-          "(papi_avail -e " +
-          event + " names them)");
-    }
-  } catch (const papi::UnavailableError&) {
-    // Without PAPI, only the kernel's generic equivalent is left.
+// preset PAPI derives from several events (a sum or difference) cannot be one counter. Without
+// PAPI, only the kernel's generic equivalent is left.
+std::string counted_as(const std::string& event, const EventRequest& request) {
+  if (!events::is_preset(event)) return event;
+  const auto preset = request.presets->lookup(event, request.procfs);
+  if (!preset) return event;
+  if (!preset->single_native.empty()) return preset->single_native;
+  if (preset->available && preset->native_terms > 1 && !events::generic_equivalent(event)) {
+    throw std::invalid_argument(event + " is derived here from " +
+                                std::to_string(preset->native_terms) +
+                                " native events, which one process counter cannot count; list "
+                                "them one by one (papi_avail -e " +
+                                event + " names them)");
   }
   return event;
 }
@@ -56,14 +50,15 @@ ResolvedEvents resolve_counted_events(const EventRequest& request) {
   const bool defaults = request.defaults;
   const auto& configured = request.configured;
   const std::string& procfs = request.procfs;
+  if (request.presets == nullptr) throw std::logic_error("resolve_counted_events: no presets");
   ResolvedEvents resolved{{}, request.domain, ""};
   std::vector<std::string> problems;
-  std::set<std::string> families;
+  std::vector<events::EventSpec> named;  // per resolved event, for events::name_families
   for (const auto& event : configured) {
     const std::string where = where_of(event);
     perf::EventEncoding encoding;
     try {
-      encoding = perf::encode_event(counted_as(event.event, procfs), resolved.domain);
+      encoding = perf::encode_event(counted_as(event.event, request), resolved.domain);
       encoding.name = event.event;
     } catch (const std::invalid_argument& e) {
       if (defaults) {
@@ -113,34 +108,28 @@ ResolvedEvents resolve_counted_events(const EventRequest& request) {
     CountedEvent resolved_event;
     resolved_event.event = event.event;
     resolved_event.where = event.mark.line != 0 ? event.mark.to_string() : "";
-    resolved_event.unit = papi::event_unit(event.event);
-    const std::string metric =
-        event.metric.empty() ? papi::default_metric_base(event.event) : event.metric;
-    try {
-      resolved_event.family = counter_name({request.level, metric});
-    } catch (const std::invalid_argument& e) {
-      problems.push_back(where + request.config_path + ": " + e.what());
-      continue;
-    }
-    if (!families.insert(resolved_event.family).second) {
-      problems.push_back(where + request.config_path + ": " + event.event + " would export " +
-                         resolved_event.family +
-                         ", which an earlier event exports too; give one a `metric:`");
-      continue;
-    }
-    std::string description = event.help;
-    if (description.empty()) description = papi::builtin_description(event.event);
-    if (description.empty()) description = "Event " + event.event;
+    resolved_event.unit = events::event_unit(event.event);
+    events::EventSpec spec;
+    spec.event = event.event;
+    spec.where = resolved_event.where;
+    spec.metric = events::metric_base_of(event, where + request.config_path, problems);
+    if (spec.metric.empty()) continue;
+    std::string description =
+        events::description_of(event, [](const std::string& name) { return "Event " + name; });
     if (description.back() != '.') description += '.';
     resolved_event.help = description + " " + request.counted_for + " (event " + event.event +
                           ", " + to_string(resolved.domain) + " mode), " + request.scope +
                           ", scaled where multiplexed." +
-                          (resolved_event.unit == papi::Unit::nanoseconds
+                          (resolved_event.unit == events::Unit::nanoseconds
                                ? " Seconds, converted from the event's nanoseconds."
                                : "");
     resolved_event.encoding = encoding;
     resolved.events.push_back(std::move(resolved_event));
+    named.push_back(std::move(spec));
   }
+  const auto naming = events::name_families(named, request.level);
+  problems.insert(problems.end(), naming.begin(), naming.end());
+  for (std::size_t i = 0; i < named.size(); ++i) resolved.events[i].family = named[i].family;
   if (!problems.empty()) throw ConfigError(problems);
   if (resolved.events.empty()) {
     throw std::runtime_error(

@@ -1,13 +1,15 @@
 // The events a perf-backend collector counts (process targets, containers), resolved once at
-// startup from the PAPI collector's vocabulary: presets through PAPI's one-native definition or
-// their exact kernel generic event, everything encoded by libpfm4 and opened once on this thread
-// so that what cannot be counted here is found before serving, with the family names made here.
+// startup from the shared vocabulary (collectors/events): presets through PAPI's one-native
+// definition (the preset catalog) or their exact kernel generic event, everything encoded by
+// libpfm4 and opened once on this thread so that what cannot be counted here is found before
+// serving, with the family names made by events::name_families.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "collectors/papi/counter_source.h"
+#include "collectors/events/presets.h"
+#include "collectors/events/vocabulary.h"
 #include "collectors/perf/perf_event.h"
 #include "config/config.h"
 
@@ -18,13 +20,14 @@ struct CountedEvent {
   std::string where;   // file:line:column, or "" for a default event
   std::string family;  // hwperf_<level>_<metric>_total
   std::string help;
-  papi::Unit unit = papi::Unit::count;
+  events::Unit unit = events::Unit::count;
   EventEncoding encoding;
 };
 
 struct EventRequest {
   std::vector<PapiEventConfig> configured;
   bool defaults = false;  // best effort: what cannot be counted is skipped with a warning
+  const events::PresetCatalog* presets = nullptr;  // what PAPI defines presets as; required
   CountingDomain domain = CountingDomain::all;
   std::string procfs;
   std::string level;        // "process", "container": the family prefix

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "collectors/papi/papi_events.h"
+#include "collectors/events/vocabulary.h"
 
 namespace hwperf::perf {
 
@@ -28,8 +28,8 @@ void initialize_pfm() {
 EventEncoding encode_event(const std::string& name, CountingDomain domain) {
   initialize_pfm();
   std::string counted = name;
-  if (papi::is_preset(name)) {
-    const auto generic = papi::generic_equivalent(name);
+  if (events::is_preset(name)) {
+    const auto generic = events::generic_equivalent(name);
     if (!generic) {
       throw std::invalid_argument(
           name +
@@ -39,10 +39,10 @@ EventEncoding encode_event(const std::string& name, CountingDomain domain) {
     }
     counted = *generic;
   }
-  if (papi::has_cpu_qualifier(counted)) {
+  if (events::has_cpu_qualifier(counted)) {
     throw std::invalid_argument(name + ": remove the cpu= qualifier; per_cpu chooses CPUs");
   }
-  if (const auto sampling = papi::sampling_qualifier(counted)) {
+  if (const auto sampling = events::sampling_qualifier(counted)) {
     throw std::invalid_argument(name + ": remove " + *sampling +
                                 "; the exporter counts, and a sampling event would signal it");
   }

@@ -10,6 +10,7 @@
 #include <map>
 #include <utility>
 
+#include "collectors/events/emission.h"
 #include "collectors/metrics.h"
 #include "common/log.h"
 #include "common/sysctl.h"
@@ -31,13 +32,6 @@ struct ProcessCollector::Target {
 };
 
 namespace {
-
-Labels cpu_labels(const HardwareThread& thread) {
-  return {{"cpu", std::to_string(thread.cpu)},
-          {"core", std::to_string(thread.core)},
-          {"package", std::to_string(thread.package)},
-          {"numa_node", thread.numa_node < 0 ? std::string() : std::to_string(thread.numa_node)}};
-}
 
 // The start-time tick at which a file was last written: its mtime moved from the wall clock to
 // the boot clock the kernel reports start times in.
@@ -85,7 +79,10 @@ std::string permission_remedy(const std::string& procfs, pid_t pid) {
 }  // namespace
 
 ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
-    : settings_(std::move(settings)) {
+    : settings_(std::move(settings)),
+      slot_series_(settings_.cpus.empty()
+                       ? std::vector<events::CounterSeries>{{{}, {0}}}
+                       : events::series_at_level(Granularity::cpu, settings_.cpus)) {
   std::vector<perf::EventEncoding> encodings;
   for (const auto& event : settings_.events) encodings.push_back(event.encoding);
   std::vector<int> cpus;
@@ -233,10 +230,10 @@ std::vector<std::uint64_t> ProcessCollector::target_totals(const std::string& na
 
 void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& out,
                                        const std::vector<std::string>& names) {
-  const auto& events = settings_.events;
+  const auto& counted_events = settings_.events;
   std::vector<prometheus::MetricFamily> counts;
-  for (const auto& event : events) {
-    counts.push_back(make_family(event.family, event.help, prometheus::MetricType::Counter));
+  for (const auto& event : counted_events) {
+    counts.push_back(events::counter_family(event.family, event.help));
   }
   auto enabled = make_family(
       counter_name({"process", "event", "enabled", "seconds"}),
@@ -276,21 +273,11 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
     if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
     const CountTotals totals = target->counting.read();
     const std::size_t slots = target->counting.slots();
-    for (std::size_t event = 0; event < events.size(); ++event) {
-      for (std::size_t slot = 0; slot < slots; ++slot) {
-        Labels labels = {{"target", name}};
-        if (!settings_.cpus.empty()) {
-          for (auto& label : cpu_labels(settings_.cpus[slot])) labels.push_back(label);
-        }
-        const std::uint64_t value = totals.counts[event * slots + slot];
-        if (events[event].unit == papi::Unit::nanoseconds) {
-          add_counter(counts[event], labels, nanoseconds_to_seconds(value));
-        } else {
-          add_counter(counts[event], labels, value);
-        }
-      }
+    for (std::size_t event = 0; event < counted_events.size(); ++event) {
+      events::add_series(counts[event], slot_series_, totals.counts, event * slots,
+                         counted_events[event].unit, {{"target", name}});
       if (settings_.cpus.empty()) {
-        const Labels labels = {{"target", name}, {"event", events[event].event}};
+        const Labels labels = {{"target", name}, {"event", counted_events[event].event}};
         add_counter(enabled, labels, nanoseconds_to_seconds(totals.enabled_ns[event]));
         add_counter(running, labels, nanoseconds_to_seconds(totals.running_ns[event]));
       }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "collectors/collector.h"
-#include "collectors/papi/counter_source.h"
+#include "collectors/events/emission.h"
 #include "collectors/perf/counted_events.h"
 #include "collectors/perf/perf_event.h"
 #include "collectors/process/target_counting.h"
@@ -59,6 +59,8 @@ class ProcessCollector final : public Collector {
   void rescan_target(Target& target, const Snapshot& snapshot, const ProcessFacts& facts);
 
   ProcessCollectorSettings settings_;
+  // One series per CPU a target ran on with per_cpu, else one for the target (slot 0).
+  std::vector<events::CounterSeries> slot_series_;
   std::vector<std::unique_ptr<Target>> targets_;
   std::mutex rescan_mutex_;                  // one rescan at a time
   std::optional<PeriodicThread> rescanner_;  // last: stopped before the members it uses go

@@ -5,9 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "collectors/events/event_specs.h"
 #include "collectors/metrics.h"
-#include "collectors/papi/papi_events.h"
-#include "collectors/papi/papi_library.h"
 #include "collectors/perf/counted_events.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "common/log.h"
@@ -39,20 +38,14 @@ void check_pidfiles(const ProcessCollectorConfig& config) {
 std::vector<PapiEventConfig> default_process_events() {
   // What a researcher asks of a program first: instructions and cycles (hence IPC), cache and
   // branch misses, and the scheduler's view, which also counts in VMs without a hardware PMU.
-  const char* names[] = {"perf::TASK-CLOCK",     "perf::PAGE-FAULTS",  "perf::CONTEXT-SWITCHES",
-                         "perf::CPU-MIGRATIONS", "perf::INSTRUCTIONS", "perf::CYCLES",
-                         "perf::CACHE-MISSES",   "perf::BRANCH-MISSES"};
-  std::vector<PapiEventConfig> events;
-  for (const char* name : names) {
-    PapiEventConfig event;
-    event.event = name;
-    events.push_back(std::move(event));
-  }
-  return events;
+  return events::events_from_names(
+      {"perf::TASK-CLOCK", "perf::PAGE-FAULTS", "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS",
+       "perf::INSTRUCTIONS", "perf::CYCLES", "perf::CACHE-MISSES", "perf::BRANCH-MISSES"});
 }
 
 std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
-                                                         const Topology& topology) {
+                                                         const Topology& topology,
+                                                         const events::PresetCatalog& presets) {
   const auto& process = config.collectors.process;
   try {
     perf::initialize_pfm();
@@ -63,6 +56,7 @@ std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
   perf::EventRequest request;
   request.configured = process.events_given ? process.events : default_process_events();
   request.defaults = !process.events_given;
+  request.presets = &presets;
   request.domain = process.domain;
   request.procfs = config.paths.procfs;
   request.level = "process";

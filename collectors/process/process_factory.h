@@ -9,13 +9,15 @@
 
 #include "collectors/process/process_collector.h"
 #include "common/open_files.h"
+#include "collectors/events/presets.h"
 #include "config/config.h"
 #include "topology/topology.h"
 
 namespace hwperf::process {
 
 std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
-                                                         const Topology& topology);
+                                                         const Topology& topology,
+                                                         const events::PresetCatalog& presets);
 
 // Events the process targets count when the configuration lists none: best effort, what this
 // machine cannot count is dropped with one warning.

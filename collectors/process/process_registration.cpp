@@ -9,12 +9,14 @@ namespace {
 bool enabled(const Config& config) {
   return config.collectors.process.enabled && !config.collectors.process.targets.empty();
 }
-std::unique_ptr<Collector> make(const Config& config, const Topology& topology) {
-  return process::make_process_collector(config, topology);
+std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
+                                const CollectorServices& services) {
+  return process::make_process_collector(config, topology, services.presets);
 }
-std::vector<std::string> check(const Config& config, const Topology& topology) {
+std::vector<std::string> check(const Config& config, const Topology& topology,
+                               const CollectorServices& services) {
   // Building it probes every event and pidfile, which is what --check-config is for.
-  auto collector = process::make_process_collector(config, topology);
+  auto collector = process::make_process_collector(config, topology, services.presets);
   auto lines = process::process_check_report(config, topology);
   for (const auto& event : collector->events()) {
     lines.push_back("event " + event.event + " -> " + event.family);

@@ -6,11 +6,14 @@ namespace hwperf {
 namespace {
 
 bool enabled(const Config& config) { return config.collectors.rapl.enabled; }
-std::unique_ptr<Collector> make(const Config& config, const Topology& topology) {
+std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
+                                const CollectorServices&) {
   return make_rapl_collector(config.collectors.rapl, config.paths, topology);
 }
 // What RAPL finds is logged when the collector is built; its settings were checked on loading.
-std::vector<std::string> check(const Config&, const Topology&) { return {}; }
+std::vector<std::string> check(const Config&, const Topology&, const CollectorServices&) {
+  return {};
+}
 // At most: five domains per package and die (perf, powercap, or one MSR device per package), and
 // AMD's per-core energy events.
 FileNeed files(const Config&, const Topology& topology) {

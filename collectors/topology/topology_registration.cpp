@@ -6,11 +6,13 @@ namespace hwperf {
 namespace {
 
 bool enabled(const Config& config) { return config.collectors.topology.enabled; }
-std::unique_ptr<Collector> make(const Config&, const Topology& topology) {
+std::unique_ptr<Collector> make(const Config&, const Topology& topology, const CollectorServices&) {
   return make_topology_collector(topology);
 }
 // The topology itself is reported by the exporter, whether this collector is enabled or not.
-std::vector<std::string> check(const Config&, const Topology&) { return {}; }
+std::vector<std::string> check(const Config&, const Topology&, const CollectorServices&) {
+  return {};
+}
 
 }  // namespace
 

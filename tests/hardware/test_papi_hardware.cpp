@@ -10,7 +10,7 @@
 #include <atomic>
 #include <map>
 
-#include "collectors/papi/papi_events.h"
+#include "collectors/events/event_specs.h"
 #include "collectors/papi/papi_factory.h"
 #include "collectors/papi/papi_library.h"
 #include "collectors/papi/papi_source.h"
@@ -165,7 +165,7 @@ TEST_CASE("more hardware events than counters are multiplexed and every one is c
   }
   CHECK(multiplexed);
   for (const auto& event : events) {
-    const std::string family = "hwperf_cpu_" + papi::default_metric_base(event) + "_total";
+    const std::string family = "hwperf_cpu_" + events::default_metric_base(event) + "_total";
     CAPTURE(event, family);
     const auto before = find_samples(first, family, {{"cpu", "0"}});
     const auto after = find_samples(second, family, {{"cpu", "0"}});

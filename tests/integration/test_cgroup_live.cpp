@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectors/papi/papi_presets.h"
 #include "collectors/cgroup/cgroup_factory.h"
 #include "collectors/cgroup/hierarchy.h"
 #include "tests/support.h"
@@ -169,10 +170,11 @@ TEST_CASE("A cgroup's cpu-clock is the CPU time of the processes in it", "[live]
   const TestCgroup parent(h.root / name);
   const TestCgroup leaf(parent.path() / "spin");
   const Topology topology = Topology::load(TopologyConfig{});
-  auto collector = cgroup::make_cgroup_collector(cgroup_config(name), topology);
+  auto collector =
+      cgroup::make_cgroup_collector(cgroup_config(name), topology, papi::preset_catalog());
   Config for_machine = cgroup_config(name);
   for_machine.collectors.cgroup.granularity = Granularity::machine;
-  auto machine = cgroup::make_cgroup_collector(for_machine, topology);
+  auto machine = cgroup::make_cgroup_collector(for_machine, topology, papi::preset_catalog());
 
   Spinner spinner(600);
   spinner.place_in(leaf.path());
@@ -224,7 +226,8 @@ TEST_CASE("A cgroup the perf_event controller does not look at is reported, not 
   const TestCgroup hidden(elsewhere / name);
   test::CapturedStderr log;
   const Topology topology = Topology::load(TopologyConfig{});
-  auto collector = cgroup::make_cgroup_collector(cgroup_config(name), topology);
+  auto collector =
+      cgroup::make_cgroup_collector(cgroup_config(name), topology, papi::preset_catalog());
   Spinner spinner(200);
   spinner.place_in(hidden.path());
   spinner.run();
@@ -248,7 +251,8 @@ TEST_CASE("A removed cgroup's series go away and its counters stop keeping it dy
   const fs::path leaf = parent.path() / "gone";
   REQUIRE(::mkdir(leaf.c_str(), 0755) == 0);
   const Topology topology = Topology::load(TopologyConfig{});
-  auto collector = cgroup::make_cgroup_collector(cgroup_config(name), topology);
+  auto collector =
+      cgroup::make_cgroup_collector(cgroup_config(name), topology, papi::preset_catalog());
   REQUIRE_FALSE(test::find_samples(test::scrape(*collector), "hwperf_container_clock_seconds_total",
                                    {{"cgroup", name + "/gone"}})
                     .empty());
@@ -288,7 +292,8 @@ TEST_CASE("Over max_cgroups the left-out cgroups are counted in a metric and log
   }
   test::CapturedStderr log;
   const Topology topology = Topology::load(TopologyConfig{});
-  auto collector = cgroup::make_cgroup_collector(cgroup_config(name, 2), topology);
+  auto collector =
+      cgroup::make_cgroup_collector(cgroup_config(name, 2), topology, papi::preset_catalog());
   for (int i = 0; i < 3; ++i) collector->rescan();
   const auto samples = test::scrape(*collector);
   CHECK(test::value_of(samples, "hwperf_container_cgroups") == 2);
@@ -307,7 +312,8 @@ TEST_CASE("Scrapes overlap rescans while cgroups appear and go", "[live][cgroup]
   const TestCgroup parent(h.root / name);
   const TestCgroup steady(parent.path() / "steady");
   const Topology topology = Topology::load(TopologyConfig{});
-  auto collector = cgroup::make_cgroup_collector(cgroup_config(name), topology);
+  auto collector =
+      cgroup::make_cgroup_collector(cgroup_config(name), topology, papi::preset_catalog());
   std::atomic<bool> done{false};
   std::atomic<int> scrapes{0}, decreases{0};
   const auto scraper = [&] {
@@ -365,7 +371,8 @@ TEST_CASE("Container counts on a CPU taken offline and brought back count again"
   const Topology topology = Topology::load(TopologyConfig{});
   REQUIRE(topology.find(1) != nullptr);
   test::CapturedStderr log;
-  auto collector = cgroup::make_cgroup_collector(cgroup_config(name), topology);
+  auto collector =
+      cgroup::make_cgroup_collector(cgroup_config(name), topology, papi::preset_catalog());
   std::unique_ptr<TestCgroup> during;  // found while CPU 1 is offline
   {
     test::Cpu1Offline offline;

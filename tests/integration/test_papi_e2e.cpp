@@ -10,7 +10,7 @@
 #include <memory>
 #include <map>
 
-#include "collectors/papi/papi_events.h"
+#include "collectors/events/event_specs.h"
 #include "collectors/papi/papi_factory.h"
 #include "collectors/papi/papi_library.h"
 #include "collectors/papi/papi_source.h"

@@ -17,7 +17,7 @@
 #include <map>
 #include <thread>
 
-#include "collectors/papi/papi_events.h"
+#include "collectors/events/event_specs.h"
 #include "collectors/papi/papi_factory.h"
 #include "collectors/papi/papi_library.h"
 #include "collectors/papi/papi_source.h"

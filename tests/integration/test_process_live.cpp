@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/papi/papi_presets.h"
 #include "collectors/process/process_factory.h"
 #include "tests/support.h"
 #include "topology/topology.h"
@@ -121,8 +122,8 @@ TEST_CASE("A target counts all its threads, those that existed before it was att
           "[live][process]") {
   Workload workload({"threads", "2", "1", "400"});  // 2 threads now, 1 more after "go"
   const Topology topology = Topology::load(TopologyConfig{});
-  auto collector =
-      process::make_process_collector(process_config(pid_target("spin", workload.pid())), topology);
+  auto collector = process::make_process_collector(
+      process_config(pid_target("spin", workload.pid())), topology, papi::preset_catalog());
   workload.say("go");
   const auto used = workload.thread_seconds();
   REQUIRE(used.size() == 3);
@@ -147,7 +148,7 @@ TEST_CASE("With per_cpu, each thread's time lands on the CPU it ran on", "[live]
   REQUIRE(topology.threads().size() >= 2);
   Workload workload({"pinned", "400"});
   auto collector = process::make_process_collector(
-      process_config(pid_target("pinned", workload.pid()), true), topology);
+      process_config(pid_target("pinned", workload.pid()), true), topology, papi::preset_catalog());
   workload.say("go");
   const auto used = workload.thread_seconds();
   REQUIRE(used.size() == 2);
@@ -164,8 +165,8 @@ TEST_CASE("Children and grandchildren started after the attach are counted", "[l
   const std::size_t pages = 16384;  // 64 MiB
   Workload workload({"fork", std::to_string(pages)});
   const Topology topology = Topology::load(TopologyConfig{});
-  auto collector =
-      process::make_process_collector(process_config(pid_target("tree", workload.pid())), topology);
+  auto collector = process::make_process_collector(
+      process_config(pid_target("tree", workload.pid())), topology, papi::preset_catalog());
   workload.say("go");
   REQUIRE(workload.line().rfind("pages ", 0) == 0);
   const auto samples = test::scrape(*collector);
@@ -185,7 +186,8 @@ TEST_CASE("A pidfile target follows a restarted service", "[live][process]") {
   target.selector = ProcessTargetConfig::Selector::pidfile;
   target.pidfile = pidfile.string();
   const Topology topology = Topology::load(TopologyConfig{});
-  auto collector = process::make_process_collector(process_config(target), topology);
+  auto collector =
+      process::make_process_collector(process_config(target), topology, papi::preset_catalog());
   first->say("go");
   const double first_used = first->thread_seconds().at(0);
   first.reset();  // the service stops
@@ -345,7 +347,7 @@ TEST_CASE("Scrapes overlap rescans while processes come and go", "[process][conc
   Config config = process_config(target);
   config.collectors.process.rescan_interval_seconds = kMinRescanIntervalSeconds;
   const Topology topology = Topology::load(TopologyConfig{});
-  auto collector = process::make_process_collector(config, topology);
+  auto collector = process::make_process_collector(config, topology, papi::preset_catalog());
   std::atomic<bool> done{false};
   std::atomic<int> decreases{0};
   std::vector<std::thread> scrapers;

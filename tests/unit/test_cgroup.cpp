@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/papi/papi_presets.h"
 #include "collectors/cgroup/cgroup_factory.h"
 #include "collectors/cgroup/discovery.h"
 #include "collectors/cgroup/hierarchy.h"
@@ -252,7 +253,8 @@ TEST_CASE("a node where containers cannot be counted says so and the exporter ke
   config.collectors.cgroup.enabled = true;
   config.paths.procfs = procfs.path().string();
   hwperf::test::CapturedStderr log;
-  const auto collector = make_cgroup_collector(config, hwperf::test::two_socket_topology());
+  const auto collector = make_cgroup_collector(config, hwperf::test::two_socket_topology(),
+                                               hwperf::papi::preset_catalog());
   CHECK_THAT(collector->unavailable(), Catch::Contains("CONFIG_CGROUP_PERF"));
   const auto samples = hwperf::test::scrape(*collector);
   const auto available = hwperf::test::find_samples(samples, "hwperf_container_available");

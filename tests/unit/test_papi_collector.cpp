@@ -26,8 +26,8 @@
 #include "topology/topology.h"
 
 using namespace hwperf;
+using events::EventSpec;
 using papi::CounterSource;
-using papi::EventSpec;
 using papi::SourceLayout;
 using test::find_samples;
 using test::parse_exposition;
@@ -39,7 +39,7 @@ using test::value_of;
 namespace {
 
 EventSpec spec(const std::string& event, const std::string& metric,
-               papi::Unit unit = papi::Unit::count) {
+               events::Unit unit = events::Unit::count) {
   EventSpec s;
   s.event = event;
   s.metric = metric;
@@ -214,7 +214,7 @@ TEST_CASE("clock events are exported in seconds", "[papi]") {
   fake->values_ = {1500000000ull, 2000000000000000007ull};  // 1.5 s; ~23 days and 7 ns
   auto collector = make_papi_collector_from_source(
       config_with(Granularity::cpu),
-      {spec("perf::CPU-CLOCK", "clock_seconds", papi::Unit::nanoseconds)}, topology,
+      {spec("perf::CPU-CLOCK", "clock_seconds", events::Unit::nanoseconds)}, topology,
       std::move(source));
   const auto samples = scrape(*collector);
   CHECK(value_of(samples, "hwperf_cpu_clock_seconds_total", {{"cpu", "0"}}) ==

@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/papi/papi_events.h"
+#include "collectors/events/event_specs.h"
+#include "collectors/papi/papi_factory.h"
 #include "config/errors.h"
 #include "topology/topology.h"
 
@@ -14,6 +15,7 @@
 
 using namespace hwperf;
 using namespace hwperf::papi;
+using namespace hwperf::events;
 using hwperf::test::two_socket_topology;
 
 namespace {

@@ -9,10 +9,12 @@
 #include <string>
 
 #include "collectors/papi/papi_diagnosis.h"
-#include "collectors/papi/papi_events.h"
+#include "collectors/events/event_specs.h"
+#include "collectors/papi/papi_factory.h"
 
 using namespace hwperf;
 using namespace hwperf::papi;
+using namespace hwperf::events;
 
 namespace {
 

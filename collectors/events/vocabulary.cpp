@@ -1,17 +1,12 @@
-#include "collectors/papi/papi_events.h"
+#include "collectors/events/vocabulary.h"
 
 #include <algorithm>
 #include <cctype>
-#include <map>
-#include <stdexcept>
 
 #include "collectors/metrics.h"
-#include "common/cpu_list.h"
 #include "common/text.h"
-#include "config/errors.h"
-#include "topology/topology.h"
 
-namespace hwperf::papi {
+namespace hwperf::events {
 namespace {
 
 struct PresetName {
@@ -165,15 +160,6 @@ bool is_domain_qualifier(std::string_view qualifier) {
   return q == "u" || q == "k" || q.rfind("u=", 0) == 0 || q.rfind("k=", 0) == 0;
 }
 
-// The level in a family name (hwperf_<level>_<metric>_total). A table of its own: renaming a
-// configuration value must not rename metrics.
-constexpr EnumName<Granularity> kMetricLevels[] = {{Granularity::cpu, "cpu"},
-                                                   {Granularity::core, "core"},
-                                                   {Granularity::package, "package"},
-                                                   {Granularity::machine, "machine"}};
-
-std::string family_level(Granularity granularity) { return name_of(kMetricLevels, granularity); }
-
 }  // namespace
 
 EventName parse_event_name(std::string_view event) {
@@ -288,13 +274,6 @@ std::optional<std::string> sampling_qualifier(std::string_view event) {
   return std::nullopt;
 }
 
-std::size_t descriptors_per_cpu(const std::vector<std::string>& events,
-                                const std::function<unsigned(const std::string&)>& native_terms) {
-  std::size_t total = 0;
-  for (const auto& event : events) total += std::max(1u, native_terms(event));
-  return total;
-}
-
 std::string cpu_qualified_name(std::string_view native_event, unsigned cpu, CountingDomain domain) {
   std::string name(native_event);
   name += ":cpu=" + std::to_string(cpu);
@@ -311,125 +290,4 @@ std::string cpu_qualified_name(std::string_view native_event, unsigned cpu, Coun
   return name;
 }
 
-std::vector<PapiEventConfig> default_events() {
-  // Core throughput, branch and cache behaviour, plus the scheduler's view. Only the kernel's
-  // generic events: one image runs on a fleet of CPU generations, and PAPI's presets stop at the
-  // CPUs its release knew (PAPI 7.0.0: Ice Lake-SP and Zen 3), while the kernel maps these on
-  // every CPU it supports. The software events keep the default useful on machines (VMs) without
-  // a hardware PMU.
-  const char* names[] = {"perf::INSTRUCTIONS",   "perf::CYCLES",
-                         "perf::REF-CYCLES",     "perf::BRANCH-INSTRUCTIONS",
-                         "perf::BRANCH-MISSES",  "perf::CACHE-REFERENCES",
-                         "perf::CACHE-MISSES",   "perf::CONTEXT-SWITCHES",
-                         "perf::CPU-MIGRATIONS", "perf::PAGE-FAULTS"};
-  std::vector<PapiEventConfig> events;
-  for (const char* name : names) {
-    PapiEventConfig event;
-    event.event = name;
-    events.push_back(std::move(event));
-  }
-  return events;
-}
-
-std::string counter_family_name(Granularity granularity, const EventSpec& event) {
-  return counter_name({family_level(granularity), event.metric});
-}
-
-std::vector<std::string> name_families(std::vector<EventSpec>& specs, Granularity granularity) {
-  std::vector<std::string> problems;
-  std::map<std::string, std::size_t> by_family;  // family name -> index into specs
-  for (std::size_t i = 0; i < specs.size(); ++i) {
-    EventSpec& spec = specs[i];
-    const std::string where = spec.where.empty() ? "" : spec.where + ": ";
-    try {
-      spec.family = counter_family_name(granularity, spec);
-    } catch (const std::invalid_argument& e) {
-      problems.push_back(where + "PAPI event \"" + spec.event + "\": " + e.what() +
-                         "; set `metric:` to a name of [a-z_][a-z0-9_]*");
-      continue;
-    }
-    const auto [it, inserted] = by_family.emplace(spec.family, i);
-    if (!inserted) {
-      const EventSpec& first = specs[it->second];
-      problems.push_back(where + "PAPI event \"" + spec.event + "\" would be exported as " +
-                         spec.family + ", like \"" + first.event + "\"" +
-                         (first.where.empty() ? "" : " at " + first.where) +
-                         "; give one of them another `metric:` name");
-    }
-  }
-  return problems;
-}
-
-std::vector<EventSpec> resolve_event_specs(
-    const std::vector<PapiEventConfig>& events, bool are_defaults, Granularity granularity,
-    const std::function<std::string(const std::string&)>& papi_description) {
-  std::vector<std::string> problems;
-  std::vector<EventSpec> specs;
-  for (const auto& config : events) {
-    const std::string where = config.mark.to_string();
-    if (has_cpu_qualifier(config.event)) {
-      problems.push_back(where + ": PAPI event \"" + config.event +
-                         "\" has a cpu= qualifier; the collector binds every event to each CPU "
-                         "itself: choose CPUs with collectors.papi.cpus instead");
-      continue;
-    }
-    if (const auto sampling = sampling_qualifier(config.event)) {
-      problems.push_back(where + ": PAPI event \"" + config.event +
-                         "\" has the sampling qualifier " + *sampling +
-                         "; the exporter counts, it does not sample (a sampled event "
-                         "signals every overflow): remove it");
-      continue;
-    }
-    EventSpec spec;
-    spec.event = config.event;
-    spec.counted_as = config.event;
-    spec.unit = event_unit(config.event);
-    spec.is_default = are_defaults;
-    if (config.metric.empty()) {
-      spec.metric = default_metric_base(config.event);
-    } else {
-      if (ends_with(config.metric, "_total")) {
-        problems.push_back(where + ": metric \"" + config.metric + "\" for PAPI event \"" +
-                           config.event + "\" must not end in _total; the exporter adds it");
-        continue;
-      }
-      spec.metric = config.metric;
-      // The exported value is in seconds whatever the name, so the name must say so.
-      if (spec.unit == Unit::nanoseconds && !ends_with(spec.metric, "_seconds")) {
-        spec.metric += "_seconds";
-      }
-    }
-    if (!config.help.empty()) {
-      spec.description = config.help;
-    } else if (auto builtin = builtin_description(config.event); !builtin.empty()) {
-      spec.description = builtin;
-    } else {
-      spec.description = papi_description(config.event);
-      if (spec.description.empty()) spec.description = "PAPI event " + config.event;
-    }
-
-    spec.where = where;
-    specs.push_back(std::move(spec));
-  }
-  const auto naming = name_families(specs, granularity);
-  problems.insert(problems.end(), naming.begin(), naming.end());
-  if (!problems.empty()) throw ConfigError(std::move(problems));
-  return specs;
-}
-
-std::vector<unsigned> select_cpus(const PapiCollectorConfig& config, const Topology& topology) {
-  if (config.cpus.all) return topology.cpus();
-  const std::string where = config.cpus.mark.to_string();
-  std::vector<unsigned> missing;
-  for (unsigned cpu : config.cpus.cpus) {
-    if (topology.find(cpu) == nullptr) missing.push_back(cpu);
-  }
-  if (!missing.empty()) {
-    throw ConfigError({where + ": collectors.papi.cpus names CPUs " + format_cpu_list(missing) +
-                       ", which this machine does not have online (it has " +
-                       format_cpu_list(topology.cpus()) + ")"});
-  }
-  return config.cpus.cpus;
-}
-
-}  // namespace hwperf::papi
+}  // namespace hwperf::events
