@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Fails when an #include crosses the layers upward (docs/development.md, Layout):
-#   common <- config, topology <- collectors/<name>/ <- collectors/ (registry, collector_set)
-#   <- exporter/, with web/ beside the collectors. A collector's folder never includes the
-#   registry or the collector set, nor exporter/ or web/; exporter/, web/, config/, common/ and
-#   topology/ never name a collector's folder (they reach collectors through the registry).
+#   common <- config, topology <- collectors/events (with collectors/metrics.h)
+#   <- collectors/perf <- collectors/<name>/ <- collectors/ (registry, collector_set)
+#   <- exporter/, with web/ beside the collectors.
+# The events layer includes no other collector folder; perf/ includes only events/; a
+# collector's folder includes events/, perf/ and the Collector interface, never another
+# collector's folder, the registry or the collector set, nor exporter/ or web/; exporter/, web/,
+# config/, common/ and topology/ never name a collector's folder (they reach collectors through
+# the registry).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 found=0
@@ -11,8 +15,24 @@ report() {
   echo "check-layers: $1" >&2
   found=1
 }
+includes() {  # includes DIR: every '#include "collectors/..."' line below DIR, as grep -n prints it
+  grep -rnE '#include "collectors/' "$@" || true
+}
 while IFS= read -r hit; do report "$hit (a collector includes a layer above it)"; done < <(
   grep -rnE '#include "(collectors/(registry|collector_set)\.h|exporter/|web/)' collectors/*/ || true)
+while IFS= read -r hit; do report "$hit (the events layer includes a layer above it)"; done < <(
+  includes collectors/events collectors/metrics.h collectors/metrics.cpp |
+    grep -vE '#include "collectors/(events/|metrics\.h")' || true)
+while IFS= read -r hit; do report "$hit (perf/ includes a collector's folder)"; done < <(
+  includes collectors/perf | grep -vE '#include "collectors/(events|perf)/|#include "collectors/metrics\.h"' || true)
+for folder in collectors/*/; do
+  name=$(basename "$folder")
+  case "$name" in events | perf) continue ;; esac
+  while IFS= read -r hit; do report "$hit (includes another collector's folder)"; done < <(
+    includes "$folder" |
+      grep -vE "#include \"collectors/(${name}|events|perf)/|#include \"collectors/(metrics|collector|collector_entry)\\.h\"" ||
+      true)
+done
 while IFS= read -r hit; do report "$hit (names a collector's folder)"; done < <(
   grep -rnE '#include "collectors/[a-z_]+/' exporter web config common topology || true)
 while IFS= read -r hit; do report "$hit (a lower layer includes a higher one)"; done < <(
