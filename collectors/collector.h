@@ -8,6 +8,8 @@
 
 #include <prometheus/metric_family.h>
 
+#include "common/interface.h"
+
 namespace hwperf {
 
 // A family a collector exports under a name the user chose (a PAPI event's `metric:`), with where
@@ -17,13 +19,8 @@ struct FamilyDeclaration {
   std::string where;
 };
 
-class Collector {
+class Collector : public Interface {
  public:
-  virtual ~Collector() = default;
-  Collector() = default;
-  Collector(const Collector&) = delete;
-  Collector& operator=(const Collector&) = delete;
-
   // Stable, short, [a-z_]: the value of the `collector` label in the self metrics.
   virtual std::string name() const = 0;
   // Appends this collector's families. Must be safe to call from several threads at once.

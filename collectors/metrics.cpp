@@ -62,6 +62,16 @@ prometheus::MetricFamily make_family(std::string name, std::string help,
   return family;
 }
 
+prometheus::MetricFamily make_gauge_family(std::initializer_list<std::string_view> parts,
+                                           std::string help) {
+  return make_family(metric_name(parts), std::move(help), prometheus::MetricType::Gauge);
+}
+
+prometheus::MetricFamily make_counter_family(std::initializer_list<std::string_view> parts,
+                                             std::string help) {
+  return make_family(counter_name(parts), std::move(help), prometheus::MetricType::Counter);
+}
+
 void add_counter(prometheus::MetricFamily& family, const Labels& labels, std::uint64_t value) {
   add_counter(family, labels, static_cast<double>(value));
 }
@@ -76,6 +86,18 @@ void add_gauge(prometheus::MetricFamily& family, const Labels& labels, double va
   auto metric = labelled(labels);
   metric.gauge.value = value;
   family.metric.push_back(std::move(metric));
+}
+
+prometheus::MetricFamily single_gauge(std::string name, std::string help, const Labels& labels,
+                                      double value) {
+  auto family = make_family(std::move(name), std::move(help), prometheus::MetricType::Gauge);
+  add_gauge(family, labels, value);
+  return family;
+}
+
+void append_unless_empty(std::vector<prometheus::MetricFamily>& out,
+                         prometheus::MetricFamily family) {
+  if (!family.metric.empty()) out.push_back(std::move(family));
 }
 
 double nanoseconds_to_seconds(std::uint64_t ns) {

@@ -27,10 +27,22 @@ using Labels = std::vector<std::pair<std::string, std::string>>;
 
 prometheus::MetricFamily make_family(std::string name, std::string help,
                                      prometheus::MetricType type);
+// A family named from parts, as metric_name() and counter_name() make them.
+prometheus::MetricFamily make_gauge_family(std::initializer_list<std::string_view> parts,
+                                           std::string help);
+prometheus::MetricFamily make_counter_family(std::initializer_list<std::string_view> parts,
+                                             std::string help);
 // The only place a value becomes a double: counters stay uint64_t until the sample is built.
 void add_counter(prometheus::MetricFamily& family, const Labels& labels, std::uint64_t value);
 void add_counter(prometheus::MetricFamily& family, const Labels& labels, double value);
 void add_gauge(prometheus::MetricFamily& family, const Labels& labels, double value);
+// A gauge family of one sample: the availability and setting families every collector has.
+prometheus::MetricFamily single_gauge(std::string name, std::string help, const Labels& labels,
+                                      double value);
+// Appends `family` to `out` unless it has no sample: a family with none would suggest series
+// that cannot exist.
+void append_unless_empty(std::vector<prometheus::MetricFamily>& out,
+                         prometheus::MetricFamily family);
 
 // Nanoseconds to seconds without losing the sub-second part once the count passes 2^53 ns
 // (about 104 days of CPU time, which a machine-wide sum reaches quickly).

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "common/enum_names.h"
 #include "exporter/topology_page.h"
 
 namespace hwperf {
@@ -16,14 +17,10 @@ namespace {
 
 enum class Scope { cpu, core, package };
 
-const char* scope_name(Scope scope) {
-  switch (scope) {
-    case Scope::cpu: return "cpu";
-    case Scope::core: return "core";
-    case Scope::package: return "package";
-  }
-  return "cpu";
-}
+constexpr EnumName<Scope> kScopeNames[] = {
+    {Scope::cpu, "cpu"}, {Scope::core, "core"}, {Scope::package, "package"}};
+
+const char* scope_name(Scope scope) { return name_of(kScopeNames, scope); }
 
 bool is_place_label(const std::string& name) {
   return name == "cpu" || name == "core" || name == "package" || name == "numa_node" ||

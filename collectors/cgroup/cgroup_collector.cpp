@@ -280,10 +280,10 @@ std::vector<FamilyDeclaration> CgroupCollector::declared_families() const {
 }
 
 void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
-  auto available = make_family(metric_name({"container", "available"}),
-                               "1 when containers are counted on this node; 0 when they cannot "
-                               "be, with the reason (the log says what to do).",
-                               prometheus::MetricType::Gauge);
+  auto available =
+      make_gauge_family({"container", "available"},
+                        "1 when containers are counted on this node; 0 when they cannot "
+                        "be, with the reason (the log says what to do).");
   if (!settings_.unavailable.empty()) {
     // The label keeps the reason; the remedy after it is in the log.
     add_gauge(available,
@@ -299,31 +299,26 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
   for (const auto& event : counted_events) {
     counts.push_back(events::counter_family(event.family, event.help));
   }
-  auto cgroups = make_family(metric_name({"container", "cgroups"}),
-                             "Cgroups counted (leaves: containers, services and configured roots' "
-                             "leaves).",
-                             prometheus::MetricType::Gauge);
-  auto left_out = make_family(
-      metric_name({"container", "left_out"}),
+  auto cgroups =
+      make_gauge_family({"container", "cgroups"},
+                        "Cgroups counted (leaves: containers, services and configured roots' "
+                        "leaves).");
+  auto left_out = make_gauge_family(
+      {"container", "left_out"},
       "Cgroups discovery found but does not count: over_cap (collectors.cgroup.max_cgroups), "
-      "open_failed (the log says why).",
-      prometheus::MetricType::Gauge);
-  auto descriptors = make_family(metric_name({"container", "open_counters"}),
-                                 "Perf event descriptors the cgroup collector holds open.",
-                                 prometheus::MetricType::Gauge);
-  auto read_errors = make_family(counter_name({"container", "read", "errors"}),
-                                 "Counter reads that failed; their interval is not counted.",
-                                 prometheus::MetricType::Counter);
-  auto root_state = make_family(
-      metric_name({"container", "root", "state"}),
+      "open_failed (the log says why).");
+  auto descriptors = make_gauge_family({"container", "open_counters"},
+                                       "Perf event descriptors the cgroup collector holds open.");
+  auto read_errors = make_counter_family(
+      {"container", "read", "errors"}, "Counter reads that failed; their interval is not counted.");
+  auto root_state = make_gauge_family(
+      {"container", "root", "state"},
       "1 for each configured root's state: counting, missing, no_leaf, or "
       "not_in_perf_event_hierarchy (it exists only where the perf_event controller does not "
-      "look, so its processes count nothing); the log says what to do.",
-      prometheus::MetricType::Gauge);
-  auto hierarchy = make_family(
-      metric_name({"container", "hierarchy", "info"}),
-      "The cgroup hierarchy the perf_event controller is bound to, which every count filters by.",
-      prometheus::MetricType::Gauge);
+      "look, so its processes count nothing); the log says what to do.");
+  auto hierarchy = make_gauge_family(
+      {"container", "hierarchy", "info"},
+      "The cgroup hierarchy the perf_event controller is bound to, which every count filters by.");
 
   std::lock_guard lock(mutex_);
   std::size_t open_counters = 0;

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "collectors/cgroup/cgroup_registration.h"
 #include "collectors/events/event_specs.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "common/log.h"
@@ -38,16 +39,18 @@ Located locate(const Config& config) {
   return located;
 }
 
+// Counted when the configuration lists no events: best effort, what this machine cannot count is
+// dropped with one warning. CPU time first: the energy rules split power by it.
+std::vector<PapiEventConfig> default_cgroup_events() {
+  return events::events_from_names(
+      {"perf::CPU-CLOCK", "perf::INSTRUCTIONS", "perf::CYCLES", "perf::CACHE-MISSES"});
+}
+
 std::size_t event_count(const CgroupCollectorConfig& cgroup) {
   return cgroup.events_given ? cgroup.events.size() : default_cgroup_events().size();
 }
 
 }  // namespace
-
-std::vector<PapiEventConfig> default_cgroup_events() {
-  return events::events_from_names(
-      {"perf::CPU-CLOCK", "perf::INSTRUCTIONS", "perf::CYCLES", "perf::CACHE-MISSES"});
-}
 
 namespace {
 
@@ -142,6 +145,10 @@ std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
   }
 }
 
+// The registry entry (registration.h): built only through the factory above.
+namespace {
+
+// Descriptors at the cap: max_cgroups x events x CPUs.
 FileNeed cgroup_file_need(const Config& config, const Topology& topology) {
   const auto& cgroup = config.collectors.cgroup;
   const std::size_t events = event_count(cgroup);
@@ -152,6 +159,7 @@ FileNeed cgroup_file_need(const Config& config, const Topology& topology) {
           "collectors.cgroup.max_cgroups"};
 }
 
+// The --check-config lines: the hierarchy and what discovery finds now.
 std::vector<std::string> cgroup_check_report(const Config& config, const Topology&) {
   const auto& cgroup = config.collectors.cgroup;
   const Located located = locate(config);
@@ -176,4 +184,36 @@ std::vector<std::string> cgroup_check_report(const Config& config, const Topolog
   return lines;
 }
 
+bool enabled(const Config& config) { return config.collectors.cgroup.enabled; }
+std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
+                                const CollectorServices& services) {
+  return make_cgroup_collector(config, topology, services.presets);
+}
+std::vector<std::string> check(const Config& config, const Topology& topology,
+                               const CollectorServices& services) {
+  // Building it finds the hierarchy and probes a cgroup event, which is what --check-config is for.
+  auto collector = make_cgroup_collector(config, topology, services.presets);
+  if (!collector->unavailable().empty()) {
+    return {"NOT available: " + collector->unavailable() + " (the exporter serves without it)"};
+  }
+  auto lines = cgroup_check_report(config, topology);
+  for (auto& line : perf::event_lines(collector->events())) lines.push_back(std::move(line));
+  return lines;
+}
+FileNeed files(const Config& config, const Topology& topology) {
+  return cgroup_file_need(config, topology);
+}
+
+}  // namespace
+
 }  // namespace hwperf::cgroup
+
+namespace hwperf {
+
+const CollectorEntry& cgroup_collector_entry() {
+  static const CollectorEntry entry = {
+      "cgroup", &cgroup::enabled, &cgroup::make, &cgroup::check, &cgroup::files, nullptr, nullptr};
+  return entry;
+}
+
+}  // namespace hwperf

@@ -8,6 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "common/interface.h"
+
 namespace hwperf::events {
 
 struct PresetDefinition {
@@ -18,13 +20,8 @@ struct PresetDefinition {
   std::string single_native;
 };
 
-class PresetCatalog {
+class PresetCatalog : public Interface {
  public:
-  PresetCatalog() = default;
-  virtual ~PresetCatalog() = default;
-  PresetCatalog(const PresetCatalog&) = delete;
-  PresetCatalog& operator=(const PresetCatalog&) = delete;
-
   // The preset as PAPI defines it here; nullopt when PAPI cannot start, so only the kernel's
   // generic equivalent is left (events/vocabulary.h).
   virtual std::optional<PresetDefinition> lookup(const std::string& preset,

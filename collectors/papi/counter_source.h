@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/interface.h"
+
 namespace hwperf::papi {
 
 // One (event, CPU) pair that the source counts. read() fills values in layout order.
@@ -41,13 +43,8 @@ struct SourceLayout {
 
 // Counts that are already running. The layout is fixed at construction; the collector may zero
 // or rebuild an event set (reset, rebuild) but never adds or removes counters.
-class CounterSource {
+class CounterSource : public Interface {
  public:
-  virtual ~CounterSource() = default;
-  CounterSource() = default;
-  CounterSource(const CounterSource&) = delete;
-  CounterSource& operator=(const CounterSource&) = delete;
-
   virtual const SourceLayout& layout() const = 0;
   // Fills values[i] (sized to layout().counters.size()) with layout().counters[i]'s count since
   // the set started or was last reset, as PAPI returns it: signed, because PAPI 7.0's multiplex

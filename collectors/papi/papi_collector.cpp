@@ -109,10 +109,10 @@ class PapiCollector final : public Collector {
       online = cpu_online_;
     }
     if (!online.empty()) {
-      auto family = make_family(metric_name({"cpu", "online"}),
-                                "Whether the CPU is online (1) or offline (0). An offline CPU's "
-                                "counters stop; they are reopened when it comes back.",
-                                prometheus::MetricType::Gauge);
+      auto family =
+          make_gauge_family({"cpu", "online"},
+                            "Whether the CPU is online (1) or offline (0). An offline CPU's "
+                            "counters stop; they are reopened when it comes back.");
       for (const auto& [cpu, up] : online) {
         add_gauge(family, {{"cpu", std::to_string(cpu)}}, up ? 1.0 : 0.0);
       }
@@ -125,11 +125,10 @@ class PapiCollector final : public Collector {
     }
     if (!read_errors.empty()) {
       auto errors =
-          make_family(counter_name({"papi", "read", "errors"}),
-                      "Failed reads of PAPI event sets, per CPU, since start. A failed "
-                      "set keeps its counters' last values while the CPU's other sets and "
-                      "all other CPUs are still read; the set is restarted with back-off.",
-                      prometheus::MetricType::Counter);
+          make_counter_family({"papi", "read", "errors"},
+                              "Failed reads of PAPI event sets, per CPU, since start. A failed "
+                              "set keeps its counters' last values while the CPU's other sets and "
+                              "all other CPUs are still read; the set is restarted with back-off.");
       for (const auto& [cpu, count] : read_errors) {
         add_counter(errors, {{"cpu", std::to_string(cpu)}}, count);
       }

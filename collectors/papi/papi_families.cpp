@@ -6,6 +6,7 @@
 
 #include "collectors/metrics.h"
 #include "common/cpu_list.h"
+#include "common/enum_names.h"
 
 namespace hwperf::papi {
 namespace {
@@ -13,24 +14,17 @@ namespace {
 using events::EventSpec;
 using events::Unit;
 
-const char* domain_text(CountingDomain domain) {
-  switch (domain) {
-    case CountingDomain::user: return "user mode only";
-    case CountingDomain::kernel: return "kernel mode only";
-    case CountingDomain::all: return "user and kernel mode";
-  }
-  return "user and kernel mode";
-}
+// What the HELP text says of a domain and of a level.
+constexpr EnumName<CountingDomain> kDomainTexts[] = {{CountingDomain::all, "user and kernel mode"},
+                                                     {CountingDomain::user, "user mode only"},
+                                                     {CountingDomain::kernel, "kernel mode only"}};
+constexpr EnumName<Granularity> kLevelTexts[] = {
+    {Granularity::cpu, "per CPU (hardware thread)"},
+    {Granularity::core, "summed over the counted hardware threads of each core"},
+    {Granularity::package, "summed over the counted CPUs of each package"},
+    {Granularity::machine, "summed over all counted CPUs"}};
 
-const char* level_text(Granularity granularity) {
-  switch (granularity) {
-    case Granularity::cpu: return "per CPU (hardware thread)";
-    case Granularity::core: return "summed over the counted hardware threads of each core";
-    case Granularity::package: return "summed over the counted CPUs of each package";
-    case Granularity::machine: return "summed over all counted CPUs";
-  }
-  return "per CPU (hardware thread)";
-}
+const char* domain_text(CountingDomain domain) { return name_of(kDomainTexts, domain); }
 
 // What the event counts in: its own u/k qualifiers win over the configured domain (see
 // cpu_qualified_name), so perf::CYCLES:u is user mode only whatever collectors.papi.domain says.
@@ -52,7 +46,7 @@ std::string help_text(const EventSpec& event, const PapiCollectorConfig& config)
     help += " (counted as " + event.counted_as + ")";
   }
   help += ", counted system-wide (every process) in " + event_domain_text(event, config.domain) +
-          ", " + level_text(config.granularity) + ".";
+          ", " + name_of(kLevelTexts, config.granularity) + ".";
   if (event.unit == Unit::nanoseconds) help += " Seconds, converted from the event's nanoseconds.";
   return help;
 }
@@ -100,12 +94,11 @@ std::vector<EventFamily> event_families(const PapiCollectorConfig& config,
 // Built for every PAPI collector, counting or not, so an alert can tell "PAPI cannot count on
 // this machine" from "the exporter has no PAPI collector".
 prometheus::MetricFamily availability_family(const std::string& reason) {
-  auto family = make_family(
-      metric_name({"papi", "available"}),
+  auto family = make_gauge_family(
+      {"papi", "available"},
       "1 when PAPI can count CPU events on this machine, else 0; reason is ok, or why not "
       "(unknown_cpu: libpfm4 does not know this CPU; permission_denied; no_perf_event; "
-      "forced_pmu_unknown; component_disabled; init_failed). The startup log says what to do.",
-      prometheus::MetricType::Gauge);
+      "forced_pmu_unknown; component_disabled; init_failed). The startup log says what to do.");
   add_gauge(family, {{"reason", reason}}, reason == "ok" ? 1.0 : 0.0);
   return family;
 }
@@ -114,12 +107,11 @@ std::vector<prometheus::MetricFamily> status_families(const std::vector<EventSpe
                                                       const SourceLayout& layout) {
   std::vector<prometheus::MetricFamily> out;
   out.push_back(availability_family("ok"));
-  auto info = make_family(
-      metric_name({"papi", "event", "info"}),
+  auto info = make_gauge_family(
+      {"papi", "event", "info"},
       "1 per configured PAPI event: the family it is exported as (metric), the event as "
       "configured, and the event PAPI counts (counted_as: the kernel's generic event for a "
-      "preset this PAPI does not define on this CPU).",
-      prometheus::MetricType::Gauge);
+      "preset this PAPI does not define on this CPU).");
   for (const auto& event : events) {
     add_gauge(info,
               {{"metric", event.family},
@@ -129,11 +121,10 @@ std::vector<prometheus::MetricFamily> status_families(const std::vector<EventSpe
   }
   out.push_back(std::move(info));
   if (!layout.dropped.empty()) {
-    auto dropped = make_family(
-        metric_name({"papi", "event", "dropped"}),
+    auto dropped = make_gauge_family(
+        {"papi", "event", "dropped"},
         "How many CPUs a PAPI event could not be opened on at startup (not retried), per event "
-        "and PAPI's reason; cpus lists them. The startup log names the remedy.",
-        prometheus::MetricType::Gauge);
+        "and PAPI's reason; cpus lists them. The startup log names the remedy.");
     // One series per event and reason, not per CPU: on a 512-CPU machine without a PMU a
     // dropped event would otherwise be 512 series saying the same thing.
     std::map<std::pair<std::size_t, std::string>, std::vector<unsigned>> grouped;
@@ -148,16 +139,14 @@ std::vector<prometheus::MetricFamily> status_families(const std::vector<EventSpe
     }
     out.push_back(std::move(dropped));
   }
-  auto multiplexed = make_family(
-      metric_name({"papi", "event", "set", "multiplexed"}),
+  auto multiplexed = make_gauge_family(
+      {"papi", "event", "set", "multiplexed"},
       "1 if the PAPI event set time-shares the hardware counters (its counts are scaled "
-      "estimates), else 0; per CPU and event set.",
-      prometheus::MetricType::Gauge);
-  auto size = make_family(
-      metric_name({"papi", "event", "set", "events"}),
+      "estimates), else 0; per CPU and event set.");
+  auto size = make_gauge_family(
+      {"papi", "event", "set", "events"},
       "Number of events counted by the PAPI event set, per CPU and event set; binding is "
-      "cpu_attach (PAPI_CPU_ATTACH) or qualifier (per-CPU event qualifiers).",
-      prometheus::MetricType::Gauge);
+      "cpu_attach (PAPI_CPU_ATTACH) or qualifier (per-CPU event qualifiers).");
   for (const auto& set : layout.event_sets) {
     const std::string cpu = std::to_string(set.cpu);
     const std::string index = std::to_string(set.index);

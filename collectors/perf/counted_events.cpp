@@ -141,4 +141,10 @@ ResolvedEvents resolve_counted_events(const EventRequest& request) {
   return resolved;
 }
 
+std::vector<std::string> event_lines(const std::vector<CountedEvent>& events) {
+  std::vector<std::string> lines;
+  for (const auto& event : events) lines.push_back("event " + event.event + " -> " + event.family);
+  return lines;
+}
+
 }  // namespace hwperf::perf

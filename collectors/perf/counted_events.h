@@ -48,4 +48,7 @@ struct ResolvedEvents {
 // std::runtime_error when none of the defaults can.
 ResolvedEvents resolve_counted_events(const EventRequest& request);
 
+// The --check-config lines of resolved events: "event perf::TASK-CLOCK -> hwperf_..._total".
+std::vector<std::string> event_lines(const std::vector<CountedEvent>& events);
+
 }  // namespace hwperf::perf

@@ -235,39 +235,33 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
   for (const auto& event : counted_events) {
     counts.push_back(events::counter_family(event.family, event.help));
   }
-  auto enabled = make_family(
-      counter_name({"process", "event", "enabled", "seconds"}),
+  auto enabled = make_counter_family(
+      {"process", "event", "enabled", "seconds"},
       "Time the kernel had each event enabled for the target's threads, summed over threads (and "
       "CPUs with per_cpu). Below enabled, running time means the event was multiplexed: counts "
-      "are then scaled by running/enabled of each scrape interval.",
-      prometheus::MetricType::Counter);
-  auto running =
-      make_family(counter_name({"process", "event", "running", "seconds"}),
-                  "Time each event was really on a hardware counter for the target's threads; "
-                  "rate(running) / rate(enabled) is the share counted, 1 unless multiplexed.",
-                  prometheus::MetricType::Counter);
-  auto read_errors = make_family(counter_name({"process", "read", "errors"}),
-                                 "Counter reads that failed for the target; their interval is not "
-                                 "counted.",
-                                 prometheus::MetricType::Counter);
-  auto state = make_family(
-      metric_name({"process", "target", "state"}),
+      "are then scaled by running/enabled of each scrape interval.");
+  auto running = make_counter_family(
+      {"process", "event", "running", "seconds"},
+      "Time each event was really on a hardware counter for the target's threads; "
+      "rate(running) / rate(enabled) is the share counted, 1 unless multiplexed.");
+  auto read_errors =
+      make_counter_family({"process", "read", "errors"},
+                          "Counter reads that failed for the target; their interval is not "
+                          "counted.");
+  auto state = make_gauge_family(
+      {"process", "target", "state"},
       "1 for the target's current state: counting, no_process (nothing selected: no such "
       "process, exited, unreadable pidfile), permission_denied, fd_budget or error; the log "
-      "says why and what to do.",
-      prometheus::MetricType::Gauge);
-  auto info = make_family(metric_name({"process", "info"}),
-                          "1 per live process a target counts: the ones it names and everything "
-                          "they started after counting began.",
-                          prometheus::MetricType::Gauge);
-  auto processes = make_family(metric_name({"process", "processes"}),
-                               "Live processes the target counts.", prometheus::MetricType::Gauge);
-  auto threads = make_family(metric_name({"process", "threads"}),
-                             "Threads of the live processes the target counts.",
-                             prometheus::MetricType::Gauge);
-  auto descriptors =
-      make_family(metric_name({"process", "open_counters"}),
-                  "Perf event descriptors the target holds open.", prometheus::MetricType::Gauge);
+      "says why and what to do.");
+  auto info =
+      make_gauge_family({"process", "info"},
+                        "1 per live process a target counts: the ones it names and everything "
+                        "they started after counting began.");
+  auto processes = make_gauge_family({"process", "processes"}, "Live processes the target counts.");
+  auto threads =
+      make_gauge_family({"process", "threads"}, "Threads of the live processes the target counts.");
+  auto descriptors = make_gauge_family({"process", "open_counters"},
+                                       "Perf event descriptors the target holds open.");
   for (auto& target : targets_) {
     const std::string& name = target->plan.config().name;
     if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
@@ -310,11 +304,10 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
     out.push_back(std::move(*family));
   }
   if (!settings_.domain_note.empty()) {
-    auto domain = make_family(metric_name({"process", "domain", "narrowed"}),
-                              "1 when the process targets count less than configured; reason "
-                              "says why (kernel-mode counts need privileges this exporter "
-                              "lacks).",
-                              prometheus::MetricType::Gauge);
+    auto domain = make_gauge_family({"process", "domain", "narrowed"},
+                                    "1 when the process targets count less than configured; reason "
+                                    "says why (kernel-mode counts need privileges this exporter "
+                                    "lacks).");
     add_gauge(domain, {{"domain", to_string(settings_.domain)}, {"reason", settings_.domain_note}},
               1.0);
     out.push_back(std::move(domain));

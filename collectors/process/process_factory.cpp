@@ -5,6 +5,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "collectors/process/process_registration.h"
 #include "collectors/events/event_specs.h"
 #include "collectors/metrics.h"
 #include "collectors/perf/counted_events.h"
@@ -33,8 +34,8 @@ void check_pidfiles(const ProcessCollectorConfig& config) {
   if (!problems.empty()) throw ConfigError(problems);
 }
 
-}  // namespace
-
+// Events the process targets count when the configuration lists none: best effort, what this
+// machine cannot count is dropped with one warning.
 std::vector<PapiEventConfig> default_process_events() {
   // What a researcher asks of a program first: instructions and cycles (hence IPC), cache and
   // branch misses, and the scheduler's view, which also counts in VMs without a hardware PMU.
@@ -42,6 +43,8 @@ std::vector<PapiEventConfig> default_process_events() {
       {"perf::TASK-CLOCK", "perf::PAGE-FAULTS", "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS",
        "perf::INSTRUCTIONS", "perf::CYCLES", "perf::CACHE-MISSES", "perf::BRANCH-MISSES"});
 }
+
+}  // namespace
 
 std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
                                                          const Topology& topology,
@@ -77,6 +80,10 @@ std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
   return std::make_unique<ProcessCollector>(std::move(settings));
 }
 
+// The registry entry (registration.h): built only through the factory above.
+namespace {
+
+// Descriptors the targets need now: threads of the processes they select x events x CPU slots.
 FileNeed process_file_need(const Config& config, const Topology& topology) {
   const auto& process = config.collectors.process;
   const std::size_t events =
@@ -113,6 +120,7 @@ FileNeed process_file_need(const Config& config, const Topology& topology) {
           static_cast<unsigned long>(count), chosen_at.empty() ? "collectors.process" : chosen_at};
 }
 
+// The --check-config lines: each target, its selector and what it selects now.
 std::vector<std::string> process_check_report(const Config& config, const Topology&) {
   std::vector<std::string> lines;
   for (const auto& target : config.collectors.process.targets) {
@@ -135,4 +143,37 @@ std::vector<std::string> process_check_report(const Config& config, const Topolo
   return lines;
 }
 
+// Built only when targets are configured: with none it would count nothing.
+bool enabled(const Config& config) {
+  return config.collectors.process.enabled && !config.collectors.process.targets.empty();
+}
+std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
+                                const CollectorServices& services) {
+  return make_process_collector(config, topology, services.presets);
+}
+std::vector<std::string> check(const Config& config, const Topology& topology,
+                               const CollectorServices& services) {
+  // Building it probes every event and pidfile, which is what --check-config is for.
+  auto collector = make_process_collector(config, topology, services.presets);
+  auto lines = process_check_report(config, topology);
+  for (auto& line : perf::event_lines(collector->events())) lines.push_back(std::move(line));
+  return lines;
+}
+FileNeed files(const Config& config, const Topology& topology) {
+  return process_file_need(config, topology);
+}
+
+}  // namespace
+
 }  // namespace hwperf::process
+
+namespace hwperf {
+
+const CollectorEntry& process_collector_entry() {
+  static const CollectorEntry entry = {"process",       &process::enabled, &process::make,
+                                       &process::check, &process::files,   nullptr,
+                                       nullptr};
+  return entry;
+}
+
+}  // namespace hwperf

@@ -7,9 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "collectors/process/process_collector.h"
-#include "common/open_files.h"
 #include "collectors/events/presets.h"
+#include "collectors/process/process_collector.h"
 #include "config/config.h"
 #include "topology/topology.h"
 
@@ -18,15 +17,5 @@ namespace hwperf::process {
 std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
                                                          const Topology& topology,
                                                          const events::PresetCatalog& presets);
-
-// Events the process targets count when the configuration lists none: best effort, what this
-// machine cannot count is dropped with one warning.
-std::vector<PapiEventConfig> default_process_events();
-
-// Descriptors the targets need now: threads of the processes they select x events x CPU slots.
-FileNeed process_file_need(const Config& config, const Topology& topology);
-
-// The --check-config lines: each target, its selector and what it selects now.
-std::vector<std::string> process_check_report(const Config& config, const Topology& topology);
 
 }  // namespace hwperf::process

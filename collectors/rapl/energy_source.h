@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "common/files.h"
 #include "common/text.h"
+#include "common/interface.h"
 #include "common/unique_fd.h"
 #include "topology/cpu_identity.h"
 
@@ -40,13 +41,8 @@ struct CounterInfo {
   std::string source;  // the file or event read, for messages
 };
 
-class EnergySource {
+class EnergySource : public Interface {
  public:
-  virtual ~EnergySource() = default;
-  EnergySource() = default;
-  EnergySource(const EnergySource&) = delete;
-  EnergySource& operator=(const EnergySource&) = delete;
-
   virtual RaplInterface interface() const = 0;  // printed with to_string()
   virtual const std::vector<CounterInfo>& counters() const = 0;
   // The raw counter now, or the errno that prevented the read. Called with the engine's lock

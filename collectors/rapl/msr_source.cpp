@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -217,20 +218,32 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
     source->add(std::move(info), fd_index, address);
   };
 
-  bool psys_done = false;
-  for (const CpuTarget& target : targets) {
-    const auto fd_index = source->device(paths.devfs, target.cpu);
+  // A CPU's msr device and its power unit register; a problem said, and nothing, when either
+  // cannot be read.
+  struct OpenedCpu {
+    std::size_t fd_index = 0;
+    std::uint64_t unit = 0;
+  };
+  auto open_cpu = [&](unsigned cpu) -> std::optional<OpenedCpu> {
+    const auto fd_index = source->device(paths.devfs, cpu);
     if (!fd_index.ok()) {
-      problems.push_back(paths.devfs + "/cpu/" + std::to_string(target.cpu) +
+      problems.push_back(paths.devfs + "/cpu/" + std::to_string(cpu) +
                          "/msr: " + errno_text(fd_index.error));
-      continue;
+      return std::nullopt;
     }
     const auto unit = source->at(fd_index.value).read(unit_address);
     if (!unit.ok()) {
-      problems.push_back("power unit register on cpu " + std::to_string(target.cpu) + ": " +
+      problems.push_back("power unit register on cpu " + std::to_string(cpu) + ": " +
                          errno_text(unit.error));
-      continue;
+      return std::nullopt;
     }
+    return OpenedCpu{fd_index.value, unit.value};
+  };
+
+  bool psys_done = false;
+  for (const CpuTarget& target : targets) {
+    const auto opened = open_cpu(target.cpu);
+    if (!opened) continue;
     for (const Status& status : package_scope) {
       if (!wanted.contains(status.domain)) continue;
       // psys is one platform-wide counter, read once.
@@ -238,15 +251,15 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
         if (psys_done) continue;
         psys_done = true;
       }
-      try_add(target, fd_index.value, status.domain, status.address, unit.value,
+      try_add(target, opened->fd_index, status.domain, status.address, opened->unit,
               status.domain != Domain::psys);
     }
     if (!amd) {
       // PKG_POWER_INFO: thermal spec power in bits 14:0, maximum power in bits 46:32, both in
       // units of 2^-PU W (PU = unit register bits 3:0). Either may be 0 (not reported).
-      const auto info = source->at(fd_index.value).read(msr::kIntelPackagePowerInfo);
+      const auto info = source->at(opened->fd_index).read(msr::kIntelPackagePowerInfo);
       if (info.ok()) {
-        const double per_watt = static_cast<double>(std::uint64_t{1} << (unit.value & 0xF));
+        const double per_watt = static_cast<double>(std::uint64_t{1} << (opened->unit & 0xF));
         const auto tdp = static_cast<double>(info.value & 0x7FFF);
         const auto max = static_cast<double>((info.value >> 32) & 0x7FFF);
         source->hint(target.package, std::max(tdp, max) / per_watt);
@@ -258,16 +271,10 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
     std::set<std::pair<unsigned, unsigned>> seen;
     for (const HardwareThread& thread : topology.threads()) {
       if (!seen.insert({thread.package, thread.core}).second) continue;
-      const auto fd_index = source->device(paths.devfs, thread.cpu);
-      if (!fd_index.ok()) {
-        problems.push_back(paths.devfs + "/cpu/" + std::to_string(thread.cpu) +
-                           "/msr: " + errno_text(fd_index.error));
-        continue;
-      }
-      const auto unit = source->at(fd_index.value).read(unit_address);
-      if (!unit.ok()) continue;
-      try_add({thread.cpu, thread.package, std::nullopt}, fd_index.value, Domain::core,
-              msr::kAmdCoreEnergy, unit.value, true);
+      const auto opened = open_cpu(thread.cpu);
+      if (!opened) continue;
+      try_add({thread.cpu, thread.package, std::nullopt}, opened->fd_index, Domain::core,
+              msr::kAmdCoreEnergy, opened->unit, true);
     }
   }
   for (const auto& problem : problems) log::warn("rapl: msr: skipping " + problem);

@@ -74,13 +74,10 @@ class RaplCollector final : public Collector {
   void build_constant_families() {
     using prometheus::MetricType;
     auto& out = constant_;
-    auto available = make_family(available_name_,
-                                 "Whether RAPL energy is being measured (1) or no interface could "
-                                 "be used (0; the log says why and how to fix it).",
-                                 MetricType::Gauge);
-    add_gauge(available, {}, engine_ ? 1.0 : 0.0);
-    out.push_back(std::move(available));
-
+    out.push_back(single_gauge(available_name_,
+                               "Whether RAPL energy is being measured (1) or no interface could "
+                               "be used (0; the log says why and how to fix it).",
+                               {}, engine_ ? 1.0 : 0.0));
     auto probes = make_family(probe_name_,
                               "Whether the RAPL interface could be used when the exporter "
                               "started, and if not why: absent, permission_denied, unsupported, "
@@ -90,22 +87,17 @@ class RaplCollector final : public Collector {
       add_gauge(probes, {{"interface", to_string(probe.interface)}, {"reason", probe.reason}},
                 probe.ok ? 1.0 : 0.0);
     }
-    if (!probes.metric.empty()) out.push_back(std::move(probes));
+    append_unless_empty(out, std::move(probes));
     if (!engine_) return;
 
-    auto interface = make_family(interface_name_, "The RAPL interface energy is read through.",
-                                 MetricType::Gauge);
-    add_gauge(interface, {{"interface", to_string(engine_->source().interface())}}, 1.0);
-    out.push_back(std::move(interface));
-
+    out.push_back(single_gauge(interface_name_, "The RAPL interface energy is read through.",
+                               {{"interface", to_string(engine_->source().interface())}}, 1.0));
     if (guard_) {
-      auto guard = make_family(guard_name_,
-                               "How often the wrap guard reads every energy counter, so that "
-                               "none wraps twice (perf: passes 2^31 hardware units, which one "
-                               "kernel update cannot carry) between reads.",
-                               MetricType::Gauge);
-      add_gauge(guard, {}, plan_.interval_seconds);
-      out.push_back(std::move(guard));
+      out.push_back(single_gauge(guard_name_,
+                                 "How often the wrap guard reads every energy counter, so that "
+                                 "none wraps twice (perf: passes 2^31 hardware units, which one "
+                                 "kernel update cannot carry) between reads.",
+                                 {}, plan_.interval_seconds));
     }
     auto ceiling = make_family(ceiling_name_,
                                "The most power a package is taken to draw: energy deltas above "
@@ -115,7 +107,7 @@ class RaplCollector final : public Collector {
     for (const auto& [package, watts] : ceilings_.package_watts) {
       add_gauge(ceiling, {{"package", std::to_string(package)}}, watts);
     }
-    if (!ceiling.metric.empty()) out.push_back(std::move(ceiling));
+    append_unless_empty(out, std::move(ceiling));
   }
 
   void collect(std::vector<prometheus::MetricFamily>& out) override {
