@@ -224,16 +224,16 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
     std::size_t fd_index = 0;
     std::uint64_t unit = 0;
   };
-  auto open_cpu = [&](unsigned cpu) -> std::optional<OpenedCpu> {
-    const auto fd_index = source->device(paths.devfs, cpu);
+  auto open_cpu = [&](unsigned cpu_number) -> std::optional<OpenedCpu> {
+    const auto fd_index = source->device(paths.devfs, cpu_number);
     if (!fd_index.ok()) {
-      problems.push_back(paths.devfs + "/cpu/" + std::to_string(cpu) +
+      problems.push_back(paths.devfs + "/cpu/" + std::to_string(cpu_number) +
                          "/msr: " + errno_text(fd_index.error));
       return std::nullopt;
     }
     const auto unit = source->at(fd_index.value).read(unit_address);
     if (!unit.ok()) {
-      problems.push_back("power unit register on cpu " + std::to_string(cpu) + ": " +
+      problems.push_back("power unit register on cpu " + std::to_string(cpu_number) + ": " +
                          errno_text(unit.error));
       return std::nullopt;
     }
