@@ -47,15 +47,7 @@ class RaplCollector final : public Collector {
       : probes_(std::move(probes)),
         ceilings_(std::move(ceilings)),
         plan_(plan),
-        wraps_name_(counter_name({"rapl", "wraps"})),
-        rejected_name_(counter_name({"rapl", "rejected", "deltas"})),
-        read_errors_name_(counter_name({"rapl", "read", "errors"})),
-        frozen_name_(metric_name({"rapl", "energy", "frozen"})),
-        available_name_(metric_name({"rapl", "energy", "available"})),
-        interface_name_(metric_name({"rapl", "interface", "info"})),
-        probe_name_(metric_name({"rapl", "interface", "probe", "success"})),
-        guard_name_(metric_name({"rapl", "wrap", "guard", "interval", "seconds"})),
-        ceiling_name_(metric_name({"rapl", "power", "ceiling", "watts"})),
+        health_(health_families()),
         engine_(std::move(engine)) {
     for (Domain domain : kAllDomains) {
       energy_names_[domain] = counter_name({"rapl", to_string(domain), "joules"});
@@ -74,15 +66,14 @@ class RaplCollector final : public Collector {
   void build_constant_families() {
     using prometheus::MetricType;
     auto& out = constant_;
-    out.push_back(single_gauge(available_name_,
+    out.push_back(single_gauge(metric_name({"rapl", "energy", "available"}),
                                "Whether RAPL energy is being measured (1) or no interface could "
                                "be used (0; the log says why and how to fix it).",
                                {}, engine_ ? 1.0 : 0.0));
-    auto probes = make_family(probe_name_,
-                              "Whether the RAPL interface could be used when the exporter "
-                              "started, and if not why: absent, permission_denied, unsupported, "
-                              "error.",
-                              MetricType::Gauge);
+    auto probes = make_gauge_family({"rapl", "interface", "probe", "success"},
+                                    "Whether the RAPL interface could be used when the exporter "
+                                    "started, and if not why: absent, permission_denied, "
+                                    "unsupported, error.");
     for (const auto& probe : probes_) {
       add_gauge(probes, {{"interface", to_string(probe.interface)}, {"reason", probe.reason}},
                 probe.ok ? 1.0 : 0.0);
@@ -90,20 +81,20 @@ class RaplCollector final : public Collector {
     append_unless_empty(out, std::move(probes));
     if (!engine_) return;
 
-    out.push_back(single_gauge(interface_name_, "The RAPL interface energy is read through.",
+    out.push_back(single_gauge(metric_name({"rapl", "interface", "info"}),
+                               "The RAPL interface energy is read through.",
                                {{"interface", to_string(engine_->source().interface())}}, 1.0));
     if (guard_) {
-      out.push_back(single_gauge(guard_name_,
+      out.push_back(single_gauge(metric_name({"rapl", "wrap", "guard", "interval", "seconds"}),
                                  "How often the wrap guard reads every energy counter, so that "
                                  "none wraps twice (perf: passes 2^31 hardware units, which one "
                                  "kernel update cannot carry) between reads.",
                                  {}, plan_.interval_seconds));
     }
-    auto ceiling = make_family(ceiling_name_,
-                               "The most power a package is taken to draw: energy deltas above "
-                               "it (plus 1 s of slack) are rejected, and it sets the wrap guard's "
-                               "period.",
-                               MetricType::Gauge);
+    auto ceiling = make_gauge_family({"rapl", "power", "ceiling", "watts"},
+                                     "The most power a package is taken to draw: energy deltas "
+                                     "above it (plus 1 s of slack) are rejected, and it sets the "
+                                     "wrap guard's period.");
     for (const auto& [package, watts] : ceilings_.package_watts) {
       add_gauge(ceiling, {{"package", std::to_string(package)}}, watts);
     }
@@ -116,21 +107,7 @@ class RaplCollector final : public Collector {
     if (!engine_) return;
     const auto series = engine_->snapshot();
     std::map<Domain, prometheus::MetricFamily> energy;
-    auto wraps =
-        make_family(wraps_name_, "Counter wrap-arounds seen and accounted for, per RAPL domain.",
-                    MetricType::Counter);
-    auto rejected = make_family(rejected_name_,
-                                "Energy deltas rejected as implausible (more than the power "
-                                "ceiling allows for the interval) and not added, per RAPL domain.",
-                                MetricType::Counter);
-    auto read_errors =
-        make_family(read_errors_name_, "Failed reads of a RAPL energy counter, per RAPL domain.",
-                    MetricType::Counter);
-    auto frozen = make_family(frozen_name_,
-                              "1 while the domain's energy counter has not changed once since "
-                              "startup, 5 s and more (exposed but not measured, as some "
-                              "hypervisors do): its joules are then not exported. 0 otherwise.",
-                              MetricType::Gauge);
+    auto health = health_;
     for (const auto& s : series) {
       Labels place;
       if (s.key.package) place.emplace_back("package", std::to_string(*s.key.package));
@@ -148,17 +125,11 @@ class RaplCollector final : public Collector {
       }
       Labels with_domain{{"domain", std::string(to_string(s.key.domain))}};
       with_domain.insert(with_domain.end(), place.begin(), place.end());
-      add_counter(wraps, with_domain, s.tally.wraps);
-      add_counter(rejected, with_domain, s.tally.rejected);
-      add_counter(read_errors, with_domain, s.tally.read_errors);
-      add_gauge(frozen, with_domain, s.frozen ? 1.0 : 0.0);
+      for (auto& property : health) property.add(property.family, with_domain, s);
     }
     for (auto& entry : energy) out.push_back(std::move(entry.second));
     if (!series.empty()) {
-      out.push_back(std::move(wraps));
-      out.push_back(std::move(rejected));
-      out.push_back(std::move(read_errors));
-      out.push_back(std::move(frozen));
+      for (auto& property : health) out.push_back(std::move(property.family));
     }
   }
 
@@ -167,16 +138,40 @@ class RaplCollector final : public Collector {
   PowerCeilings ceilings_;
   GuardPlan plan_;
   std::map<Domain, std::string> energy_names_;
-  std::string wraps_name_;
-  std::string rejected_name_;
-  std::string read_errors_name_;
-  std::string frozen_name_;
+  // How each series' counter is kept, one family per property: named once, filled per scrape.
+  struct Health {
+    prometheus::MetricFamily family;
+    void (*add)(prometheus::MetricFamily& family, const Labels& labels, const SeriesSnapshot& s);
+  };
+  static std::vector<Health> health_families() {
+    return {
+        {make_counter_family({"rapl", "wraps"},
+                             "Counter wrap-arounds seen and accounted for, per RAPL domain."),
+         [](prometheus::MetricFamily& f, const Labels& l, const SeriesSnapshot& s) {
+           add_counter(f, l, s.tally.wraps);
+         }},
+        {make_counter_family({"rapl", "rejected", "deltas"},
+                             "Energy deltas rejected as implausible (more than the power ceiling "
+                             "allows for the interval) and not added, per RAPL domain."),
+         [](prometheus::MetricFamily& f, const Labels& l, const SeriesSnapshot& s) {
+           add_counter(f, l, s.tally.rejected);
+         }},
+        {make_counter_family({"rapl", "read", "errors"},
+                             "Failed reads of a RAPL energy counter, per RAPL domain."),
+         [](prometheus::MetricFamily& f, const Labels& l, const SeriesSnapshot& s) {
+           add_counter(f, l, s.tally.read_errors);
+         }},
+        {make_gauge_family({"rapl", "energy", "frozen"},
+                           "1 while the domain's energy counter has not changed once since "
+                           "startup, 5 s and more (exposed but not measured, as some hypervisors "
+                           "do): its joules are then not exported. 0 otherwise."),
+         [](prometheus::MetricFamily& f, const Labels& l, const SeriesSnapshot& s) {
+           add_gauge(f, l, s.frozen ? 1.0 : 0.0);
+         }},
+    };
+  }
+  std::vector<Health> health_;
   std::vector<prometheus::MetricFamily> constant_;
-  std::string available_name_;
-  std::string interface_name_;
-  std::string probe_name_;
-  std::string guard_name_;
-  std::string ceiling_name_;
   std::unique_ptr<RaplEngine> engine_;
   // Declared after engine_ so that it is destroyed (stopped and joined) before the engine it
   // ticks.
