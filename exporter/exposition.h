@@ -1,7 +1,7 @@
 // Exposition formats and content negotiation. Pure functions: no sockets, no CivetWeb.
 #pragma once
 
-#include <memory>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,24 +22,24 @@ const char* content_type(ExpositionFormat format);
 bool accepts_gzip(std::string_view accept_encoding);
 std::string gzip_compress(std::string_view data);
 
-class DeflateStream;
-
-// gzip of a constant prefix followed by a different rest each time: the prefix is compressed
-// once, and each call copies the compressor's state after it and compresses only the rest. The
-// output is one ordinary gzip stream (one member) of prefix + rest.
+// gzip of a constant prefix followed by a different rest each time, as pigz joins independently
+// compressed chunks: the prefix is deflated once, ending on a byte boundary with a block that is
+// not the last (a sync flush), and each call deflates only the rest, in a stream of its own
+// sized to it, and joins the two with the gzip header and a trailer whose CRC-32 is combined
+// from both parts (crc32_combine). The output is one ordinary gzip stream (one member) of prefix
+// + rest. The rest's stream never refers back into the prefix, so a scrape pays for its own
+// series only: no copy of a compressor's state (zlib's deflateCopy moves about 260 KiB).
 class PrefixedGzip {
  public:
   explicit PrefixedGzip(std::string_view prefix);
-  ~PrefixedGzip();
-  PrefixedGzip(PrefixedGzip&&) noexcept;
-  PrefixedGzip& operator=(PrefixedGzip&&) noexcept;
 
-  // Safe to call from several threads at once: the saved state is only read.
+  // Safe to call from several threads at once: only reads what the constructor made.
   std::string compress(std::string_view rest) const;
 
  private:
-  std::unique_ptr<DeflateStream> prefix_stream_;
-  std::string prefix_output_;  // what deflate emitted while taking in the prefix
+  std::string head_;  // the gzip header and the prefix's deflate blocks
+  unsigned long prefix_crc_ = 0;
+  std::size_t prefix_size_ = 0;
 };
 
 // Appends the families without the end-of-exposition marker, so that families serialized once

@@ -3,6 +3,9 @@
 # idle CPU, RSS, and wrk throughput, latency and CPU per scrape, identity and gzip, 1 and 8
 # connections, exporters alternated over 3 rounds (medians printed). Loopback only. Each exporter
 # is pinned to CPU 0 and wrk to CPU 1, so the exporter's CPU is read from its own schedstat.
+# Beside them runs the floor (bench/floor_server.cpp, build/bench/hwperf_floor_server): a
+# do-nothing server answering with hwperf's own responses, captured byte for byte, so that
+# hwperf's CPU per scrape is also printed as a multiple of what sending those bytes costs.
 #
 #   scripts/bench-side-by-side.sh            ~5 minutes (5 s per wrk run, 60 s idle)
 #   scripts/bench-side-by-side.sh --quick    ~1.5 minutes (2 s per wrk run, 10 s idle)
@@ -24,9 +27,11 @@ fi
 
 hwperf_bin=${HWPERF_EXPORTER:-build/exporter/hwperf_exporter}
 node_bin=${NODE_EXPORTER:-/usr/bin/prometheus-node-exporter}
+floor_bin=${HWPERF_FLOOR_SERVER:-build/bench/hwperf_floor_server}
 hwperf_port=${HWPERF_PORT:-19477}
 node_port=${NODE_PORT:-19100}
-for tool in "$hwperf_bin" "$node_bin" wrk taskset curl; do
+floor_port=${FLOOR_PORT:-19480}
+for tool in "$hwperf_bin" "$node_bin" "$floor_bin" wrk taskset curl python3; do
   if ! command -v "$tool" >/dev/null; then
     echo "missing $tool (build with ./dev.sh build; apt-get install prometheus-node-exporter wrk)" >&2
     exit 1
@@ -122,6 +127,35 @@ wait_ready() {  # url pid name
 wait_ready "http://127.0.0.1:$hwperf_port/metrics" "$hwperf_pid" hwperf
 wait_ready "http://127.0.0.1:$node_port/metrics" "$node_pid" node
 
+# The floor answers with hwperf's responses (status line, headers, body), captured once.
+capture_response() {  # port accept-encoding file: the raw response to one GET /metrics
+  python3 - "$@" <<'PY'
+import socket, sys
+port, encoding, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+if encoding == "gzip":
+    request += "Accept-Encoding: gzip\r\n"
+connection = socket.create_connection(("127.0.0.1", port))
+connection.sendall((request + "\r\n").encode())
+data = b""
+while b"\r\n\r\n" not in data:
+    data += connection.recv(65536)
+head, _, body = data.partition(b"\r\n\r\n")
+length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+              if line.lower().startswith(b"content-length:"))
+while len(body) < length:
+    body += connection.recv(65536)
+open(path, "wb").write(head + b"\r\n\r\n" + body)
+PY
+}
+capture_response "$hwperf_port" identity "$work/floor-identity.http"
+capture_response "$hwperf_port" gzip "$work/floor-gzip.http"
+taskset -c 0 "$floor_bin" "$floor_port" "$work/floor-identity.http" "$work/floor-gzip.http" \
+  2>"$work/floor.log" &
+floor_pid=$!
+started_pids+=("$floor_pid")
+wait_ready "http://127.0.0.1:$floor_port/metrics" "$floor_pid" floor
+
 cpu_ns() {  # total ns on CPU of every thread of a process (first field of schedstat)
   # A Go thread can exit between the glob and the read; %.0f because mawk's %d stops at 2^31.
   { cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } |
@@ -131,10 +165,18 @@ rss_mib() {
   awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' /proc/"$1"/status
 }
 url_of() {
-  if [[ "$1" == hwperf ]]; then echo "http://127.0.0.1:$hwperf_port/metrics"; else echo "http://127.0.0.1:$node_port/metrics"; fi
+  case "$1" in
+    hwperf) echo "http://127.0.0.1:$hwperf_port/metrics" ;;
+    node) echo "http://127.0.0.1:$node_port/metrics" ;;
+    floor) echo "http://127.0.0.1:$floor_port/metrics" ;;
+  esac
 }
 pid_of() {
-  if [[ "$1" == hwperf ]]; then echo "$hwperf_pid"; else echo "$node_pid"; fi
+  case "$1" in
+    hwperf) echo "$hwperf_pid" ;;
+    node) echo "$node_pid" ;;
+    floor) echo "$floor_pid" ;;
+  esac
 }
 
 echo "== Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; $(uname -r)"
@@ -217,7 +259,7 @@ run_wrk() {  # exporter encoding connections round; connections "1close" = 1, no
 echo
 echo "== wrk: ${wrk_seconds} s per run, ${rounds} rounds, exporters alternated (each round flips the order)"
 for round in $(seq "$rounds"); do
-  if ((round % 2)); then order=(hwperf node); else order=(node hwperf); fi
+  if ((round % 2)); then order=(hwperf node floor); else order=(floor node hwperf); fi
   for encoding in identity gzip; do
     for connections in 1 8 1close; do
       for exporter in "${order[@]}"; do
@@ -237,7 +279,7 @@ column_median() {  # exporter encoding connections column
 }
 for encoding in identity gzip; do
   for connections in 1 8 1close; do
-    for exporter in hwperf node; do
+    for exporter in hwperf node floor; do
       printf '%-8s %-8s %6s %10s %9s %9s %9s %13s\n' "$exporter" "$encoding" "$connections" \
         "$(column_median "$exporter" "$encoding" "$connections" 5)" \
         "$(column_median "$exporter" "$encoding" "$connections" 6)" \
@@ -259,6 +301,18 @@ for encoding in identity gzip; do
         -v enc="$encoding" -v conns="$connections" \
         'function r(x, y) { return y > 0 ? sprintf("%.2f", x / y) : "n/a" }
          BEGIN { printf "%-8s %6s %10s %9s %13s\n", enc, conns, r(a, b), r(c, d), r(e, f) }'
+  done
+done
+
+echo
+echo "== hwperf's CPU per scrape as a multiple of the floor's (the same bytes from a do-nothing server)"
+printf '%-8s %6s %13s\n' encoding conns "hwperf/floor"
+for encoding in identity gzip; do
+  for connections in 1 8 1close; do
+    awk -v h="$(column_median hwperf "$encoding" "$connections" 9)" \
+        -v f="$(column_median floor "$encoding" "$connections" 9)" -v enc="$encoding" \
+        -v conns="$connections" \
+        'BEGIN { printf "%-8s %6s %13s\n", enc, conns, (f > 0 ? sprintf("%.2f", h / f) : "n/a") }'
   done
 done
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <mutex>
 #include <utility>
 
 #include "collectors/metrics.h"
@@ -109,9 +110,8 @@ class RaplCollector final : public Collector {
     std::map<Domain, prometheus::MetricFamily> energy;
     auto health = health_;
     for (const auto& s : series) {
-      Labels place;
-      if (s.key.package) place.emplace_back("package", std::to_string(*s.key.package));
-      if (s.key.die) place.emplace_back("die", std::to_string(*s.key.die));
+      const SeriesLabels& labels = labels_for(s.key);
+      const Labels& place = labels.place;
       if (!s.frozen) {
         auto family = energy.find(s.key.domain);
         if (family == energy.end()) {
@@ -123,9 +123,7 @@ class RaplCollector final : public Collector {
         }
         add_counter(family->second, place, s.tally.energy.joules());
       }
-      Labels with_domain{{"domain", std::string(to_string(s.key.domain))}};
-      with_domain.insert(with_domain.end(), place.begin(), place.end());
-      for (auto& property : health) property.add(property.family, with_domain, s);
+      for (auto& property : health) property.add(property.family, labels.with_domain, s);
     }
     for (auto& entry : energy) out.push_back(std::move(entry.second));
     if (!series.empty()) {
@@ -134,6 +132,29 @@ class RaplCollector final : public Collector {
   }
 
  private:
+  // A series' labels: where it is (package, die), and with its domain for the health families.
+  struct SeriesLabels {
+    Labels place;
+    Labels with_domain;
+  };
+  // The series never change after startup, so their labels are made once, at the first scrape
+  // that sees each.
+  const SeriesLabels& labels_for(const SeriesKey& key) {
+    std::lock_guard<std::mutex> lock(labels_mutex_);
+    auto it = labels_.find(key);
+    if (it == labels_.end()) {
+      SeriesLabels made;
+      if (key.package) made.place.emplace_back("package", std::to_string(*key.package));
+      if (key.die) made.place.emplace_back("die", std::to_string(*key.die));
+      made.with_domain = {{"domain", std::string(to_string(key.domain))}};
+      made.with_domain.insert(made.with_domain.end(), made.place.begin(), made.place.end());
+      it = labels_.emplace(key, std::move(made)).first;
+    }
+    return it->second;
+  }
+
+  std::mutex labels_mutex_;
+  std::map<SeriesKey, SeriesLabels> labels_;  // guarded by labels_mutex_; entries never erased
   std::vector<ProbeStatus> probes_;
   PowerCeilings ceilings_;
   GuardPlan plan_;
