@@ -38,4 +38,12 @@ struct CollectorEntry {
   std::string (*library_version)();
 };
 
+// The make() of an entry whose factory takes PAPI's preset definitions and returns its own
+// collector type (process targets, containers).
+template <auto factory>
+std::unique_ptr<Collector> make_with_presets(const Config& config, const Topology& topology,
+                                             const CollectorServices& services) {
+  return factory(config, topology, services.presets);
+}
+
 }  // namespace hwperf

@@ -149,7 +149,7 @@ std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
 namespace {
 
 // Descriptors at the cap: max_cgroups x events x CPUs.
-FileNeed cgroup_file_need(const Config& config, const Topology& topology) {
+FileNeed file_need(const Config& config, const Topology& topology) {
   const auto& cgroup = config.collectors.cgroup;
   const std::size_t events = event_count(cgroup);
   const std::size_t cpus = topology.threads().size();
@@ -185,10 +185,6 @@ std::vector<std::string> cgroup_check_report(const Config& config, const Topolog
 }
 
 bool enabled(const Config& config) { return config.collectors.cgroup.enabled; }
-std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
-                                const CollectorServices& services) {
-  return make_cgroup_collector(config, topology, services.presets);
-}
 std::vector<std::string> check(const Config& config, const Topology& topology,
                                const CollectorServices& services) {
   // Building it finds the hierarchy and probes a cgroup event, which is what --check-config is for.
@@ -200,9 +196,6 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
   for (auto& line : perf::event_lines(collector->events())) lines.push_back(std::move(line));
   return lines;
 }
-FileNeed files(const Config& config, const Topology& topology) {
-  return cgroup_file_need(config, topology);
-}
 
 }  // namespace
 
@@ -212,7 +205,9 @@ namespace hwperf {
 
 const CollectorEntry& cgroup_collector_entry() {
   static const CollectorEntry entry = {
-      "cgroup", &cgroup::enabled, &cgroup::make, &cgroup::check, &cgroup::files, nullptr, nullptr};
+      "cgroup",       &cgroup::enabled,   &make_with_presets<&cgroup::make_cgroup_collector>,
+      &cgroup::check, &cgroup::file_need, nullptr,
+      nullptr};
   return entry;
 }
 

@@ -84,7 +84,7 @@ std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
 namespace {
 
 // Descriptors the targets need now: threads of the processes they select x events x CPU slots.
-FileNeed process_file_need(const Config& config, const Topology& topology) {
+FileNeed file_need(const Config& config, const Topology& topology) {
   const auto& process = config.collectors.process;
   const std::size_t events =
       process.events_given ? process.events.size() : default_process_events().size();
@@ -147,10 +147,6 @@ std::vector<std::string> process_check_report(const Config& config, const Topolo
 bool enabled(const Config& config) {
   return config.collectors.process.enabled && !config.collectors.process.targets.empty();
 }
-std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
-                                const CollectorServices& services) {
-  return make_process_collector(config, topology, services.presets);
-}
 std::vector<std::string> check(const Config& config, const Topology& topology,
                                const CollectorServices& services) {
   // Building it probes every event and pidfile, which is what --check-config is for.
@@ -158,9 +154,6 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
   auto lines = process_check_report(config, topology);
   for (auto& line : perf::event_lines(collector->events())) lines.push_back(std::move(line));
   return lines;
-}
-FileNeed files(const Config& config, const Topology& topology) {
-  return process_file_need(config, topology);
 }
 
 }  // namespace
@@ -170,9 +163,10 @@ FileNeed files(const Config& config, const Topology& topology) {
 namespace hwperf {
 
 const CollectorEntry& process_collector_entry() {
-  static const CollectorEntry entry = {"process",       &process::enabled, &process::make,
-                                       &process::check, &process::files,   nullptr,
-                                       nullptr};
+  static const CollectorEntry entry = {
+      "process",       &process::enabled,   &make_with_presets<&process::make_process_collector>,
+      &process::check, &process::file_need, nullptr,
+      nullptr};
   return entry;
 }
 
