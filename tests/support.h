@@ -36,6 +36,9 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// A path under the system temp dir that no other test or process uses: `prefix`, pid, random.
+std::filesystem::path unique_temp_path(const std::string& prefix);
+
 std::string read_file(const std::filesystem::path& path);
 std::string fixtures_dir();
 std::string exporter_binary();
