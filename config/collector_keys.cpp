@@ -1,4 +1,5 @@
 // The collectors: section of the schema: how each collector's keys are read, checked and dumped.
+#include <functional>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -83,17 +84,11 @@ void read_event_list(Problems& problems, const YAML::Node& node, const std::stri
 void read_cpus(Problems& problems, const YAML::Node& node, CpuSelection& out) {
   const std::string path = "collectors.papi.cpus";
   const std::string expected = "\"all\" or a CPU list such as \"0-3,8\"";
-  if (!is_scalar(problems, node, path, expected)) return;
-  const auto text = node.as<std::string>();
-  out.mark = problems.where(node.Mark());
-  if (text == "all") {
-    out.all = true;
-    out.cpus.clear();
-    return;
-  }
+  const auto text = marked_scalar(problems, node, path, expected, out.mark);
+  if (!text) return;
   try {
-    out.cpus = parse_cpu_list(text);
-    out.all = false;
+    out.cpus = *text == "all" ? std::vector<unsigned>{} : parse_cpu_list(*text);
+    out.all = *text == "all";
   } catch (const std::invalid_argument& e) {
     problems.add(problems.at(node), path + ": expected " + expected + ": " + e.what());
   }
@@ -118,6 +113,66 @@ void read_rapl_domains(Problems& problems, const YAML::Node& node, RaplCollector
     }
     out.domains.push_back(*domain);
   }
+}
+
+// Whether `text` compiles as the ECMAScript regular expression the collectors will use; when it
+// does not, a problem at `node` says why.
+bool check_regex(Problems& problems, const YAML::Node& node, const std::string& path,
+                 const std::string& text) {
+  try {
+    std::regex compiled(text, std::regex::ECMAScript);
+    return true;
+  } catch (const std::regex_error& e) {
+    problems.add(problems.at(node),
+                 path + ": \"" + text + "\" is not a regular expression (" + e.what() + ")");
+    return false;
+  }
+}
+
+// A list of strings: each item is read as a non-empty string and handed to `each` with its node;
+// anything but a list is one problem saying what the list holds.
+void read_string_list(Problems& problems, const YAML::Node& node, const std::string& path,
+                      const std::string& holds,
+                      const std::function<void(std::string, const YAML::Node&)>& each) {
+  if (!node.IsSequence()) {
+    problems.add(problems.at(node), path + ": expected a list of " + holds);
+    return;
+  }
+  for (const auto& item : node) {
+    std::string text;
+    read_nonempty_string(problems, path, text)(item);
+    each(std::move(text), item);
+  }
+}
+
+// collectors.cgroup.roots: paths below the cgroup mount, kept without their slashes; a path that
+// climbs out of the hierarchy is refused.
+void read_cgroup_roots(Problems& problems, const YAML::Node& node, std::vector<CgroupRoot>& roots) {
+  const std::string path = "collectors.cgroup.roots";
+  roots.clear();
+  read_string_list(
+      problems, node, path, "cgroup paths", [&](std::string text, const YAML::Node& item) {
+        while (!text.empty() && text.front() == '/') text.erase(0, 1);
+        while (!text.empty() && text.back() == '/') text.pop_back();
+        if (text == ".." || text.rfind("../", 0) == 0 || text.find("/../") != std::string::npos ||
+            (text.size() >= 3 && text.compare(text.size() - 3, 3, "/..") == 0)) {
+          problems.add(item.Mark(), path + ": \"" + text + "\" leaves the hierarchy");
+          return;
+        }
+        roots.push_back({text, problems.where(item.Mark())});
+      });
+}
+
+// collectors.cgroup.match: regular expressions, each checked here so that a typo fails startup.
+void read_cgroup_match(Problems& problems, const YAML::Node& node,
+                       std::vector<CgroupPattern>& match) {
+  const std::string path = "collectors.cgroup.match";
+  match.clear();
+  read_string_list(problems, node, path, "regular expressions",
+                   [&](std::string text, const YAML::Node& item) {
+                     if (text.empty() || !check_regex(problems, item, path, text)) return;
+                     match.push_back({text, problems.where(item.Mark())});
+                   });
 }
 
 // collectors.process.targets: a list of {name, and one of pid, pidfile, match}.
@@ -178,13 +233,7 @@ void read_process_targets(Problems& problems, const YAML::Node& node,
                 const std::string key_path = match_path + "." + key;
                 mapping.on(key, [&problems, key_path, out](const YAML::Node& regex_node) {
                   read_nonempty_string(problems, key_path, *out)(regex_node);
-                  try {
-                    std::regex compiled(*out, std::regex::ECMAScript);
-                  } catch (const std::regex_error& e) {
-                    problems.add(problems.at(regex_node), key_path + ": \"" + *out +
-                                                              "\" is not a regular expression (" +
-                                                              e.what() + ")");
-                  }
+                  check_regex(problems, regex_node, key_path, *out);
                 });
               }
               if (!value.IsMap()) {
@@ -349,25 +398,7 @@ Key collectors_section(Problems& problems, CollectorsConfig& collectors) {
              dump_enum(cgroup.granularity)},
             {"roots",
              [&problems, &cgroup](const YAML::Node& n) {
-               const std::string path = "collectors.cgroup.roots";
-               cgroup.roots.clear();
-               if (!n.IsSequence()) {
-                 problems.add(problems.at(n), path + ": expected a list of cgroup paths");
-                 return;
-               }
-               for (const auto& item : n) {
-                 std::string text;
-                 read_nonempty_string(problems, path, text)(item);
-                 while (!text.empty() && text.front() == '/') text.erase(0, 1);
-                 while (!text.empty() && text.back() == '/') text.pop_back();
-                 if (text == ".." || text.rfind("../", 0) == 0 ||
-                     text.find("/../") != std::string::npos ||
-                     (text.size() >= 3 && text.compare(text.size() - 3, 3, "/..") == 0)) {
-                   problems.add(item.Mark(), path + ": \"" + text + "\" leaves the hierarchy");
-                   continue;
-                 }
-                 cgroup.roots.push_back({text, problems.where(item.Mark())});
-               }
+               read_cgroup_roots(problems, n, cgroup.roots);
              },
              [&cgroup](YAML::Emitter& out) {
                out << YAML::Flow << YAML::BeginSeq;
@@ -377,26 +408,7 @@ Key collectors_section(Problems& problems, CollectorsConfig& collectors) {
              [&cgroup] { return !cgroup.roots.empty(); }},
             {"match",
              [&problems, &cgroup](const YAML::Node& n) {
-               const std::string path = "collectors.cgroup.match";
-               cgroup.match.clear();
-               if (!n.IsSequence()) {
-                 problems.add(problems.at(n), path + ": expected a list of regular expressions");
-                 return;
-               }
-               for (const auto& item : n) {
-                 std::string text;
-                 read_nonempty_string(problems, path, text)(item);
-                 if (text.empty()) continue;
-                 try {
-                   std::regex compiled(text, std::regex::ECMAScript);
-                 } catch (const std::regex_error& e) {
-                   problems.add(
-                       problems.at(item),
-                       path + ": \"" + text + "\" is not a regular expression (" + e.what() + ")");
-                   continue;
-                 }
-                 cgroup.match.push_back({text, problems.where(item.Mark())});
-               }
+               read_cgroup_match(problems, n, cgroup.match);
              },
              [&cgroup](YAML::Emitter& out) {
                out << YAML::Flow << YAML::BeginSeq;

@@ -49,9 +49,9 @@ std::uint64_t synthetic_cpu_count(const std::string& description) {
 void read_topology_source(Problems& problems, const YAML::Node& node, TopologyConfig& out) {
   const std::string path = "topology.source";
   const std::string expected = "system, xml:PATH or synthetic:DESCRIPTION";
-  if (!is_scalar(problems, node, path, expected)) return;
-  const auto text = node.as<std::string>();
-  out.mark = problems.where(node.Mark());
+  const auto marked = marked_scalar(problems, node, path, expected, out.mark);
+  if (!marked) return;
+  const std::string& text = *marked;
   if (text == "system") {
     out.kind = TopologyConfig::Kind::system;
     out.argument.clear();
