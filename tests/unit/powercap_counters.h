@@ -1,11 +1,14 @@
-// Look-ups both powercap test files make: the counter a source serves for one zone, and a
-// counter's (domain, package, die) to compare sets of them.
+// What both powercap test files use: the source over a fixture tree, the counter a source serves
+// for one zone, and a counter's (domain, package, die) to compare sets of them.
 #pragma once
 
 #include <optional>
 #include <tuple>
 
 #include "collectors/rapl/energy_source.h"
+#include "collectors/rapl/powercap_source.h"
+#include "tests/support.h"
+#include "tests/unit/test_rapl_fixtures.h"
 
 namespace hwperf::test::powercap_counters {
 
@@ -21,6 +24,13 @@ inline const rapl::CounterInfo* find_counter(const rapl::EnergySource& source, r
     if (info.domain == domain && info.package == package && info.die == die) return &info;
   }
   return nullptr;
+}
+
+// The powercap source over the tree written under `dir`, on the two-package machine, every domain
+// asked for.
+inline rapl::ProbeResult open_tree(const TempDir& dir) {
+  return rapl::open_powercap_source((dir.path() / "sys").string(),
+                                    rapl_fixture::two_package_topology(), rapl::DomainSet::all());
 }
 
 }  // namespace hwperf::test::powercap_counters

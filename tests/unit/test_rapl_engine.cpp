@@ -27,15 +27,30 @@
 using namespace hwperf;
 using namespace hwperf::test::rapl_fakes;
 
-TEST_CASE("the wrap guard folds several wraps between two scrapes (engine, manual ticks)",
-          "[rapl]") {
-  auto state = std::make_shared<FakeState>();
+namespace {
+
+// One package counter in 2^-14 J units whose raw value starts at `start`: the state the test
+// moves, the counts per joule, and the counter a fake source serves.
+struct PackageCounter {
+  std::shared_ptr<FakeState> state;
+  std::uint64_t per_joule;
+  std::vector<CounterInfo> counters;
+};
+
+PackageCounter package_counter_at(std::uint64_t start) {
   const unsigned esu = 14;
-  const std::uint64_t per_joule = std::uint64_t{1} << esu;
-  const std::vector<CounterInfo> counters = {msr_counter(Domain::package, 0u, esu)};
-  const std::uint64_t start = 123456;
+  auto state = std::make_shared<FakeState>();
   state->values = {start};
   state->errors = {0};
+  return {state, std::uint64_t{1} << esu, {msr_counter(Domain::package, 0u, esu)}};
+}
+
+}  // namespace
+
+TEST_CASE("the wrap guard folds several wraps between two scrapes (engine, manual ticks)",
+          "[rapl]") {
+  const std::uint64_t start = 123456;
+  const auto [state, per_joule, counters] = package_counter_at(start);
   ManualClock clock;
   RaplEngine engine(std::make_unique<FakeSource>(counters, state), {1000.0}, clock.fn());
   const auto before = engine.snapshot();
@@ -65,13 +80,8 @@ TEST_CASE("the wrap guard folds several wraps between two scrapes (engine, manua
 
 TEST_CASE("the wrap guard thread keeps up with a counter between slow scrapes",
           "[rapl][concurrency]") {
-  auto state = std::make_shared<FakeState>();
-  const unsigned esu = 14;
-  const std::uint64_t per_joule = std::uint64_t{1} << esu;
-  const std::vector<CounterInfo> counters = {msr_counter(Domain::package, 0u, esu)};
   const std::uint64_t start = kTwoTo32 - 777;
-  state->values = {start};
-  state->errors = {0};
+  const auto [state, per_joule, counters] = package_counter_at(start);
   std::vector<ProbeResult> probes;
   probes.push_back(fake_probe(counters, state));
   RaplCollectorConfig config;

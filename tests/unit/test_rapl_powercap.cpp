@@ -83,8 +83,7 @@ TEST_CASE("powercap reads each energy_uj through the descriptor it opened at sta
   TempDir dir;
   const std::uint64_t range = 5000000;
   write_powercap_tree(dir, {{"intel-rapl:0", "package-0", 1000, range, 0}});
-  auto probe =
-      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
+  auto probe = open_tree(dir);
   REQUIRE(probe.source != nullptr);
   REQUIRE(probe.source->counters().size() == 1);
   EnergySource& source = *probe.source;
@@ -136,8 +135,7 @@ TEST_CASE("powercap finds every zone of a two-package tree once, by name", "[rap
   TempDir dir;
   const auto zones = two_package_zones();
   write_powercap_tree(dir, zones);
-  auto probe =
-      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
+  auto probe = open_tree(dir);
   REQUIRE(probe.source != nullptr);
   CHECK(probe.reason == "ok");
   const EnergySource& source = *probe.source;
@@ -193,8 +191,7 @@ TEST_CASE("powercap: an MMIO zone is used when it is the only one for its packag
   const std::uint64_t range = range_for_unit(61);
   write_powercap_tree(dir, {{"intel-rapl:0", "package-0", 1000, range, 0},
                             {"intel-rapl-mmio:0", "package-1", 2000, range, 0}});
-  auto probe =
-      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
+  auto probe = open_tree(dir);
   REQUIRE(probe.source != nullptr);
   CHECK(probe.source->counters().size() == 2);
   const CounterInfo* mmio = find_counter(*probe.source, Domain::package, 1u);
@@ -209,8 +206,7 @@ TEST_CASE("powercap: per-die zones carry the die, subzones inherit it", "[rapl]"
                             {"intel-rapl:0:0", "dram", 2, range, 0},
                             {"intel-rapl:1", "package-0-die-1", 3, range, 0},
                             {"intel-rapl:1:0", "dram", 4, range, 0}});
-  auto probe =
-      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
+  auto probe = open_tree(dir);
   REQUIRE(probe.source != nullptr);
   for (unsigned die : {0u, 1u}) {
     CAPTURE(die);
@@ -226,8 +222,7 @@ TEST_CASE("powercap: psys-N is per package", "[rapl]") {
                             {"intel-rapl:1", "psys-0", 2, range, 0},
                             {"intel-rapl:2", "package-1", 3, range, 0},
                             {"intel-rapl:3", "psys-1", 4, range, 0}});
-  auto probe =
-      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
+  auto probe = open_tree(dir);
   REQUIRE(probe.source != nullptr);
   CHECK(find_counter(*probe.source, Domain::psys, 0u) != nullptr);
   CHECK(find_counter(*probe.source, Domain::psys, 1u) != nullptr);
@@ -252,8 +247,7 @@ TEST_CASE("powercap without a tree says so and names the remedy", "[rapl]") {
   TempDir dir;
   dir.write("sys/.keep", "");
   SECTION("no /sys/class/powercap (no driver, or masked in a container)") {
-    auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
-                                      DomainSet::all());
+    auto probe = open_tree(dir);
     CHECK(probe.source == nullptr);
     CHECK(probe.interface == RaplInterface::powercap);
     CHECK(probe.reason == "absent");
@@ -264,8 +258,7 @@ TEST_CASE("powercap without a tree says so and names the remedy", "[rapl]") {
   }
   SECTION("a powercap class with no RAPL zones") {
     dir.write("sys/class/powercap/dtpm/enabled", "1\n");
-    auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
-                                      DomainSet::all());
+    auto probe = open_tree(dir);
     CHECK(probe.source == nullptr);
     CHECK(probe.reason == "absent");
     CHECK_THAT(probe.message, Catch::Contains("no intel-rapl zones"));
@@ -279,11 +272,7 @@ TEST_CASE("powercap: root-only energy_uj is a permission problem with its remedy
   for (const auto& zone : two_package_zones()) {
     ::chmod((dir.path() / powercap_path(zone.dir) / "energy_uj").c_str(), 0400);
   }
-  const std::string report = run_as_nobody(dir, [&] {
-    const auto probe = open_powercap_source((dir.path() / "sys").string(), two_package_topology(),
-                                            DomainSet::all());
-    return (probe.source ? "source" : probe.reason) + "\n" + probe.message;
-  });
+  const std::string report = probe_as_nobody(dir, [&] { return open_tree(dir); });
   INFO(report);
   CHECK(report.rfind("permission_denied\n", 0) == 0);
   CHECK_THAT(report, Catch::Contains("EACCES"));
@@ -297,8 +286,7 @@ TEST_CASE("powercap: a zone without max_energy_range_uj is skipped, the rest ser
   TempDir dir;
   write_powercap_tree(dir, two_package_zones());
   std::filesystem::remove(dir.path() / powercap_path("intel-rapl:0:2") / "max_energy_range_uj");
-  auto probe =
-      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
+  auto probe = open_tree(dir);
   REQUIRE(probe.source != nullptr);
   CHECK(find_counter(*probe.source, Domain::dram, 1u) == nullptr);
   CHECK(find_counter(*probe.source, Domain::dram, 0u) != nullptr);

@@ -56,8 +56,7 @@ TEST_CASE("powercap energy through the engine is exact across wraps of every zon
     }
   }
   write_powercap_tree(dir, zones);
-  auto probe =
-      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
+  auto probe = open_tree(dir);
   REQUIRE(probe.source != nullptr);
   const std::vector<CounterInfo> infos = probe.source->counters();
 
@@ -207,8 +206,7 @@ TEST_CASE("powercap reads TPMI zones (Granite Rapids, Sierra Forest) once per pa
   TempDir dir;
   dir.write("sys/class/powercap/intel-rapl-tpmi/enabled", "1\n");
   write_powercap_tree(dir, zones);
-  auto probe =
-      open_powercap_source((dir.path() / "sys").string(), two_package_topology(), DomainSet::all());
+  auto probe = open_tree(dir);
   REQUIRE(probe.source != nullptr);
   const EnergySource& source = *probe.source;
   std::set<Key> keys;
