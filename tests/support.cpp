@@ -24,6 +24,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "config/errors.h"
+#include "config/loader.h"
 #include "exporter/exposition.h"
 
 namespace hwperf::test {
@@ -270,6 +272,15 @@ std::string cpu1_hotplug_problem() {
   if (::geteuid() == 0 && ::access(kCpu1OnlineFile, W_OK) == 0) return "";
   return std::string("this test takes CPU 1 offline: run it as root on a machine where ") +
          kCpu1OnlineFile + " is writable";
+}
+
+std::string config_error(const std::string& yaml, const std::string& file_name) {
+  try {
+    parse_config_text(yaml, file_name);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 std::size_t occurrences(const std::string& text, const std::string& what) {

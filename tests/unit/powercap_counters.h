@@ -2,8 +2,12 @@
 // for one zone, and a counter's (domain, package, die) to compare sets of them.
 #pragma once
 
+#include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "collectors/rapl/energy_source.h"
 #include "collectors/rapl/powercap_source.h"
@@ -31,6 +35,19 @@ inline const rapl::CounterInfo* find_counter(const rapl::EnergySource& source, r
 inline rapl::ProbeResult open_tree(const TempDir& dir) {
   return rapl::open_powercap_source((dir.path() / "sys").string(),
                                     rapl_fixture::two_package_topology(), rapl::DomainSet::all());
+}
+
+// The powercap source over zones that differ only in their directory and name (the same range,
+// energies 1, 2, 3, ...), written under `dir`: for what the names alone decide.
+inline rapl::ProbeResult open_named_zones(
+    const TempDir& dir, std::initializer_list<std::pair<const char*, const char*>> dirs_and_names) {
+  const std::uint64_t range = rapl_fixture::range_for_unit(61);
+  std::vector<rapl_fixture::Zone> zones;
+  for (const auto& [zone_dir, name] : dirs_and_names) {
+    zones.push_back({zone_dir, name, zones.size() + 1, range, 0});
+  }
+  rapl_fixture::write_powercap_tree(dir, zones);
+  return open_tree(dir);
 }
 
 }  // namespace hwperf::test::powercap_counters

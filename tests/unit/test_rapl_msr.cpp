@@ -43,6 +43,10 @@ struct MsrTree {
   void set(unsigned cpu, std::uint64_t address, std::uint64_t value) const {
     write_msr(dir, cpu, address, value);
   }
+  // An empty file named `name` in /dev/cpu/N of both CPUs.
+  void device_files(const std::string& name) const {
+    for (const char* cpu : {"0", "1"}) dir.write(std::string("dev/cpu/") + cpu + "/" + name, "");
+  }
   // The MSR source over this tree on the two-package machine, every domain asked for.
   ProbeResult open() const {
     return open_msr_source(paths, with_cpu_identity_from(two_package_topology(), paths.procfs),
@@ -56,6 +60,13 @@ const CounterInfo* find_counter(const EnergySource& source, Domain domain,
     if (info.domain == domain && info.package == package) return &info;
   }
   return nullptr;
+}
+
+// The probe failed for `reason`, and its message names every one of `fragments`.
+void check_failure(const ProbeResult& probe, const std::string& reason,
+                   std::initializer_list<std::string> fragments) {
+  CHECK(probe.reason == reason);
+  for (const auto& fragment : fragments) CHECK_THAT(probe.message, Catch::Contains(fragment));
 }
 
 std::size_t count_domain(const EnergySource& source, Domain domain) {
@@ -243,40 +254,25 @@ TEST_CASE("msr failure states name the cause and the remedy", "[rapl]") {
   SECTION("no /dev/cpu at all") {
     auto probe = tree.open();
     CHECK(probe.source == nullptr);
-    CHECK(probe.reason == "absent");
-    CHECK_THAT(probe.message, Catch::Contains(tree.paths.devfs + "/cpu/0/msr"));
-    CHECK_THAT(probe.message, Catch::Contains("ENOENT"));
-    CHECK_THAT(probe.message, Catch::Contains("modprobe msr"));
-    CHECK_THAT(probe.message, Catch::Contains("--device"));
+    check_failure(probe, "absent",
+                  {tree.paths.devfs + "/cpu/0/msr", "ENOENT", "modprobe msr", "--device"});
   }
   SECTION("/dev/cpu/N without msr: the driver is not loaded (this VM)") {
-    tree.dir.write("dev/cpu/0/cpuid", "");
-    tree.dir.write("dev/cpu/1/cpuid", "");
-    auto probe = tree.open();
-    CHECK(probe.reason == "absent");
-    CHECK_THAT(probe.message, Catch::Contains("msr driver is not loaded"));
-    CHECK_THAT(probe.message, Catch::Contains("modprobe msr"));
+    tree.device_files("cpuid");
+    check_failure(tree.open(), "absent", {"msr driver is not loaded", "modprobe msr"});
   }
   SECTION("no unit register: the CPU or hypervisor has no RAPL") {
-    tree.dir.write("dev/cpu/0/msr", "");
-    tree.dir.write("dev/cpu/1/msr", "");
-    auto probe = tree.open();
-    CHECK(probe.reason == "unsupported");
-    CHECK_THAT(probe.message, Catch::Contains("0x606"));
-    CHECK_THAT(probe.message, Catch::Contains("EIO"));
+    tree.device_files("msr");
+    check_failure(tree.open(), "unsupported", {"0x606", "EIO"});
   }
   SECTION("every status register reads 0") {
     for (unsigned cpu : {0u, 1u}) tree.set(cpu, msr::kIntelPowerUnit, unit_register(3, 14, 10));
     tree.set(0, msr::kIntelPsysEnergy, 0);
-    auto probe = tree.open();
-    CHECK(probe.reason == "unsupported");
-    CHECK_THAT(probe.message, Catch::Contains("reads 0"));
+    check_failure(tree.open(), "unsupported", {"reads 0"});
   }
   SECTION("a vendor without known registers") {
     tree.cpu("CentaurHauls", 7, 1);
-    auto probe = tree.open();
-    CHECK(probe.reason == "unsupported");
-    CHECK_THAT(probe.message, Catch::Contains("CentaurHauls family 7 model 1"));
+    check_failure(tree.open(), "unsupported", {"CentaurHauls family 7 model 1"});
   }
 }
 

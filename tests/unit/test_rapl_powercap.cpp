@@ -201,12 +201,10 @@ TEST_CASE("powercap: an MMIO zone is used when it is the only one for its packag
 
 TEST_CASE("powercap: per-die zones carry the die, subzones inherit it", "[rapl]") {
   TempDir dir;
-  const std::uint64_t range = range_for_unit(61);
-  write_powercap_tree(dir, {{"intel-rapl:0", "package-0-die-0", 1, range, 0},
-                            {"intel-rapl:0:0", "dram", 2, range, 0},
-                            {"intel-rapl:1", "package-0-die-1", 3, range, 0},
-                            {"intel-rapl:1:0", "dram", 4, range, 0}});
-  auto probe = open_tree(dir);
+  auto probe = open_named_zones(dir, {{"intel-rapl:0", "package-0-die-0"},
+                                      {"intel-rapl:0:0", "dram"},
+                                      {"intel-rapl:1", "package-0-die-1"},
+                                      {"intel-rapl:1:0", "dram"}});
   REQUIRE(probe.source != nullptr);
   for (unsigned die : {0u, 1u}) {
     CAPTURE(die);
@@ -217,12 +215,10 @@ TEST_CASE("powercap: per-die zones carry the die, subzones inherit it", "[rapl]"
 
 TEST_CASE("powercap: psys-N is per package", "[rapl]") {
   TempDir dir;
-  const std::uint64_t range = range_for_unit(61);
-  write_powercap_tree(dir, {{"intel-rapl:0", "package-0", 1, range, 0},
-                            {"intel-rapl:1", "psys-0", 2, range, 0},
-                            {"intel-rapl:2", "package-1", 3, range, 0},
-                            {"intel-rapl:3", "psys-1", 4, range, 0}});
-  auto probe = open_tree(dir);
+  auto probe = open_named_zones(dir, {{"intel-rapl:0", "package-0"},
+                                      {"intel-rapl:1", "psys-0"},
+                                      {"intel-rapl:2", "package-1"},
+                                      {"intel-rapl:3", "psys-1"}});
   REQUIRE(probe.source != nullptr);
   CHECK(find_counter(*probe.source, Domain::psys, 0u) != nullptr);
   CHECK(find_counter(*probe.source, Domain::psys, 1u) != nullptr);
