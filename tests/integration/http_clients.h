@@ -8,11 +8,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "common/unique_fd.h"
+#include "config/web_config.h"
+#include "tests/catch.hpp"
 #include "tests/support.h"
 #include "web/http_server.h"
 
@@ -101,6 +104,40 @@ inline Reply get(unsigned port, const std::string& path) {
            "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   std::string buffer;
   return read_reply(socket.get(), buffer);
+}
+
+// The TLS settings of a server presenting `certificates`' server certificate and key.
+inline TlsServerConfig server_tls(const TestCertificates& certificates) {
+  TlsServerConfig tls;
+  tls.cert_file = certificates.server_cert.string();
+  tls.key_file = certificates.server_key.string();
+  return tls;
+}
+
+// An HTTPS server on 127.0.0.1 at a port the kernel picks, with `worker_threads` workers.
+inline HttpServerOptions tls_server_options(const TlsServerConfig& tls, unsigned worker_threads) {
+  HttpServerOptions options;
+  options.listen_address = ListenAddress::parse("127.0.0.1:0");
+  options.worker_threads = worker_threads;
+  options.tls = tls;
+  return options;
+}
+
+inline std::string https_metrics_url(unsigned port) {
+  return "https://127.0.0.1:" + std::to_string(port) + "/metrics";
+}
+
+// After a rotation of certificates: `fresh` is let in, `stale` no longer, and the log says
+// `logged`. `with` runs curl with the client or trust of the certificates it is given.
+inline void check_rotated(const std::function<CurlResult(const TestCertificates&)>& with,
+                          const TestCertificates& fresh, const TestCertificates& stale,
+                          const std::string& logged) {
+  const CapturedStderr log;
+  const auto rotated = with(fresh);
+  INFO(rotated.error);
+  CHECK(rotated.status == 200);
+  CHECK(with(stale).status == 0);
+  CHECK_THAT(log.text(), Catch::Contains(logged));
 }
 
 }  // namespace hwperf::test::http_clients

@@ -153,12 +153,9 @@ TEST_CASE("failed TLS handshakes leave the count of busy workers right", "[http]
   const auto certificates = test::make_test_certificates(dir);
   HttpServerOptions options = test_options();
   options.worker_threads = 8;
-  TlsServerConfig tls;
-  tls.cert_file = certificates.server_cert.string();
-  tls.key_file = certificates.server_key.string();
-  options.tls = tls;
+  options.tls = server_tls(certificates);
   HttpServer server(options, simple_handler());
-  const std::string https = "https://127.0.0.1:" + std::to_string(server.port()) + "/metrics";
+  const std::string https = https_metrics_url(server.port());
   // A served connection is counted while it lasts, and only then.
   const auto served = test::curl({"--cacert", certificates.ca_cert.string()}, https);
   REQUIRE(served.status == 200);
