@@ -29,6 +29,38 @@
 using namespace hwperf;
 using namespace hwperf::test::papi_fakes;
 
+namespace {
+
+// One multiplexed set counting cycles on CPU 0, each read 2^39 more: the raw count passes the
+// 2^40 reset threshold on the third scrape.
+struct MultiplexedCycles {
+  FakeSource* fake = nullptr;
+  std::unique_ptr<Collector> collector;
+
+  MultiplexedCycles(const Topology& topology, bool reset_fails) {
+    auto layout = papi::every_event_on_every_cpu(1, {0});
+    layout.event_sets.front().multiplexed = true;
+    auto source = std::make_unique<FakeSource>(layout);
+    fake = source.get();
+    fake->step_ = std::uint64_t{1} << 39;
+    fake->reset_fails_ = reset_fails;
+    collector = make_papi_collector_from_source(config_with(Granularity::cpu),
+                                                {spec("PAPI_TOT_CYC", "cycles")}, topology,
+                                                std::move(source));
+  }
+
+  // The CPU 0 cycles total after `scrapes` more scrapes.
+  double total_after(int scrapes) {
+    double total = 0;
+    for (int i = 0; i < scrapes; ++i) {
+      total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", {{"cpu", "0"}});
+    }
+    return total;
+  }
+};
+
+}  // namespace
+
 TEST_CASE("overlapping scrapes are serialised: each reads once and sees a newer count",
           "[papi][concurrency]") {
   const Topology topology = two_socket_topology();
@@ -131,19 +163,12 @@ TEST_CASE(
     "are skipped, and the total stays exact",
     "[papi]") {
   const Topology topology = two_socket_topology();
-  auto layout = papi::every_event_on_every_cpu(1, {0});
-  layout.event_sets.front().multiplexed = true;
-  auto source = std::make_unique<FakeSource>(layout);
-  auto* fake = source.get();
-  // Each scrape adds 2^39: the raw count passes 2^40 on the third scrape.
-  fake->step_ = std::uint64_t{1} << 39;
-  auto collector = make_papi_collector_from_source(
-      config_with(Granularity::cpu), {spec("PAPI_TOT_CYC", "cycles")}, topology, std::move(source));
+  MultiplexedCycles cycles(topology, /*reset_fails=*/false);
+  FakeSource* fake = cycles.fake;
+  auto& collector = cycles.collector;
   const std::map<std::string, std::string> cpu0 = {{"cpu", "0"}};
   constexpr int kScrapes = 12;
-  double total = 0;
-  for (int i = 0; i < kScrapes; ++i)
-    total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
+  double total = cycles.total_after(kScrapes);
   CHECK(fake->resets_ > 0);
   // Every count arrived although PAPI's own count was zeroed along the way.
   CHECK(total == static_cast<double>(fake->step_ * kScrapes));
@@ -233,25 +258,15 @@ TEST_CASE(
 
 TEST_CASE("a multiplexed set whose reset fails is not counted twice", "[papi]") {
   const Topology topology = two_socket_topology();
-  auto layout = papi::every_event_on_every_cpu(1, {0});
-  layout.event_sets.front().multiplexed = true;
-  auto source = std::make_unique<FakeSource>(layout);
-  auto* fake = source.get();
-  fake->step_ = std::uint64_t{1} << 39;  // past the 2^40 reset threshold on the third scrape
-  fake->reset_fails_ = true;
-  auto collector = make_papi_collector_from_source(
-      config_with(Granularity::cpu), {spec("PAPI_TOT_CYC", "cycles")}, topology, std::move(source));
-  const std::map<std::string, std::string> cpu0 = {{"cpu", "0"}};
+  MultiplexedCycles cycles(topology, /*reset_fails=*/true);
+  FakeSource* fake = cycles.fake;
   constexpr int kScrapes = 8;
-  double total = 0;
-  for (int i = 0; i < kScrapes; ++i)
-    total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
+  double total = cycles.total_after(kScrapes);
   CHECK(fake->resets_ > 0);  // it was asked to zero the set, and could not
   // The exported total is what was counted, not that plus what the failed resets pretended.
   CHECK(total == static_cast<double>(fake->step_ * kScrapes));
   // Once resets work again, counting stays exact across them.
   fake->reset_fails_ = false;
-  for (int i = 0; i < kScrapes; ++i)
-    total = value_of(scrape(*collector), "hwperf_cpu_cycles_total", cpu0);
+  total = cycles.total_after(kScrapes);
   CHECK(total == static_cast<double>(fake->step_ * 2 * kScrapes));
 }
