@@ -97,6 +97,14 @@ bool is_scalar(Problems& problems, const YAML::Node& node, const std::string& pa
   return false;
 }
 
+std::optional<std::string> marked_scalar(Problems& problems, const YAML::Node& node,
+                                         const std::string& path, const std::string& expected,
+                                         SourceMark& mark) {
+  if (!is_scalar(problems, node, path, expected)) return std::nullopt;
+  mark = problems.where(node.Mark());
+  return node.as<std::string>();
+}
+
 Mapping::Handler read_string(Problems& problems, const std::string& path, std::string& out,
                              SourceMark* mark) {
   return [&problems, path, &out, mark](const YAML::Node& node) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,6 +66,11 @@ class Mapping {
 
 bool is_scalar(Problems& problems, const YAML::Node& node, const std::string& path,
                const std::string& expected);
+// A scalar's text, with where it was written recorded in `mark`; nullopt, and a problem naming
+// `expected`, when the node is not a scalar.
+std::optional<std::string> marked_scalar(Problems& problems, const YAML::Node& node,
+                                         const std::string& path, const std::string& expected,
+                                         SourceMark& mark);
 Mapping::Handler read_string(Problems& problems, const std::string& path, std::string& out,
                              SourceMark* mark = nullptr);
 Mapping::Handler read_nonempty_string(Problems& problems, const std::string& path,

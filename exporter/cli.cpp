@@ -1,6 +1,9 @@
 #include "exporter/cli.h"
 
+#include <cstddef>
 #include <functional>
+#include <optional>
+#include <utility>
 
 #include "common/text.h"
 #include "config/errors.h"
@@ -102,6 +105,36 @@ LogLevel parse_level(const std::string& text) {
       {"--log.level=" + text + ": expected " + join_names(kLogLevelNames, ", ", " or ")});
 }
 
+// Flags whose value is kept as given, checked later where it is used.
+constexpr std::pair<const char*, std::optional<std::string> CliOptions::*> kTextFlags[] = {
+    {"--config.file", &CliOptions::config_file},
+    {"--web.listen-address", &CliOptions::listen_address},
+    {"--path.sysfs", &CliOptions::sysfs},
+    {"--path.procfs", &CliOptions::procfs},
+    {"--path.devfs", &CliOptions::devfs},
+    {"--web.config.file", &CliOptions::web_config_file},
+    {"--runtime.user", &CliOptions::runtime_user},
+};
+
+// Flags without a value, which set their option.
+constexpr std::pair<const char*, bool CliOptions::*> kSwitches[] = {
+    {"--check-config", &CliOptions::check_config},
+    {"--once", &CliOptions::once},
+    {"--version", &CliOptions::version},
+    {"--help", &CliOptions::help},
+    {"--print-reference", &CliOptions::print_reference},
+};
+
+// The option a table binds to `arg`, or nullopt when the table does not list it.
+template <typename Member, std::size_t N>
+std::optional<Member> find_flag(const std::pair<const char*, Member> (&table)[N],
+                                const std::string& arg) {
+  for (const auto& [name, member] : table) {
+    if (arg == name) return member;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 CliOptions parse_cli(const std::vector<std::string>& args) {
@@ -140,28 +173,18 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
       continue;
     }
     try {
-      if (arg == "--config.file")
-        options.config_file = value;
-      else if (arg == "--web.listen-address")
-        options.listen_address = value;
-      else if (arg == "--web.telemetry-path") {
+      if (const auto text = find_flag(kTextFlags, arg)) {
+        options.*(*text) = value;
+      } else if (const auto on = find_flag(kSwitches, arg)) {
+        options.*(*on) = true;
+      } else if (arg == "--web.telemetry-path") {
         if (const auto problem = telemetry_path_problem(*value); !problem.empty()) {
           problems.push_back(arg + "=" + *value + ": " + problem);
         }
         options.telemetry_path = value;
-      } else if (arg == "--path.sysfs")
-        options.sysfs = value;
-      else if (arg == "--path.procfs")
-        options.procfs = value;
-      else if (arg == "--path.devfs")
-        options.devfs = value;
-      else if (arg == "--log.level")
+      } else if (arg == "--log.level") {
         options.log_level = parse_level(*value);
-      else if (arg == "--web.config.file")
-        options.web_config_file = value;
-      else if (arg == "--runtime.user")
-        options.runtime_user = value;
-      else if (arg == "--web.max-requests") {
+      } else if (arg == "--web.max-requests") {
         options.max_requests = parse_count(arg, *value, 0, kMaxConnectionsCeiling, problems);
       } else if (arg == "--web.max-connections") {
         options.max_connections = parse_count(arg, *value, 1, kMaxConnectionsCeiling, problems);
@@ -169,16 +192,7 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
         options.request_timeout_ms = parse_timeout(arg, *value, problems);
       } else if (arg == "--web.keep-alive-timeout") {
         options.keep_alive_timeout_ms = parse_timeout(arg, *value, problems);
-      } else if (arg == "--check-config")
-        options.check_config = true;
-      else if (arg == "--once")
-        options.once = true;
-      else if (arg == "--version")
-        options.version = true;
-      else if (arg == "--help")
-        options.help = true;
-      else if (arg == "--print-reference")
-        options.print_reference = true;
+      }
     } catch (const ConfigError& e) {
       problems.insert(problems.end(), e.problems().begin(), e.problems().end());
     }

@@ -4,23 +4,10 @@
 
 #include "collectors/build_info.h"
 #include "config/config.h"
+#include "exporter/topology_page.h"
 
 namespace hwperf {
 namespace {
-
-std::string html_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string serialized(const std::vector<prometheus::MetricFamily>& families,
                        ExpositionFormat format) {
@@ -112,12 +99,13 @@ HttpResponse Exporter::route(const HttpRequest& request) const {
         "<!DOCTYPE html>\n<html><head><title>hwperf_exporter</title></head><body>\n"
         "<h1>hwperf_exporter</h1>\n<p>Hardware performance counters and CPU energy for "
         "Prometheus.</p>\n<p><a href=\"" +
-        html_escape(telemetry_path_) + "\">Metrics</a></p>\n" +
+        html_escape_text(telemetry_path_) + "\">Metrics</a></p>\n" +
         (topology_page_ ? "<p><a href=\"topology\">Topology</a> (live)</p>\n" : "") +
         "<h2>Active collectors</h2>\n<ul>\n";
-    for (const auto& name : collectors_.names()) body += "<li>" + html_escape(name) + "</li>\n";
-    body += "</ul>\n<p>Version " + html_escape(exporter_version()) + " (revision " +
-            html_escape(exporter_revision()) + ")</p>\n</body></html>\n";
+    for (const auto& name : collectors_.names())
+      body += "<li>" + html_escape_text(name) + "</li>\n";
+    body += "</ul>\n<p>Version " + html_escape_text(exporter_version()) + " (revision " +
+            html_escape_text(exporter_revision()) + ")</p>\n</body></html>\n";
     return HttpResponse{200, "text/html; charset=utf-8", {}, body};
   }
   return not_found();

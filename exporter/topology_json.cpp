@@ -160,25 +160,21 @@ void append_family(std::string& out, const prometheus::MetricFamily& family, Sco
 }  // namespace
 
 std::string json_string(std::string_view text) {
+  static constexpr CharEscape kJson[] = {{'"', "\\\""},   {'\\', "\\\\"},   {'\n', "\\n"},
+                                         {'\t', "\\t"},   {'<', "\\u003c"}, {'>', "\\u003e"},
+                                         {'&', "\\u0026"}};
   std::string out = "\"";
   out.reserve(text.size() + 2);
-  for (unsigned char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '<': out += "\\u003c"; break;
-      case '>': out += "\\u003e"; break;
-      case '&': out += "\\u0026"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-          out += escaped;
-        } else {
-          out += static_cast<char>(c);
-        }
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (const char* escaped = escape_of(c, kJson)) {
+      out += escaped;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char code[8];
+      std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(byte));
+      out += code;
+    } else {
+      out += c;
     }
   }
   out += '"';

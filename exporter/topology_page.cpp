@@ -264,17 +264,13 @@ void add_security_headers(HttpResponse& response, const char* cache_control) {
 }  // namespace
 
 std::string html_escape_text(std::string_view text) {
+  static constexpr CharEscape kHtml[] = {
+      {'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}, {'"', "&quot;"}, {'\'', "&#39;"}};
   std::string out;
   out.reserve(text.size());
   for (char c : text) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
+    const char* escaped = escape_of(c, kHtml);
+    out += escaped != nullptr ? std::string_view(escaped) : std::string_view(&c, 1);
   }
   return out;
 }

@@ -19,6 +19,21 @@
 
 namespace hwperf {
 
+// One character and the text that stands for it once escaped.
+struct CharEscape {
+  char c;
+  const char* replacement;
+};
+
+// What stands for `c` in `table`, or nullptr when `c` stands for itself.
+template <std::size_t N>
+const char* escape_of(char c, const CharEscape (&table)[N]) {
+  for (const auto& escape : table) {
+    if (escape.c == c) return escape.replacement;
+  }
+  return nullptr;
+}
+
 // Text made safe for HTML element content and double- or single-quoted attribute values.
 std::string html_escape_text(std::string_view text);
 // A JSON string literal, quotes included. '<', '>' and '&' are escaped too, so the text stays

@@ -36,6 +36,9 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// A path under the system temp dir that no other test or process uses: `prefix`, pid, random.
+std::filesystem::path unique_temp_path(const std::string& prefix);
+
 std::string read_file(const std::filesystem::path& path);
 std::string fixtures_dir();
 std::string exporter_binary();
@@ -166,6 +169,9 @@ Topology with_cpu_identity_from(const Topology& topology, const std::string& pro
 HttpRequest get_request(const std::string& path, const std::string& authorization = "");
 
 // How many times `what` occurs in `text` (overlapping ones too): a log line said once.
+// What the configuration loader says of `yaml` read as `file_name`: "" when it accepts it.
+std::string config_error(const std::string& yaml, const std::string& file_name);
+
 std::size_t occurrences(const std::string& text, const std::string& what);
 
 // CPU hotplug for [live][hotplug] tests (root; ctest runs nothing beside a [live] test).

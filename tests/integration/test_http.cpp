@@ -9,6 +9,7 @@
 #include "collectors/build_info.h"
 #include "exporter/router.h"
 #include "web/http_server.h"
+#include "tests/integration/http_clients.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -50,10 +51,8 @@ Exporter make_exporter(double value) {
 }
 
 HttpServerOptions served_options() {
-  HttpServerOptions options;
-  options.listen_address = ListenAddress::parse("127.0.0.1:0");
+  HttpServerOptions options = test::http_clients::loopback_options(10000);
   options.worker_threads = 8;
-  options.request_timeout_ms = 10000;
   return options;
 }
 

@@ -1,7 +1,7 @@
 // The HTTP server under hostile and heavy clients, over loopback sockets: deadlines, keep-alive
-// latency, the concurrency limit, the open-file limit and bind errors. Servers run in-process on
-// 127.0.0.1:0 with small deadlines so that every test stays within a few seconds; timings are only
-// asserted as generous bounds.
+// latency and the concurrency limit. Servers run in-process on 127.0.0.1:0 with small deadlines
+// so that every test stays within a few seconds; timings are only asserted as generous bounds.
+// The open-file limit and bind errors are in test_http_server_limits.cpp.
 #include "tests/catch.hpp"
 
 #include <arpa/inet.h>
@@ -33,90 +33,15 @@
 
 #include "common/unique_fd.h"
 #include "web/http_server.h"
+#include "tests/integration/http_clients.h"
 #include "tests/support.h"
 
 using namespace hwperf;
-using Clock = std::chrono::steady_clock;
 using test::closed_within;
 using test::connect_to;
+using namespace hwperf::test::http_clients;
 
 namespace {
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-HttpServerOptions test_options() {
-  HttpServerOptions options;
-  options.listen_address = ListenAddress::parse("127.0.0.1:0");
-  options.request_timeout_ms = 1000;
-  options.keep_alive_timeout_ms = 500;
-  return options;
-}
-
-HttpResponse text(std::string body) {
-  return HttpResponse{200, "text/plain; charset=utf-8", {}, std::move(body)};
-}
-
-// /metrics answers `metrics_body`, anything else "ok".
-HttpHandler simple_handler(std::string metrics_body = "metric 1\n") {
-  return [body = std::move(metrics_body)](const HttpRequest& request) {
-    return text(request.path == "/metrics" ? body : "ok\n");
-  };
-}
-
-void send_all(int fd, const std::string& data) {
-  std::size_t sent = 0;
-  while (sent < data.size()) {
-    const auto n = ::send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) throw std::runtime_error(std::string("send: ") + std::strerror(errno));
-    sent += static_cast<std::size_t>(n);
-  }
-}
-
-struct Reply {
-  int status = 0;
-  std::string body;
-  bool closed = false;  // the server said Connection: close
-};
-
-// Reads one response (Content-Length framed) from a connection; throws on timeout or EOF.
-Reply read_reply(int fd, std::string& buffer) {
-  while (buffer.find("\r\n\r\n") == std::string::npos) {
-    char chunk[65536];
-    const auto n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n <= 0) throw std::runtime_error("connection closed or timed out before a response");
-    buffer.append(chunk, static_cast<std::size_t>(n));
-  }
-  const auto head_end = buffer.find("\r\n\r\n") + 4;
-  const std::string head = buffer.substr(0, head_end);
-  std::string lower = head;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const auto length_at = lower.find("content-length:");
-  const std::size_t length =
-      length_at == std::string::npos ? 0 : std::stoul(head.substr(length_at + 15));
-  while (buffer.size() < head_end + length) {
-    char chunk[65536];
-    const auto n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n <= 0) throw std::runtime_error("connection closed or timed out within a response");
-    buffer.append(chunk, static_cast<std::size_t>(n));
-  }
-  Reply reply;
-  reply.status = std::stoi(head.substr(9, 3));
-  reply.body = buffer.substr(head_end, length);
-  reply.closed = lower.find("connection: close") != std::string::npos;
-  buffer.erase(0, head_end + length);
-  return reply;
-}
-
-// One GET on a fresh connection; the connection's timeouts bound it at 5 s.
-Reply get(unsigned port, const std::string& path) {
-  const UniqueFd socket = connect_to(port);
-  send_all(socket.get(),
-           "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
-  std::string buffer;
-  return read_reply(socket.get(), buffer);
-}
 
 // Waits until the server serves no connection; returns how long that took (or nullopt).
 std::optional<double> until_no_busy_worker(const HttpServer& server, double limit_seconds) {
@@ -228,12 +153,9 @@ TEST_CASE("failed TLS handshakes leave the count of busy workers right", "[http]
   const auto certificates = test::make_test_certificates(dir);
   HttpServerOptions options = test_options();
   options.worker_threads = 8;
-  TlsServerConfig tls;
-  tls.cert_file = certificates.server_cert.string();
-  tls.key_file = certificates.server_key.string();
-  options.tls = tls;
+  options.tls = server_tls(certificates);
   HttpServer server(options, simple_handler());
-  const std::string https = "https://127.0.0.1:" + std::to_string(server.port()) + "/metrics";
+  const std::string https = https_metrics_url(server.port());
   // A served connection is counted while it lasts, and only then.
   const auto served = test::curl({"--cacert", certificates.ca_cert.string()}, https);
   REQUIRE(served.status == 200);
@@ -388,133 +310,4 @@ TEST_CASE("requests beyond the concurrency limit get 503, /-/healthy is never li
   CHECK(ok == 3);
   CHECK(blocked == 3);                                  // the refused one never reached the handler
   CHECK(get(server.port(), "/metrics").status == 200);  // the slots were released
-}
-
-TEST_CASE("connection budget under an open-file limit", "[http]") {
-  CHECK_FALSE(fit_connections(128, 64, 1000).reduced);
-  const auto fitted = fit_connections(128, 64, 20);
-  CHECK(fitted.reduced);
-  CHECK(fitted.worker_threads >= 1);
-  CHECK(fitted.connection_queue >= 1);
-  CHECK(fitted.worker_threads + fitted.connection_queue + 1 <= 20);
-  CHECK(fit_connections(128, 64, 2).worker_threads == 0);
-}
-
-namespace {
-long cpu_ticks(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
-  std::string field;
-  long utime = 0;
-  long stime = 0;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14) utime = std::stol(field);
-    if (i == 15) stime = std::stol(field);
-  }
-  return utime + stime;
-}
-}  // namespace
-
-TEST_CASE("out of file descriptors: no spinning, one log line, recovery", "[http]") {
-  const test::TempDir dir;
-  const auto log_path = dir.path() / "stderr";
-  int port_pipe[2];
-  REQUIRE(pipe(port_pipe) == 0);
-  const pid_t child = fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    // The server alone in a process with 32 descriptors. Never returns into Catch.
-    close(port_pipe[0]);
-    const int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    dup2(log_fd, STDERR_FILENO);
-    close(log_fd);
-    for (int fd = 3; fd < 1024; ++fd) {
-      if (fd != port_pipe[1]) close(fd);
-    }
-    const rlimit limit{32, 32};
-    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(2);
-    try {
-      HttpServer server(test_options(), simple_handler());
-      const unsigned port = server.port();
-      if (::write(port_pipe[1], &port, sizeof port) != sizeof port) _exit(3);
-      close(port_pipe[1]);
-      while (true) pause();  // until the parent's SIGKILL
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      _exit(4);
-    }
-  }
-  close(port_pipe[1]);
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-  } reaper{child};
-  unsigned port = 0;
-  pollfd ready{port_pipe[0], POLLIN, 0};
-  REQUIRE(poll(&ready, 1, 10000) == 1);
-  const bool got_port = ::read(port_pipe[0], &port, sizeof port) == sizeof port;
-  close(port_pipe[0]);
-  INFO(test::read_file(log_path));
-  REQUIRE(got_port);
-
-  // 40 idle connections: more than 32 descriptors could hold.
-  std::vector<UniqueFd> clients;
-  for (int i = 0; i < 40; ++i) clients.push_back(connect_to(port));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  const long ticks_before = cpu_ticks(child);
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  const double cpu_seconds = static_cast<double>(cpu_ticks(child) - ticks_before) /
-                             static_cast<double>(sysconf(_SC_CLK_TCK));
-  CHECK(cpu_seconds < 0.2);  // spinning on accept(2) takes a whole core
-
-  const std::string log = test::read_file(log_path);
-  CHECK(std::count(log.begin(), log.end(), '\n') == 1);
-  CHECK_THAT(log, Catch::Contains("RLIMIT_NOFILE) is 32") && Catch::Contains("LimitNOFILE"));
-
-  // The idle connections time out or close; the server answers again.
-  clients.clear();
-  const auto start = Clock::now();
-  bool recovered = false;
-  while (!recovered && seconds_since(start) < 10) {
-    try {
-      recovered = get(port, "/-/healthy").status == 200;
-    } catch (const std::exception&) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  CHECK(recovered);
-  CHECK(seconds_since(start) < 3.0);
-}
-
-TEST_CASE("bind errors name the address, the reason and the remedy", "[http]") {
-  const HttpServer first(test_options(), simple_handler());
-  const std::string taken = "127.0.0.1:" + std::to_string(first.port());
-  try {
-    HttpServerOptions options = test_options();
-    options.listen_address = ListenAddress::parse(taken);
-    HttpServer second(options, simple_handler());
-    FAIL("second server bound an address already in use");
-  } catch (const std::runtime_error& e) {
-    const std::string message = e.what();
-    CHECK_THAT(message, Catch::Contains("cannot listen on " + taken));
-    CHECK_THAT(message, Catch::Contains("Address already in use"));
-    CHECK_THAT(message, Catch::Contains("ss -ltnp"));
-  }
-  try {
-    HttpServerOptions options = test_options();
-    options.listen_address = ListenAddress::parse("192.0.2.1:0");  // TEST-NET-1: on no host
-    HttpServer elsewhere(options, simple_handler());
-    FAIL("bound an address of no interface");
-  } catch (const std::runtime_error& e) {
-    const std::string message = e.what();
-    CHECK_THAT(message, Catch::Contains("cannot listen on 192.0.2.1:0"));
-    CHECK_THAT(message, Catch::Contains("not an address of this host"));
-  }
-  const std::string denied = describe_bind_error(":80", EACCES);
-  CHECK_THAT(denied, Catch::Contains(":80") && Catch::Contains("Permission denied") &&
-                         Catch::Contains("CAP_NET_BIND_SERVICE"));
 }

@@ -10,9 +10,11 @@
 
 #include "web/http_server.h"
 #include "web/tls.h"
+#include "tests/integration/http_clients.h"
 #include "tests/support.h"
 
 using namespace hwperf;
+using hwperf::test::http_clients::check_rotated;
 
 namespace {
 
@@ -202,14 +204,7 @@ TEST_CASE("HTTPS: a renewed certificate is served without a restart, an unusable
   CHECK(trusting(second).status == 0);
 
   put(second);
-  {
-    const test::CapturedStderr log;
-    const auto renewed = trusting(second);
-    INFO(renewed.error);
-    CHECK(renewed.status == 200);
-    CHECK(trusting(first).status == 0);
-    CHECK_THAT(log.text(), Catch::Contains("serving the certificate read from them now"));
-  }
+  check_rotated(trusting, second, first, "serving the certificate read from them now");
 
   // Half written: a certificate without its key. The last good pair is still served, and the
   // failure is logged once, not on every handshake.

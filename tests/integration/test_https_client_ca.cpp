@@ -9,9 +9,15 @@
 #include "config/web_config.h"
 #include "web/http_server.h"
 #include "web/tls.h"
+#include "tests/integration/http_clients.h"
 #include "tests/support.h"
 
 using namespace hwperf;
+using hwperf::test::http_clients::check_rotated;
+using hwperf::test::http_clients::https_metrics_url;
+using hwperf::test::http_clients::server_tls;
+using hwperf::test::http_clients::simple_handler;
+using hwperf::test::http_clients::tls_server_options;
 
 namespace {
 
@@ -96,21 +102,13 @@ TEST_CASE("client_allowed_sans applies under every policy that asks for a certif
                Row{ClientAuth::require_and_verify, "prometheus.example", Presented::allowed, true},
                Row{ClientAuth::require_and_verify, "other.example", Presented::allowed, false});
   CAPTURE(name_of(kClientAuthNames, row.policy), row.allowed_san, static_cast<int>(row.presented));
-  HttpServerOptions options;
-  options.listen_address = ListenAddress::parse("127.0.0.1:0");
-  options.worker_threads = 4;
-  TlsServerConfig tls;
-  tls.cert_file = certificates.server_cert.string();
-  tls.key_file = certificates.server_key.string();
+  TlsServerConfig tls = server_tls(certificates);
   tls.client_auth = row.policy;
   tls.client_ca_pem = test::read_file(certificates.ca_cert);
   tls.client_allowed_sans = {row.allowed_san};
-  options.tls = tls;
-  HttpServer server(options, [](const HttpRequest&) {
-    return HttpResponse{200, "text/plain", {}, "ok\n"};
-  });
-  const auto result = test::curl(client_args(certificates, row.presented),
-                                 "https://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
+  HttpServer server(tls_server_options(tls, 4), simple_handler());
+  const auto result =
+      test::curl(client_args(certificates, row.presented), https_metrics_url(server.port()));
   INFO(result.error);
   CHECK(result.status == (row.served ? 200 : 0));
 }
@@ -122,35 +120,21 @@ TEST_CASE("a rotated client CA file is used without a restart", "[http][tls][web
   const auto old_certificates = test::make_test_certificates(old_dir);
   const auto new_certificates = test::make_test_certificates(new_dir);
   const auto ca_file = served_dir.write("ca.crt", test::read_file(old_certificates.ca_cert));
-  HttpServerOptions options;
-  options.listen_address = ListenAddress::parse("127.0.0.1:0");
-  options.worker_threads = 4;
-  TlsServerConfig tls;
-  tls.cert_file = old_certificates.server_cert.string();
-  tls.key_file = old_certificates.server_key.string();
+  TlsServerConfig tls = server_tls(old_certificates);
   tls.client_auth = ClientAuth::require_and_verify;
   tls.client_ca_file = ca_file.string();
-  options.tls = tls;
-  HttpServer server(options, [](const HttpRequest&) {
-    return HttpResponse{200, "text/plain", {}, "ok\n"};
-  });
+  HttpServer server(tls_server_options(tls, 4), simple_handler());
   const auto with_client_of = [&](const test::TestCertificates& client) {
     return test::curl({"--cacert", old_certificates.ca_cert.string(), "--cert",
                        client.client_cert.string(), "--key", client.client_key.string()},
-                      "https://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
+                      https_metrics_url(server.port()));
   };
   REQUIRE(with_client_of(old_certificates).status == 200);
   CHECK(with_client_of(new_certificates).status == 0);
 
   served_dir.write("ca.crt", test::read_file(new_certificates.ca_cert));
-  {
-    const test::CapturedStderr log;
-    const auto rotated = with_client_of(new_certificates);
-    INFO(rotated.error);
-    CHECK(rotated.status == 200);
-    CHECK(with_client_of(old_certificates).status == 0);
-    CHECK_THAT(log.text(), Catch::Contains("verifying client certificates with the CAs read"));
-  }
+  check_rotated(with_client_of, new_certificates, old_certificates,
+                "verifying client certificates with the CAs read");
   // A CA file half written keeps the CAs read before, logged once.
   served_dir.write("ca.crt", "-----BEGIN CERTIFICATE-----\ntruncated\n");
   {

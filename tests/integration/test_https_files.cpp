@@ -15,9 +15,13 @@
 #include "web/http_server.h"
 #include "web/openssl_shim/loader.h"
 #include "web/tls.h"
+#include "tests/integration/http_clients.h"
 #include "tests/support.h"
 
 using namespace hwperf;
+using hwperf::test::http_clients::https_metrics_url;
+using hwperf::test::http_clients::server_tls;
+using hwperf::test::http_clients::tls_server_options;
 
 namespace {
 
@@ -174,16 +178,10 @@ TEST_CASE("min_version TLS10 and TLS11 really admit those clients; max_version b
           "[http][tls][web]") {
   test::TempDir dir;
   const auto certificates = test::make_test_certificates(dir);
-  HttpServerOptions options;
-  options.listen_address = ListenAddress::parse("127.0.0.1:0");
-  options.worker_threads = 4;
-  TlsServerConfig tls;
-  tls.cert_file = certificates.server_cert.string();
-  tls.key_file = certificates.server_key.string();
+  TlsServerConfig tls = server_tls(certificates);
   SECTION("min_version TLS10") {
     tls.min_version = TlsVersion::tls10;
-    options.tls = tls;
-    HttpServer server(options, answer());
+    HttpServer server(tls_server_options(tls, 4), answer());
     CHECK(negotiated(server.port(), "-tls1") == "TLSv1");
     CHECK(negotiated(server.port(), "-tls1_1") == "TLSv1.1");
     CHECK(negotiated(server.port(), "-tls1_3") == "TLSv1.3");
@@ -193,15 +191,13 @@ TEST_CASE("min_version TLS10 and TLS11 really admit those clients; max_version b
   SECTION("min_version TLS10, max_version TLS11") {
     tls.min_version = TlsVersion::tls10;
     tls.max_version = TlsVersion::tls11;
-    options.tls = tls;
-    HttpServer server(options, answer());
+    HttpServer server(tls_server_options(tls, 4), answer());
     CHECK(negotiated(server.port(), "-tls1_1") == "TLSv1.1");
     CHECK(negotiated(server.port(), "-tls1_2") == "(NONE)");
     CHECK_THAT(describe_tls(tls), Catch::Contains("TLS 1.0 to TLS 1.1"));
   }
   SECTION("the default, TLS12: older clients are refused, and the log does not mention them") {
-    options.tls = tls;
-    HttpServer server(options, answer());
+    HttpServer server(tls_server_options(tls, 4), answer());
     CHECK(negotiated(server.port(), "-tls1_1") == "(NONE)");
     CHECK(negotiated(server.port(), "-tls1_2") == "TLSv1.2");
     CHECK_THAT(describe_tls(tls), !Catch::Contains("security level"));
@@ -215,16 +211,9 @@ TEST_CASE("the libssl.so CivetWeb gets is the exporter's OpenSSL shim once it is
   // An HTTPS server starts only after that check, and then serves.
   test::TempDir dir;
   const auto certificates = test::make_test_certificates(dir);
-  HttpServerOptions options;
-  options.listen_address = ListenAddress::parse("127.0.0.1:0");
-  options.worker_threads = 2;
-  TlsServerConfig tls;
-  tls.cert_file = certificates.server_cert.string();
-  tls.key_file = certificates.server_key.string();
-  options.tls = tls;
-  HttpServer server(options, answer());
-  const auto result = test::curl({"--cacert", certificates.ca_cert.string()},
-                                 "https://127.0.0.1:" + std::to_string(server.port()) + "/metrics");
+  HttpServer server(tls_server_options(server_tls(certificates), 2), answer());
+  const auto result =
+      test::curl({"--cacert", certificates.ca_cert.string()}, https_metrics_url(server.port()));
   INFO(result.error);
   CHECK(result.status == 200);
 }

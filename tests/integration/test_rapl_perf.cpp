@@ -249,10 +249,8 @@ TEST_CASE("perf: not permitted is a permission problem naming paranoid and CAP_P
   TempDir dir;
   write_software_power_pmu(dir, "power", "0", {{"energy-pkg", kCpuClock}});
   dir.write("proc/sys/kernel/perf_event_paranoid", real_paranoid);
-  const std::string report = run_as_nobody(dir, [&] {
-    const auto probe =
-        open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
-    return (probe.source ? "source" : probe.reason) + "\n" + probe.message;
+  const std::string report = probe_as_nobody(dir, [&] {
+    return open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
   });
   INFO(report);
   if (unprivileged_allowed) {

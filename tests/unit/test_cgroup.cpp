@@ -223,14 +223,7 @@ collectors:
   const Config again = parse_config_text(dump_config(config), "dump.yml");
   CHECK(dump_config(again) == dump_config(config));
 
-  const auto error_of = [](const std::string& yaml) -> std::string {
-    try {
-      parse_config_text(yaml, "bad.yml");
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "";
-  };
+  const auto error_of = [](const std::string& yaml) { return test::config_error(yaml, "bad.yml"); };
   CHECK_THAT(error_of("collectors:\n  cgroup:\n    roots: [a/../../etc]\n"),
              Catch::Contains("bad.yml:3:") && Catch::Contains("leaves the hierarchy"));
   CHECK_THAT(error_of("collectors:\n  cgroup:\n    match: ['(']\n"),

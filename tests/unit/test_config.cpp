@@ -13,23 +13,23 @@
 using namespace hwperf;
 
 namespace {
-std::string error_text(const std::string& yaml) {
-  try {
-    parse_config_text(yaml, "bad.yml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+std::string error_text(const std::string& yaml) { return test::config_error(yaml, "bad.yml"); }
+
+// The web and paths sections hold these values.
+void check_web_and_paths(const Config& config, const std::string& listen_address,
+                         const std::string& telemetry_path, const std::string& sysfs,
+                         const std::string& procfs, const std::string& devfs) {
+  CHECK(config.web.listen_address == listen_address);
+  CHECK(config.web.telemetry_path == telemetry_path);
+  CHECK(config.paths.sysfs == sysfs);
+  CHECK(config.paths.procfs == procfs);
+  CHECK(config.paths.devfs == devfs);
 }
 }  // namespace
 
 TEST_CASE("no config file gives the documented defaults", "[config]") {
   const Config config = load_config_file("");
-  CHECK(config.web.listen_address == ":9477");
-  CHECK(config.web.telemetry_path == "/metrics");
-  CHECK(config.paths.sysfs == "/sys");
-  CHECK(config.paths.procfs == "/proc");
-  CHECK(config.paths.devfs == "/dev");
+  check_web_and_paths(config, ":9477", "/metrics", "/sys", "/proc", "/dev");
   CHECK(config.topology.kind == TopologyConfig::Kind::system);
   CHECK(config.collectors.topology.enabled);
   CHECK(config.collectors.papi.enabled);
@@ -71,11 +71,7 @@ collectors:
     wrap_guard_interval_seconds: 0.5
 )",
                                           "full.yml");
-  CHECK(config.web.listen_address == "127.0.0.1:9999");
-  CHECK(config.web.telemetry_path == "/m");
-  CHECK(config.paths.sysfs == "/s");
-  CHECK(config.paths.procfs == "/p");
-  CHECK(config.paths.devfs == "/d");
+  check_web_and_paths(config, "127.0.0.1:9999", "/m", "/s", "/p", "/d");
   CHECK(config.topology.kind == TopologyConfig::Kind::synthetic);
   CHECK(config.topology.argument == "pack:2 core:4 pu:2");
   CHECK(config.log_level == LogLevel::debug);

@@ -9,6 +9,7 @@
 #include "collectors/process/target_plan.h"
 #include "config/errors.h"
 #include "config/loader.h"
+#include "tests/support.h"
 
 using namespace hwperf;
 using namespace hwperf::process;
@@ -39,21 +40,25 @@ ProcessFacts no_facts() {
   return facts;
 }
 
-ProcessTargetConfig pid_target(long pid) {
+// A target named `name` that finds its process by comm (`value` is the regex), by a pidfile
+// (`value` is its path) or by pid (`value` unused; the caller sets the pid).
+ProcessTargetConfig target(const std::string& name, ProcessTargetConfig::Selector selector,
+                           const std::string& value) {
   ProcessTargetConfig config;
-  config.name = "app";
-  config.selector = ProcessTargetConfig::Selector::pid;
+  config.name = name;
+  config.selector = selector;
+  (selector == ProcessTargetConfig::Selector::match ? config.comm : config.pidfile) = value;
+  return config;
+}
+
+ProcessTargetConfig pid_target(long pid) {
+  ProcessTargetConfig config = target("app", ProcessTargetConfig::Selector::pid, "");
   config.pid = pid;
   return config;
 }
 
 std::string config_problems(const std::string& yaml) {
-  try {
-    parse_config_text(yaml, "targets.yml");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+  return test::config_error(yaml, "targets.yml");
 }
 
 }  // namespace
@@ -140,11 +145,7 @@ TEST_CASE("A pid target binds to the process it first saw; a reused pid is a str
 
 TEST_CASE("Children started after the attach are counted through inherit, not attached again",
           "[process]") {
-  ProcessTargetConfig config;
-  config.name = "make";
-  config.selector = ProcessTargetConfig::Selector::match;
-  config.comm = "^make$";
-  TargetPlan plan(config);
+  TargetPlan plan(target("make", ProcessTargetConfig::Selector::match, "^make$"));
   // make (10) existed; attached at tick 200.
   auto actions = plan.update(
       snapshot_of({proc(1, 0, 1, "init"), proc(10, 1, 100, "make"), proc(11, 10, 150, "make")}),
@@ -191,11 +192,7 @@ TEST_CASE("A child that existed before the attach is not counted by a pid target
 
 TEST_CASE("A pidfile target follows the service, but not a stranger holding its old pid",
           "[process]") {
-  ProcessTargetConfig config;
-  config.name = "svc";
-  config.selector = ProcessTargetConfig::Selector::pidfile;
-  config.pidfile = "/run/svc.pid";
-  TargetPlan plan(config);
+  TargetPlan plan(target("svc", ProcessTargetConfig::Selector::pidfile, "/run/svc.pid"));
   auto actions = plan.update(snapshot_of({proc(30, 1, 100)}), no_facts(),
                              PidfileReading{30, 0, std::uint64_t{120}});
   REQUIRE(actions.attach.size() == 1);
@@ -219,10 +216,7 @@ TEST_CASE("A pidfile target follows the service, but not a stranger holding its 
 }
 
 TEST_CASE("A match target selects by comm, executable and command line together", "[process]") {
-  ProcessTargetConfig config;
-  config.name = "py";
-  config.selector = ProcessTargetConfig::Selector::match;
-  config.comm = "python";
+  ProcessTargetConfig config = target("py", ProcessTargetConfig::Selector::match, "python");
   config.cmdline = "train\\.py";
   TargetPlan plan(config);
   ProcessFacts facts;

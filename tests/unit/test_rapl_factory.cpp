@@ -28,6 +28,28 @@ using namespace hwperf;
 using namespace hwperf::test::rapl_fakes;
 using hwperf::test::with_cpu_identity_from;
 
+namespace {
+
+// The samples of a powercap RAPL collector over `zones`, on a machine whose /proc/cpuinfo names
+// that vendor and family: only the vendor decides which zones are exported.
+std::vector<Sample> scrape_powercap_as(const std::vector<hwperf::test::rapl_fixture::Zone>& zones,
+                                       const std::string& vendor, unsigned family) {
+  namespace fixture = hwperf::test::rapl_fixture;
+  RaplCollectorConfig config;
+  config.interface = RaplInterface::powercap;
+  TempDir dir;
+  fixture::write_powercap_tree(dir, zones);
+  dir.write("dev/.keep", "");
+  dir.write("proc/cpuinfo", fixture::cpuinfo(vendor, family, 0x11));
+  const PathsConfig paths = fixture::paths_under(dir);
+  auto collector =
+      make_rapl_collector(config, paths, with_cpu_identity_from(two_packages(), paths.procfs));
+  REQUIRE(collector != nullptr);
+  return scrape(*collector);
+}
+
+}  // namespace
+
 TEST_CASE("auto tries perf, then powercap, then msr, and stops at the first that works", "[rapl]") {
   CHECK(
       interface_order(RaplInterface::automatic) ==
@@ -108,22 +130,12 @@ TEST_CASE(
   std::size_t core_zones = 0;
   for (const auto& zone : zones) (zone.name == "core" ? core_zones : packages) += 1;
   REQUIRE(core_zones > 0);
-  RaplCollectorConfig config;
-  config.interface = RaplInterface::powercap;
   // The same tree under two /proc/cpuinfo files: only the vendor there decides.
   for (const auto& [vendor, family, cores_exported] :
        {std::tuple<std::string, unsigned, std::size_t>{"AuthenticAMD", 0x19, 0},
         {"GenuineIntel", 6, core_zones}}) {
     CAPTURE(vendor);
-    TempDir dir;
-    fixture::write_powercap_tree(dir, zones);
-    dir.write("dev/.keep", "");
-    dir.write("proc/cpuinfo", fixture::cpuinfo(vendor, family, 0x11));
-    const PathsConfig paths = fixture::paths_under(dir);
-    auto collector =
-        make_rapl_collector(config, paths, with_cpu_identity_from(two_packages(), paths.procfs));
-    REQUIRE(collector != nullptr);
-    const auto samples = scrape(*collector);
+    const auto samples = scrape_powercap_as(zones, vendor, family);
     CHECK(value_of(samples, "hwperf_rapl_interface_info", {{"interface", "powercap"}}) == 1);
     CHECK(find_samples(samples, "hwperf_rapl_package_joules_total").size() == packages);
     CHECK(find_samples(samples, "hwperf_rapl_core_joules_total").size() == cores_exported);
@@ -142,22 +154,12 @@ TEST_CASE(
     if (zone.name != "core") sockets.insert(zone.name.substr(8, zone.name.find("-die-") - 8));
   }
   REQUIRE(sockets.size() == 2);
-  RaplCollectorConfig config;
-  config.interface = RaplInterface::powercap;
   for (const auto& [vendor, family, package_series] :
        {std::tuple<std::string, unsigned, std::size_t>{"AuthenticAMD", 0x19, 2},
         {"HygonGenuine", 0x18, 2},
         {"GenuineIntel", 6, 2 * ccds}}) {  // Intel dies are real: one series each
     CAPTURE(vendor);
-    TempDir dir;
-    fixture::write_powercap_tree(dir, zones);
-    dir.write("dev/.keep", "");
-    dir.write("proc/cpuinfo", fixture::cpuinfo(vendor, family, 0x11));
-    const PathsConfig paths = fixture::paths_under(dir);
-    auto collector =
-        make_rapl_collector(config, paths, with_cpu_identity_from(two_packages(), paths.procfs));
-    REQUIRE(collector != nullptr);
-    const auto samples = scrape(*collector);
+    const auto samples = scrape_powercap_as(zones, vendor, family);
     const auto packages = find_samples(samples, "hwperf_rapl_package_joules_total");
     CHECK(packages.size() == package_series);
     for (const auto& package : sockets) {

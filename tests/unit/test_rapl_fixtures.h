@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/rapl/energy_source.h"
 #include "tests/support.h"
 #include "topology/topology.h"
 
@@ -229,6 +230,16 @@ inline std::string run_as_nobody(const TempDir& root, const std::function<std::s
   int status = 0;
   ::waitpid(pid, &status, 0);
   return report;
+}
+
+// What a source's probe found when nobody ran it: "source" or the failure's reason, a newline,
+// then its message.
+inline std::string probe_as_nobody(const TempDir& root,
+                                   const std::function<rapl::ProbeResult()>& open) {
+  return run_as_nobody(root, [&] {
+    const auto probe = open();
+    return (probe.source ? "source" : probe.reason) + "\n" + probe.message;
+  });
 }
 
 }  // namespace hwperf::test::rapl_fixture

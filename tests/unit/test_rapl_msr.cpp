@@ -43,6 +43,15 @@ struct MsrTree {
   void set(unsigned cpu, std::uint64_t address, std::uint64_t value) const {
     write_msr(dir, cpu, address, value);
   }
+  // An empty file named `name` in /dev/cpu/N of both CPUs.
+  void device_files(const std::string& name) const {
+    for (const char* cpu : {"0", "1"}) dir.write(std::string("dev/cpu/") + cpu + "/" + name, "");
+  }
+  // The MSR source over this tree on the two-package machine, every domain asked for.
+  ProbeResult open() const {
+    return open_msr_source(paths, with_cpu_identity_from(two_package_topology(), paths.procfs),
+                           DomainSet::all());
+  }
 };
 
 const CounterInfo* find_counter(const EnergySource& source, Domain domain,
@@ -51,6 +60,13 @@ const CounterInfo* find_counter(const EnergySource& source, Domain domain,
     if (info.domain == domain && info.package == package) return &info;
   }
   return nullptr;
+}
+
+// The probe failed for `reason`, and its message names every one of `fragments`.
+void check_failure(const ProbeResult& probe, const std::string& reason,
+                   std::initializer_list<std::string> fragments) {
+  CHECK(probe.reason == reason);
+  for (const auto& fragment : fragments) CHECK_THAT(probe.message, Catch::Contains(fragment));
 }
 
 std::size_t count_domain(const EnergySource& source, Domain domain) {
@@ -101,9 +117,7 @@ TEST_CASE("msr on an Intel server: package, core and fixed-unit DRAM per package
     // Thermal spec power 125 W in 1/8 W; maximum power not reported (0).
     tree.set(cpu, msr::kIntelPackagePowerInfo, tdp_watts << power_unit);
   }
-  auto probe =
-      open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
-                      DomainSet::all());
+  auto probe = tree.open();
   REQUIRE(probe.source != nullptr);
   const EnergySource& source = *probe.source;
   CHECK(source.interface() == RaplInterface::msr);
@@ -180,9 +194,7 @@ TEST_CASE("msr on an Intel client: psys is read once, platform-wide", "[rapl]") 
     tree.set(cpu, msr::kIntelPp1Energy, 200);
     tree.set(cpu, msr::kIntelPsysEnergy, 300);
   }
-  auto probe =
-      open_msr_source(tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
-                      DomainSet::all());
+  auto probe = tree.open();
   REQUIRE(probe.source != nullptr);
   CHECK(count_domain(*probe.source, Domain::psys) == 1);
   CHECK(count_domain(*probe.source, Domain::uncore) == 2);
@@ -240,52 +252,27 @@ TEST_CASE("msr failure states name the cause and the remedy", "[rapl]") {
   MsrTree tree;
   tree.cpu("GenuineIntel", 6, 0x55);
   SECTION("no /dev/cpu at all") {
-    auto probe = open_msr_source(tree.paths,
-                                 with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
-                                 DomainSet::all());
+    auto probe = tree.open();
     CHECK(probe.source == nullptr);
-    CHECK(probe.reason == "absent");
-    CHECK_THAT(probe.message, Catch::Contains(tree.paths.devfs + "/cpu/0/msr"));
-    CHECK_THAT(probe.message, Catch::Contains("ENOENT"));
-    CHECK_THAT(probe.message, Catch::Contains("modprobe msr"));
-    CHECK_THAT(probe.message, Catch::Contains("--device"));
+    check_failure(probe, "absent",
+                  {tree.paths.devfs + "/cpu/0/msr", "ENOENT", "modprobe msr", "--device"});
   }
   SECTION("/dev/cpu/N without msr: the driver is not loaded (this VM)") {
-    tree.dir.write("dev/cpu/0/cpuid", "");
-    tree.dir.write("dev/cpu/1/cpuid", "");
-    auto probe = open_msr_source(tree.paths,
-                                 with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
-                                 DomainSet::all());
-    CHECK(probe.reason == "absent");
-    CHECK_THAT(probe.message, Catch::Contains("msr driver is not loaded"));
-    CHECK_THAT(probe.message, Catch::Contains("modprobe msr"));
+    tree.device_files("cpuid");
+    check_failure(tree.open(), "absent", {"msr driver is not loaded", "modprobe msr"});
   }
   SECTION("no unit register: the CPU or hypervisor has no RAPL") {
-    tree.dir.write("dev/cpu/0/msr", "");
-    tree.dir.write("dev/cpu/1/msr", "");
-    auto probe = open_msr_source(tree.paths,
-                                 with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
-                                 DomainSet::all());
-    CHECK(probe.reason == "unsupported");
-    CHECK_THAT(probe.message, Catch::Contains("0x606"));
-    CHECK_THAT(probe.message, Catch::Contains("EIO"));
+    tree.device_files("msr");
+    check_failure(tree.open(), "unsupported", {"0x606", "EIO"});
   }
   SECTION("every status register reads 0") {
     for (unsigned cpu : {0u, 1u}) tree.set(cpu, msr::kIntelPowerUnit, unit_register(3, 14, 10));
     tree.set(0, msr::kIntelPsysEnergy, 0);
-    auto probe = open_msr_source(tree.paths,
-                                 with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
-                                 DomainSet::all());
-    CHECK(probe.reason == "unsupported");
-    CHECK_THAT(probe.message, Catch::Contains("reads 0"));
+    check_failure(tree.open(), "unsupported", {"reads 0"});
   }
   SECTION("a vendor without known registers") {
     tree.cpu("CentaurHauls", 7, 1);
-    auto probe = open_msr_source(tree.paths,
-                                 with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
-                                 DomainSet::all());
-    CHECK(probe.reason == "unsupported");
-    CHECK_THAT(probe.message, Catch::Contains("CentaurHauls family 7 model 1"));
+    check_failure(tree.open(), "unsupported", {"CentaurHauls family 7 model 1"});
   }
 }
 
@@ -296,12 +283,7 @@ TEST_CASE("msr: a root-only device is a permission problem with its remedy", "[r
     tree.set(cpu, msr::kIntelPowerUnit, unit_register(3, 14, 10));
     ::chmod((tree.dir.path() / ("dev/cpu/" + std::to_string(cpu) + "/msr")).c_str(), 0600);
   }
-  const std::string report = run_as_nobody(tree.dir, [&] {
-    const auto probe = open_msr_source(
-        tree.paths, with_cpu_identity_from(two_package_topology(), tree.paths.procfs),
-        DomainSet::all());
-    return (probe.source ? "source" : probe.reason) + "\n" + probe.message;
-  });
+  const std::string report = probe_as_nobody(tree.dir, [&] { return tree.open(); });
   INFO(report);
   CHECK(report.rfind("permission_denied\n", 0) == 0);
   CHECK_THAT(report, Catch::Contains("EACCES"));

@@ -1,0 +1,53 @@
+// What both powercap test files use: the source over a fixture tree, the counter a source serves
+// for one zone, and a counter's (domain, package, die) to compare sets of them.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "collectors/rapl/energy_source.h"
+#include "collectors/rapl/powercap_source.h"
+#include "tests/support.h"
+#include "tests/unit/test_rapl_fixtures.h"
+
+namespace hwperf::test::powercap_counters {
+
+using Key = std::tuple<rapl::Domain, std::optional<unsigned>, std::optional<unsigned>>;
+
+inline Key key_of(const rapl::CounterInfo& info) { return {info.domain, info.package, info.die}; }
+
+// The counter a source serves for `domain` on that package and die (nullopt: none), or nullptr.
+inline const rapl::CounterInfo* find_counter(const rapl::EnergySource& source, rapl::Domain domain,
+                                             std::optional<unsigned> package,
+                                             std::optional<unsigned> die = std::nullopt) {
+  for (const auto& info : source.counters()) {
+    if (info.domain == domain && info.package == package && info.die == die) return &info;
+  }
+  return nullptr;
+}
+
+// The powercap source over the tree written under `dir`, on the two-package machine, every domain
+// asked for.
+inline rapl::ProbeResult open_tree(const TempDir& dir) {
+  return rapl::open_powercap_source((dir.path() / "sys").string(),
+                                    rapl_fixture::two_package_topology(), rapl::DomainSet::all());
+}
+
+// The powercap source over zones that differ only in their directory and name (the same range,
+// energies 1, 2, 3, ...), written under `dir`: for what the names alone decide.
+inline rapl::ProbeResult open_named_zones(
+    const TempDir& dir, std::initializer_list<std::pair<const char*, const char*>> dirs_and_names) {
+  const std::uint64_t range = rapl_fixture::range_for_unit(61);
+  std::vector<rapl_fixture::Zone> zones;
+  for (const auto& [zone_dir, name] : dirs_and_names) {
+    zones.push_back({zone_dir, name, zones.size() + 1, range, 0});
+  }
+  rapl_fixture::write_powercap_tree(dir, zones);
+  return open_tree(dir);
+}
+
+}  // namespace hwperf::test::powercap_counters
