@@ -18,8 +18,8 @@
 namespace hwperf::test::papi_fakes {
 
 // The PAPI unit tests' prelude: `using namespace hwperf::test::papi_fakes;` brings these too.
-using papi::CounterSource;
 using events::EventSpec;
+using papi::CounterSource;
 using papi::SourceLayout;
 using test::find_samples;
 using test::parse_exposition;
