@@ -25,7 +25,7 @@
 
 #include "bench/bench_support.h"
 #include "collectors/papi/papi_presets.h"
-#include "collectors/cgroup/cgroup_factory.h"
+#include "collectors/cgroup/cgroup_collector.h"
 #include "collectors/cgroup/hierarchy.h"
 #include "common/log.h"
 #include "exporter/exposition.h"

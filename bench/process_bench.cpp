@@ -23,7 +23,7 @@
 
 #include "bench/bench_support.h"
 #include "collectors/papi/papi_presets.h"
-#include "collectors/process/process_factory.h"
+#include "collectors/process/process_collector.h"
 #include "common/log.h"
 #include "topology/topology.h"
 

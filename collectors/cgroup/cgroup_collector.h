@@ -18,6 +18,7 @@
 #include "collectors/cgroup/identity.h"
 #include "collectors/collector.h"
 #include "collectors/events/emission.h"
+#include "collectors/events/presets.h"
 #include "collectors/perf/counted_events.h"
 #include "collectors/perf/perf_event.h"
 #include "common/files.h"
@@ -111,5 +112,13 @@ class CgroupCollector final : public Collector {
   bool cap_logged_ = false;
   std::optional<PeriodicThread> rescanner_;  // last: stopped before the members it uses go
 };
+
+// Builds the collector from the configuration (cgroup_factory.cpp): the perf_event hierarchy
+// found (read only, nothing mounted), events resolved like the process targets', and one cgroup
+// event opened at startup so that a missing privilege is an error before serving, with the
+// remedy.
+std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
+                                                       const Topology& topology,
+                                                       const events::PresetCatalog& presets);
 
 }  // namespace hwperf::cgroup

@@ -1,4 +1,4 @@
-#include "collectors/cgroup/cgroup_factory.h"
+#include "collectors/cgroup/cgroup_collector.h"
 
 #include <stdexcept>
 

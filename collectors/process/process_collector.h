@@ -12,6 +12,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/events/emission.h"
+#include "collectors/events/presets.h"
 #include "collectors/perf/counted_events.h"
 #include "collectors/perf/perf_event.h"
 #include "collectors/process/target_counting.h"
@@ -65,5 +66,12 @@ class ProcessCollector final : public Collector {
   std::mutex rescan_mutex_;                  // one rescan at a time
   std::optional<PeriodicThread> rescanner_;  // last: stopped before the members it uses go
 };
+
+// Builds the collector from the configuration (process_factory.cpp): events encoded through
+// libpfm4 and probed on the exporter's own thread, pidfiles checked, CPUs chosen; every problem
+// a ConfigError (exit 2) naming file:line:column and what to do.
+std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
+                                                         const Topology& topology,
+                                                         const events::PresetCatalog& presets);
 
 }  // namespace hwperf::process

@@ -1,4 +1,4 @@
-#include "collectors/process/process_factory.h"
+#include "collectors/process/process_collector.h"
 
 #include <cerrno>
 #include <map>

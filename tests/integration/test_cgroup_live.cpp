@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "collectors/papi/papi_presets.h"
-#include "collectors/cgroup/cgroup_factory.h"
+#include "collectors/cgroup/cgroup_collector.h"
 #include "collectors/cgroup/hierarchy.h"
 #include "tests/support.h"
 #include "topology/topology.h"

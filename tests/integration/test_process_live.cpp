@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "collectors/papi/papi_presets.h"
-#include "collectors/process/process_factory.h"
+#include "collectors/process/process_collector.h"
 #include "tests/support.h"
 #include "topology/topology.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "collectors/papi/papi_presets.h"
-#include "collectors/cgroup/cgroup_factory.h"
+#include "collectors/cgroup/cgroup_collector.h"
 #include "collectors/cgroup/discovery.h"
 #include "collectors/cgroup/hierarchy.h"
 #include "collectors/cgroup/identity.h"
