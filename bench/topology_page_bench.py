@@ -23,8 +23,9 @@ import sys
 import tempfile
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "browser"))
+from chromium import open_chromium  # noqa: E402 (found through the path above)
 
 
 def main():
@@ -44,15 +45,7 @@ def main():
     url = "http://127.0.0.1:%d/topology" % int(line.split()[-1])
 
     workdir = tempfile.mkdtemp(prefix="hwperf_page_bench_")
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for argument in ["--headless=new", "--disable-gpu", "--window-size=1920,1080",
-                     "--disable-dev-shm-usage", "--user-data-dir=" + workdir + "/profile"]:
-        options.add_argument(argument)
-    if os.geteuid() == 0:
-        options.add_argument("--no-sandbox")
-    driver = webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver")),
-                              options=options)
+    driver = open_chromium(workdir, "1920,1080")
     rows = []
     try:
         for _ in range(args.loads):

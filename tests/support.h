@@ -16,13 +16,19 @@
 
 namespace hwperf::test {
 
+// A base for the helpers below that own a directory, a process, an fd or a CPU's state: a copy
+// would release it twice.
+struct NoCopy {
+  NoCopy() = default;
+  NoCopy(const NoCopy&) = delete;
+  NoCopy& operator=(const NoCopy&) = delete;
+};
+
 // A fresh directory under the system temp dir, removed (recursively) on destruction.
-class TempDir {
+class TempDir : NoCopy {
  public:
   TempDir();
   ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
   const std::filesystem::path& path() const { return path_; }
   // Writes `content` to path()/relative, creating parent directories.
   std::filesystem::path write(const std::string& relative, const std::string& content) const;
@@ -73,12 +79,10 @@ HttpResponse http_get(unsigned port, const std::string& path, const Headers& hea
 // The real binary serving on 127.0.0.1 with an ephemeral port (adds
 // --web.listen-address=127.0.0.1:0 and reads the port from its "listening" log line).
 // Sends SIGTERM and reaps the child on destruction.
-class RunningExporter {
+class RunningExporter : NoCopy {
  public:
   explicit RunningExporter(std::vector<std::string> args, const Environment& environment = {});
   ~RunningExporter();
-  RunningExporter(const RunningExporter&) = delete;
-  RunningExporter& operator=(const RunningExporter&) = delete;
   unsigned port() const { return port_; }
   int pid() const { return pid_; }
   HttpResponse get(const std::string& path, const Headers& headers = {}) const;
@@ -122,12 +126,10 @@ CurlResult curl(const std::vector<std::string>& args, const std::string& url);
 
 // What this process writes to stderr (the log, common/log.h) while it lives: fd 2 goes to a
 // temporary file and is restored on destruction. For tests of what gets logged in-process.
-class CapturedStderr {
+class CapturedStderr : NoCopy {
  public:
   CapturedStderr();
   ~CapturedStderr();
-  CapturedStderr(const CapturedStderr&) = delete;
-  CapturedStderr& operator=(const CapturedStderr&) = delete;
   std::string text() const;  // everything written so far
 
  private:
@@ -180,12 +182,10 @@ bool set_cpu1_online(bool online);
 bool cpu1_online();
 // CPU 1 offline for the object's life, and brought back on the way out, even when an assertion
 // fails.
-class Cpu1Offline {
+class Cpu1Offline : NoCopy {
  public:
   Cpu1Offline() : took_offline_(set_cpu1_online(false)) {}
   ~Cpu1Offline() { bring_back(); }
-  Cpu1Offline(const Cpu1Offline&) = delete;
-  Cpu1Offline& operator=(const Cpu1Offline&) = delete;
   bool took_offline() const { return took_offline_; }
   void bring_back();
 

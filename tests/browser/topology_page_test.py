@@ -28,6 +28,8 @@ import threading
 import time
 import urllib.request
 
+from chromium import open_chromium
+
 EVIL_HELP = "<script>window.hwperfInjected=1</script> \"double\" 'single' & done"
 
 
@@ -96,19 +98,8 @@ def cpu_places(port):
 
 
 def open_browser(workdir):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
-    for argument in ["--headless=new", "--disable-gpu", "--window-size=1280,720",
-                     "--disable-dev-shm-usage", "--user-data-dir=" + workdir + "/profile"]:
-        options.add_argument(argument)
-    if os.geteuid() == 0:
-        options.add_argument("--no-sandbox")  # chromium refuses to run as root with its sandbox
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    service = Service(executable_path=shutil.which("chromedriver"),
-                      log_output=os.path.join(workdir, "chromedriver.log"))
-    return webdriver.Chrome(service=service, options=options)
+    return open_chromium(workdir, "1280,720", browser_log=True,
+                         driver_log=os.path.join(workdir, "chromedriver.log"))
 
 
 def wait_for(what, predicate, seconds):

@@ -100,19 +100,16 @@ TEST_CASE("powercap energy equals the true total across many wraps between slow 
   const double max_watts = 5;
   Fixture fixture("    max_power_watts: " + std::to_string(max_watts) + "\n");
 
+  const std::string package_joules = "hwperf_rapl_package_joules_total";
+  const std::map<std::string, std::string> package_0 = {{"package", "0"}};
+  const std::map<std::string, std::string> package_1 = {{"package", "1"}};
   std::vector<SimZone> zones = {
-      {{"intel-rapl:0", "package-1", 4000000, package_range, 0},
-       "hwperf_rapl_package_joules_total",
-       {{"package", "1"}}},
+      {{"intel-rapl:0", "package-1", 4000000, package_range, 0}, package_joules, package_1},
       {{"intel-rapl:0:0", "dram", 2999999, dram_range, 0},
        "hwperf_rapl_dram_joules_total",
-       {{"package", "1"}}},
-      {{"intel-rapl:1", "package-0", 17, package_range, 0},
-       "hwperf_rapl_package_joules_total",
-       {{"package", "0"}}},
-      {{"intel-rapl:1:0", "core", 0, package_range, 0},
-       "hwperf_rapl_core_joules_total",
-       {{"package", "0"}}},
+       package_1},
+      {{"intel-rapl:1", "package-0", 17, package_range, 0}, package_joules, package_0},
+      {{"intel-rapl:1:0", "core", 0, package_range, 0}, "hwperf_rapl_core_joules_total", package_0},
       {{"intel-rapl:2", "psys", package_range, package_range, 0},
        "hwperf_rapl_psys_joules_total",
        {}},

@@ -3,8 +3,9 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -37,16 +38,22 @@ inline rapl::ProbeResult open_tree(const TempDir& dir) {
                                     rapl_fixture::two_package_topology(), rapl::DomainSet::all());
 }
 
-// The powercap source over zones that differ only in their directory and name (the same range,
-// energies 1, 2, 3, ...), written under `dir`: for what the names alone decide.
-inline rapl::ProbeResult open_named_zones(
-    const TempDir& dir, std::initializer_list<std::pair<const char*, const char*>> dirs_and_names) {
+// Zones that differ only in their directory and name (the same range, energies 1, 2, 3, ...): for
+// what the names alone decide. `zones` lists them as "directory=name", separated by spaces.
+inline std::vector<rapl_fixture::Zone> named_zones(const std::string& zones) {
   const std::uint64_t range = rapl_fixture::range_for_unit(61);
-  std::vector<rapl_fixture::Zone> zones;
-  for (const auto& [zone_dir, name] : dirs_and_names) {
-    zones.push_back({zone_dir, name, zones.size() + 1, range, 0});
+  std::vector<rapl_fixture::Zone> named;
+  std::istringstream words(zones);
+  for (std::string word; words >> word;) {
+    const auto equals = word.find('=');
+    named.push_back({word.substr(0, equals), word.substr(equals + 1), named.size() + 1, range, 0});
   }
-  rapl_fixture::write_powercap_tree(dir, zones);
+  return named;
+}
+
+// The powercap source over named_zones(zones), written under `dir`.
+inline rapl::ProbeResult open_named_zones(const TempDir& dir, const std::string& zones) {
+  rapl_fixture::write_powercap_tree(dir, named_zones(zones));
   return open_tree(dir);
 }
 

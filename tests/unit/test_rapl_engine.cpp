@@ -45,6 +45,12 @@ PackageCounter package_counter_at(std::uint64_t start) {
   return {state, std::uint64_t{1} << esu, {msr_counter(Domain::package, 0u, esu)}};
 }
 
+// Moves the counter `step` counts on from `raw`, as the 32-bit register shows it.
+void step_counter(FakeState& state, std::uint64_t& raw, std::uint64_t step) {
+  raw += step;
+  state.set(0, raw % kTwoTo32);
+}
+
 }  // namespace
 
 TEST_CASE("the wrap guard folds several wraps between two scrapes (engine, manual ticks)",
@@ -62,8 +68,7 @@ TEST_CASE("the wrap guard folds several wraps between two scrapes (engine, manua
   const int periods = 5;
   std::uint64_t raw = start;
   for (int i = 0; i < periods; ++i) {
-    raw += step;
-    state->set(0, raw % kTwoTo32);
+    step_counter(*state, raw, step);
     // At 1000 W the step takes 196 s; a period that long keeps each delta plausible.
     clock.advance(std::chrono::seconds(200));
     engine.sample();  // what the guard thread does each period
@@ -96,8 +101,7 @@ TEST_CASE("the wrap guard thread keeps up with a counter between slow scrapes",
   const int steps = 8;
   std::uint64_t raw = start;
   for (int i = 0; i < steps; ++i) {
-    raw += step;
-    state->set(0, raw % kTwoTo32);
+    step_counter(*state, raw, step);
     // Wait for two guard reads after the change, so the next step cannot land before the guard
     // has seen this one (the second read starts after the change was made).
     const auto seen = state->reads.load();

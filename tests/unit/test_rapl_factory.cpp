@@ -63,18 +63,18 @@ TEST_CASE("auto tries perf, then powercap, then msr, and stops at the first that
   dir.write("proc/cpuinfo", hwperf::test::rapl_fixture::cpuinfo("GenuineIntel", 6, 0x55));
   const PathsConfig paths = hwperf::test::rapl_fixture::paths_under(dir);
 
-  const auto automatic =
-      probe_interfaces(RaplInterface::automatic, paths,
-                       with_cpu_identity_from(two_packages(), paths.procfs), DomainSet::all());
+  const Topology topology = with_cpu_identity_from(two_packages(), paths.procfs);
+  const auto probe = [&](RaplInterface interface) {
+    return probe_interfaces(interface, paths, topology, DomainSet::all());
+  };
+  const auto automatic = probe(RaplInterface::automatic);
   REQUIRE(automatic.size() == 2);
   CHECK(automatic[0].interface == RaplInterface::perf);
   CHECK(automatic[0].source == nullptr);
   CHECK(automatic[1].interface == RaplInterface::powercap);
   CHECK(automatic[1].source != nullptr);
 
-  const auto forced =
-      probe_interfaces(RaplInterface::msr, paths,
-                       with_cpu_identity_from(two_packages(), paths.procfs), DomainSet::all());
+  const auto forced = probe(RaplInterface::msr);
   REQUIRE(forced.size() == 1);
   CHECK(forced[0].interface == RaplInterface::msr);
   CHECK(forced[0].source == nullptr);

@@ -201,10 +201,9 @@ TEST_CASE("powercap: an MMIO zone is used when it is the only one for its packag
 
 TEST_CASE("powercap: per-die zones carry the die, subzones inherit it", "[rapl]") {
   TempDir dir;
-  auto probe = open_named_zones(dir, {{"intel-rapl:0", "package-0-die-0"},
-                                      {"intel-rapl:0:0", "dram"},
-                                      {"intel-rapl:1", "package-0-die-1"},
-                                      {"intel-rapl:1:0", "dram"}});
+  auto probe = open_named_zones(dir,
+                                "intel-rapl:0=package-0-die-0 intel-rapl:0:0=dram "
+                                "intel-rapl:1=package-0-die-1 intel-rapl:1:0=dram");
   REQUIRE(probe.source != nullptr);
   for (unsigned die : {0u, 1u}) {
     CAPTURE(die);
@@ -215,10 +214,8 @@ TEST_CASE("powercap: per-die zones carry the die, subzones inherit it", "[rapl]"
 
 TEST_CASE("powercap: psys-N is per package", "[rapl]") {
   TempDir dir;
-  auto probe = open_named_zones(dir, {{"intel-rapl:0", "package-0"},
-                                      {"intel-rapl:1", "psys-0"},
-                                      {"intel-rapl:2", "package-1"},
-                                      {"intel-rapl:3", "psys-1"}});
+  auto probe = open_named_zones(
+      dir, "intel-rapl:0=package-0 intel-rapl:1=psys-0 intel-rapl:2=package-1 intel-rapl:3=psys-1");
   REQUIRE(probe.source != nullptr);
   CHECK(find_counter(*probe.source, Domain::psys, 0u) != nullptr);
   CHECK(find_counter(*probe.source, Domain::psys, 1u) != nullptr);

@@ -194,15 +194,10 @@ TEST_CASE("powercap reads TPMI zones (Granite Rapids, Sierra Forest) once per pa
   // TPMI gives one package zone per power domain (die) and no perf events. Some kernels name
   // its zones intel-rapl-tpmi:N, mainline intel-rapl:N; here the MSR driver adds psys and a
   // package-0-die-0 zone that repeats TPMI's, which must be read once.
-  const std::uint64_t range = range_for_unit(61);
-  const std::vector<Zone> zones = {
-      {"intel-rapl-tpmi:0", "package-0-die-0", 1000000, range, 0},
-      {"intel-rapl-tpmi:0:0", "dram", 1100000, range, 0},
-      {"intel-rapl-tpmi:1", "package-0-die-1", 2000000, range, 0},
-      {"intel-rapl-tpmi:2", "package-1-die-0", 3000000, range, 0},
-      {"intel-rapl:0", "psys", 4000000, range, 0},
-      {"intel-rapl:1", "package-0-die-0", 5000000, range, 0},
-  };
+  const std::vector<Zone> zones = named_zones(
+      "intel-rapl-tpmi:0=package-0-die-0 intel-rapl-tpmi:0:0=dram "
+      "intel-rapl-tpmi:1=package-0-die-1 "
+      "intel-rapl-tpmi:2=package-1-die-0 intel-rapl:0=psys intel-rapl:1=package-0-die-0");
   TempDir dir;
   dir.write("sys/class/powercap/intel-rapl-tpmi/enabled", "1\n");
   write_powercap_tree(dir, zones);
