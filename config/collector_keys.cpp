@@ -65,6 +65,17 @@ void read_event_list(Problems& problems, const YAML::Node& node, const std::stri
       problems.add(item.Mark(), item_path + ": expected an event name or {event, metric, help}");
       continue;
     }
+    if (item.IsScalar() && event.event.empty()) {
+      problems.add(item.Mark(), item_path +
+                                    ": an empty event name; name an event (papi_avail and "
+                                    "papi_native_avail list those of this machine)");
+      continue;
+    }
+    if (const auto control = control_character(event.event)) {
+      problems.add(item.Mark(), item_path + ": the event name holds a control character (" +
+                                    *control + "); an event name is one line of printable text");
+      continue;
+    }
     if (event.event.size() > kMaxEventNameLength) {
       problems.add(item.Mark(), item_path + ": an event name of " +
                                     std::to_string(event.event.size()) +

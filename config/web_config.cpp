@@ -20,6 +20,8 @@ using namespace yaml_reader;
 
 // A web config is a few lines; anything larger is not one (and must not be read into memory).
 constexpr std::size_t kMaxFileBytes = 1 << 20;
+// The longest value http_server_config.headers takes (see its reader).
+constexpr std::size_t kMaxHeaderValueBytes = 8192;
 
 // A file the exporter must read at startup: relative paths are taken from the config's folder.
 Mapping::Handler read_file_path(Problems& problems, const fs::path& directory,
@@ -187,12 +189,20 @@ void read_http_server(Problems& problems, const YAML::Node& node, WebConfigFile&
               std::string value;
               read_nonempty_string(problems, path + ".headers." + name, value)(entry.second);
               // Control characters (NUL, CR, LF, ...) would break the response for every client.
-              if (std::any_of(value.begin(), value.end(), [](char c) {
-                    return (static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f;
-                  })) {
+              if (const auto control = control_character(value, true)) {
                 problems.add(entry.second.Mark(), path + ".headers." + name +
                                                       ": one line of printable text only (no "
-                                                      "control characters)");
+                                                      "control characters; " +
+                                                      *control + ")");
+                continue;
+              }
+              // Clients bound a header line (Python's http.client at 64 KiB, many proxies at
+              // 8 KiB): a longer value would make the response unreadable to some of them.
+              if (value.size() > kMaxHeaderValueBytes) {
+                problems.add(entry.second.Mark(), path + ".headers." + name + ": a value of " +
+                                                      std::to_string(value.size()) +
+                                                      " bytes; at most " +
+                                                      std::to_string(kMaxHeaderValueBytes));
                 continue;
               }
               const bool repeated =

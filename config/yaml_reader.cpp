@@ -1,5 +1,7 @@
 #include "config/yaml_reader.h"
 
+#include <cstdio>
+
 #include <cmath>
 #include <set>
 #include <stdexcept>
@@ -159,6 +161,17 @@ Mapping::Handler read_non_negative(Problems& problems, const std::string& path, 
       problems.add(problems.at(node), path + ": expected " + expected + ", got \"" + text + "\"");
     }
   };
+}
+
+std::optional<std::string> control_character(const std::string& text, bool tab_allowed) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if ((byte >= 0x20 && byte != 0x7f) || (byte == '\t' && tab_allowed)) continue;
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", byte);
+    return std::string(hex) + " at position " + std::to_string(i);
+  }
+  return std::nullopt;
 }
 
 }  // namespace hwperf::yaml_reader

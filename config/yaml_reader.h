@@ -76,6 +76,10 @@ Mapping::Handler read_string(Problems& problems, const std::string& path, std::s
 Mapping::Handler read_nonempty_string(Problems& problems, const std::string& path,
                                       std::string& out);
 Mapping::Handler read_bool(Problems& problems, const std::string& path, bool& out);
+// Names and header values are one line of printable text: where `text` holds a control
+// character (NUL, CR, LF, ... and DEL; a tab only when `tab_allowed`), which one and at which
+// position ("0x00 at position 17"); nullopt when it holds none.
+std::optional<std::string> control_character(const std::string& text, bool tab_allowed = false);
 Mapping::Handler read_non_negative(Problems& problems, const std::string& path, double& out);
 
 template <typename Enum, std::size_t N>

@@ -91,6 +91,41 @@ ConfigError in_web_config(const CliOptions& cli, const ConfigError& error) {
   return ConfigError(std::move(problems));
 }
 
+// The serving threads: --web.max-connections, else the server's default.
+unsigned worker_threads(const CliOptions& cli) {
+  return cli.max_connections ? *cli.max_connections : HttpServerOptions{}.worker_threads;
+}
+
+// Every collector built and started, their family names checked against each other: what a
+// scrape will read. The dry run builds it too, so that it refuses what the start refuses.
+std::unique_ptr<Exporter> build_exporter(const Config& config, const Topology& topology) {
+  auto collectors = build_collectors(config, topology);
+  return std::make_unique<Exporter>(config.web.telemetry_path, std::move(collectors),
+                                    registry_build_info(), &topology);
+}
+
+// Who may ask for what (web/admission.h): methods, paths, the rate limit, the users, whose
+// hashes are checked here (web/basic_auth.h). The dry run makes it too.
+std::shared_ptr<const Admission> make_admission(const CliOptions& cli, const Config& config,
+                                                const WebConfigFile& web_config,
+                                                const Exporter& routes) {
+  AdmissionPolicy policy;
+  policy.serves = [&routes](std::string_view path) { return routes.serves(path); };
+  // The concurrency limit (503 beyond it) guards collections: wherever metrics are served, and
+  // the topology page's JSON, which collects too.
+  policy.limited_paths = {config.web.telemetry_path, "/topology.json"};
+  if (cli.max_requests) policy.max_concurrent_requests = *cli.max_requests;
+  // More scrapes at once than connections can never be collecting.
+  policy.max_concurrent_requests = std::min(policy.max_concurrent_requests, worker_threads(cli));
+  policy.rate_limit = web_config.rate_limit;
+  policy.users = web_config.basic_auth_users;
+  try {
+    return std::make_shared<const Admission>(std::move(policy));
+  } catch (const ConfigError& e) {
+    throw in_web_config(cli, e);
+  }
+}
+
 const char* signal_name(int signal_number) {
   switch (signal_number) {
     case SIGTERM: return "SIGTERM";
@@ -190,7 +225,14 @@ int run_exporter(const std::vector<std::string>& args) {
   log::info("topology: " + topology->description());
 
   if (cli.check_config) {
+    // Every check the start makes, short of binding the port: the collectors built as they would
+    // serve (family names across collectors) and the admission layer (bcrypt costs), so that the
+    // dry run refuses exactly what the start refuses.
     return code(startup_step([&] {
+      {
+        const auto exporter = build_exporter(config, *topology);
+        make_admission(cli, config, web_config, *exporter);
+      }
       std::cout << dump_config(config);
       std::cout << "# topology: " << topology->description() << "\n";
       for (const auto& line : collector_check_report(config, *topology)) {
@@ -225,9 +267,7 @@ int run_exporter(const std::vector<std::string>& args) {
           }
           throw std::runtime_error(shortfall);
         }
-        auto collectors = build_collectors(config, *topology);
-        exporter = std::make_unique<Exporter>(config.web.telemetry_path, std::move(collectors),
-                                              registry_build_info(), &*topology);
+        exporter = build_exporter(config, *topology);
       });
       failed != ExitCode::ok) {
     return code(failed);
@@ -262,7 +302,7 @@ int run_exporter(const std::vector<std::string>& args) {
   if (const auto failed = startup_step([&] {
         HttpServerOptions& options = http_options;
         options.listen_address = *listen_address;
-        if (cli.max_connections) options.worker_threads = *cli.max_connections;
+        options.worker_threads = worker_threads(cli);
         if (cli.request_timeout_ms) options.request_timeout_ms = *cli.request_timeout_ms;
         if (cli.keep_alive_timeout_ms) options.keep_alive_timeout_ms = *cli.keep_alive_timeout_ms;
         options.tls = web_config.tls;
@@ -270,25 +310,8 @@ int run_exporter(const std::vector<std::string>& args) {
         options.response_headers = web_config.http.headers;
         // Held until the drop below: no request is read while the process is root.
         options.accept_later = runtime_user.has_value();
-
         const Exporter* routes = exporter.get();
-        AdmissionPolicy policy;
-        policy.serves = [routes](std::string_view path) { return routes->serves(path); };
-        // The concurrency limit (503 beyond it) guards collections: wherever metrics are served,
-        // and the topology page's JSON, which collects too.
-        policy.limited_paths = {config.web.telemetry_path, "/topology.json"};
-        if (cli.max_requests) policy.max_concurrent_requests = *cli.max_requests;
-        // More scrapes at once than connections can never be collecting.
-        policy.max_concurrent_requests =
-            std::min(policy.max_concurrent_requests, options.worker_threads);
-        policy.rate_limit = web_config.rate_limit;
-        policy.users = web_config.basic_auth_users;
-        try {
-          // The users' hashes are checked here (web/basic_auth.h).
-          options.admission = std::make_shared<const Admission>(std::move(policy));
-        } catch (const ConfigError& e) {
-          throw in_web_config(cli, e);
-        }
+        options.admission = make_admission(cli, config, web_config, *routes);
         server = std::make_unique<HttpServer>(
             options, [routes](const HttpRequest& request) { return routes->route(request); });
       });

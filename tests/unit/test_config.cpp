@@ -161,6 +161,14 @@ TEST_CASE("bad configuration files name file, line and column", "[config]") {
        "\"nan\""},
       {"log:\n  level: loud\n",
        "bad.yml:2:10: log.level: expected one of debug, info, warn, error, got \"loud\""},
+      {"collectors:\n  papi:\n    events:\n      - \"perf::PAGE-FAULTS\\0\"\n",
+       "bad.yml:4:9: collectors.papi.events[0]: the event name holds a control character (0x00 "
+       "at position 17)"},
+      {"collectors:\n  process:\n    events:\n      - \"perf::TASK-CLOCK\\tx\"\n",
+       "bad.yml:4:9: collectors.process.events[0]: the event name holds a control character "
+       "(0x09 at position 16)"},
+      {"collectors:\n  cgroup:\n    events:\n      - ''\n",
+       "bad.yml:4:9: collectors.cgroup.events[0]: an empty event name"},
   }));
   CAPTURE(yaml);
   const std::string text = error_text(yaml);

@@ -219,6 +219,12 @@ TEST_CASE("exporter-toolkit settings that contradict each other or cannot be hon
           "no control characters"},
       Row{"http_server_config:\n  headers:\n    X-Frame-Options: \"deny\\0x\"\n",
           "no control characters"},
+      Row{"http_server_config:\n  headers:\n    X-Frame-Options: \"deny\\0x\"\n",
+          "0x00 at position 4"},
+      Row{"http_server_config:\n  headers:\n    Content-Security-Policy: \"" +
+              std::string(200 * 1024, 'a') + "\"\n",
+          "http_server_config.headers.Content-Security-Policy: a value of 204800 bytes; at most "
+          "8192"},
       Row{"http_server_config:\n  headers:\n    X-Frame-Options: deny\n    X-Frame-Options: "
           "sameorigin\n",
           "\"X-Frame-Options\" is set twice"});

@@ -1,0 +1,72 @@
+// --check-config is what an admin runs in CI or an init container before rolling a configuration
+// out, so it must refuse exactly what the start refuses: each configuration here is run both
+// ways and must be refused both ways, with the same message. A check added to one path only
+// fails here when a row for it is added.
+#include "tests/catch.hpp"
+#include <string>
+#include <vector>
+
+#include "tests/support.h"
+
+using namespace hwperf;
+
+namespace {
+
+struct Refused {
+  std::string name;
+  std::string config;      // the main configuration file, "" for none
+  std::string web_config;  // --web.config.file, "" for none
+  std::string message;     // what both runs must say
+};
+
+std::vector<Refused> refusals() {
+  std::string slow_hash = test::bcrypt_hash("pw", 4);
+  slow_hash.replace(4, 2, "31");
+  const auto papi_events = [](const std::string& list) {
+    return "collectors:\n  papi:\n    events:\n" + list;
+  };
+  return {
+      {"a family name another collector exports",
+       papi_events("      - {event: perf::PAGE-FAULTS, metric: info}\n"), "",
+       "would export hwperf_cpu_info_total, which is the topology collector's family "
+       "hwperf_cpu_info"},
+      {"a bcrypt cost that takes hours per check", "",
+       "basic_auth_users:\n  slow: \"" + slow_hash + "\"\n",
+       "basic_auth_users.slow: bcrypt cost 31"},
+      {"an event name with a NUL", papi_events("      - \"perf::PAGE-FAULTS\\0\"\n"), "",
+       "collectors.papi.events[0]: the event name holds a control character (0x00 at position "
+       "17)"},
+      {"an empty event name", papi_events("      - ''\n"), "",
+       "collectors.papi.events[0]: an empty event name"},
+      {"an event that samples", papi_events("      - perf::PAGE-FAULTS:period=10000\n"), "",
+       "sampling qualifier period=10000"},
+      {"a header value no client reads", "",
+       "http_server_config:\n  headers:\n    Content-Security-Policy: \"" +
+           std::string(200 * 1024, 'a') + "\"\n",
+       "http_server_config.headers.Content-Security-Policy: a value of 204800 bytes; at most "
+       "8192"},
+      {"an unknown key", "colectors: {}\n", "", "in the top level (expected one of: web, paths"},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("the dry run refuses every configuration the start refuses, with the same message",
+          "[e2e][check_config]") {
+  test::TempDir dir;
+  const Refused row = GENERATE(from_range(refusals()));
+  CAPTURE(row.name);
+  std::vector<std::string> args = {"--config.file=" + dir.write("hwperf.yml", row.config).string()};
+  if (!row.web_config.empty()) {
+    args.push_back("--web.config.file=" + dir.write("web.yml", row.web_config).string());
+  }
+  for (const char* mode : {"--check-config", "--web.listen-address=127.0.0.1:0"}) {
+    CAPTURE(mode);
+    auto run = args;
+    run.push_back(mode);
+    // A start that is not refused serves until the timeout, and fails the exit code check.
+    const auto result = test::run_exporter(run, 60);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.err, Catch::Contains(row.message));
+  }
+}
