@@ -3,6 +3,9 @@
 // is cached under a keyed hash of user and password (never the password), at most one bcrypt
 // runs at a time, and an unknown user is checked against a hash of the highest cost configured,
 // so that its answer takes as long as a known user's (exporter-toolkit web/handler.go, cache.go).
+// A wrong password for a user whose hash is cheaper than the highest is checked at the highest
+// cost too, so that no failed login tells a configured name from an unknown one by its time
+// (exporter-toolkit answers an unknown user at a fixed cost 10 whatever the users' costs).
 #pragma once
 
 #include <array>
@@ -31,7 +34,8 @@ class BasicAuth {
   // Whether an Authorization header value ("Basic base64(user:password)") names a configured
   // user with the right password. True when no users are configured. Thread-safe.
   bool allows(std::string_view authorization) const;
-  // bcrypt runs since construction (for tests and the benchmark).
+  // bcrypt runs since construction (for tests and the benchmark): one per new verdict, two for a
+  // refused password of a user in cheaper_users_.
   std::uint64_t bcrypt_runs() const { return bcrypt_runs_.load(); }
 
  private:
@@ -41,6 +45,7 @@ class BasicAuth {
 
   std::map<std::string, std::string> users_;
   std::string unknown_user_hash_;         // made at startup at the highest configured cost
+  std::set<std::string> cheaper_users_;   // users whose hash costs less than the highest
   std::array<unsigned char, 32> secret_;  // the cache key's HMAC key, random per process
   mutable std::mutex cache_mutex_;
   mutable std::set<Key> allowed_;  // at most one per user: only a right password gets in

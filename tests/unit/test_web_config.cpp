@@ -81,6 +81,25 @@ TEST_CASE("verdicts are cached: the same credentials run bcrypt once, right or w
   CHECK(auth.bcrypt_runs() == 7);
 }
 
+TEST_CASE("a refused password costs the highest configured bcrypt cost, whoever it names",
+          "[web_config]") {
+  // cheap's hash costs 4, dear's 6: a wrong password for cheap is checked against cheap's hash
+  // and then at cost 6, as a wrong one for dear and an unknown user are, so the time of a
+  // refusal does not tell which names are configured.
+  const BasicAuth auth({{"cheap", bcrypt_hash("pw", 4)}, {"dear", bcrypt_hash("pw", 6)}});
+  CHECK_FALSE(auth.allows("Basic " + base64("cheap:guess")));
+  CHECK(auth.bcrypt_runs() == 2);
+  CHECK_FALSE(auth.allows("Basic " + base64("dear:guess")));
+  CHECK(auth.bcrypt_runs() == 3);
+  CHECK_FALSE(auth.allows("Basic " + base64("nobody:guess")));
+  CHECK(auth.bcrypt_runs() == 4);
+  // The right password answers at its own cost, once, and is cached like any verdict.
+  CHECK(auth.allows("Basic " + base64("cheap:pw")));
+  CHECK(auth.bcrypt_runs() == 5);
+  CHECK_FALSE(auth.allows("Basic " + base64("cheap:guess")));
+  CHECK(auth.bcrypt_runs() == 5);
+}
+
 TEST_CASE(
     "hashes that can never match, or that cost too much here, are startup errors naming "
     "the user",
