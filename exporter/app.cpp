@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -96,6 +97,28 @@ unsigned worker_threads(const CliOptions& cli) {
   return cli.max_connections ? *cli.max_connections : HttpServerOptions{}.worker_threads;
 }
 
+// Before any counter is opened: running out of descriptors half way would look like PMU
+// conflicts. Raises the soft limit to the hard one; throws ConfigError naming the targets that
+// were chosen (when the rest fits), std::runtime_error otherwise.
+void check_open_files(const CliOptions& cli, const Config& config, const Topology& topology) {
+  auto needs = collector_file_needs(config, topology);
+  needs.push_back({"already open", open_file_count()});
+  if (!cli.once) needs.push_back({"HTTP server at the least", kMinimumHttpFiles});
+  const unsigned long limit = raise_open_file_limit();
+  const std::string shortfall = open_file_shortfall(needs, limit);
+  if (shortfall.empty()) return;
+  std::vector<FileNeed> fixed;
+  std::string chosen;
+  for (const auto& need : needs) {
+    if (need.chosen_at.empty()) fixed.push_back(need);
+    if (!need.chosen_at.empty()) chosen += (chosen.empty() ? "" : ", ") + need.chosen_at;
+  }
+  if (!chosen.empty() && open_file_shortfall(fixed, limit).empty()) {
+    throw ConfigError({chosen + ": " + shortfall + "; or narrow these targets"});
+  }
+  throw std::runtime_error(shortfall);
+}
+
 // Every collector built and started, their family names checked against each other: what a
 // scrape will read. The dry run builds it too, so that it refuses what the start refuses.
 std::unique_ptr<Exporter> build_exporter(const Config& config, const Topology& topology) {
@@ -104,13 +127,13 @@ std::unique_ptr<Exporter> build_exporter(const Config& config, const Topology& t
                                     registry_build_info(), &topology);
 }
 
-// Who may ask for what (web/admission.h): methods, paths, the rate limit, the users, whose
-// hashes are checked here (web/basic_auth.h). The dry run makes it too.
+// Who may ask for what (web/admission.h): methods, paths (`serves`), the rate limit, the users,
+// whose hashes are checked here (web/basic_auth.h). The dry run makes it too.
 std::shared_ptr<const Admission> make_admission(const CliOptions& cli, const Config& config,
                                                 const WebConfigFile& web_config,
-                                                const Exporter& routes) {
+                                                std::function<bool(std::string_view)> serves) {
   AdmissionPolicy policy;
-  policy.serves = [&routes](std::string_view path) { return routes.serves(path); };
+  policy.serves = std::move(serves);
   // The concurrency limit (503 beyond it) guards collections: wherever metrics are served, and
   // the topology page's JSON, which collects too.
   policy.limited_paths = {config.web.telemetry_path, "/topology.json"};
@@ -225,14 +248,11 @@ int run_exporter(const std::vector<std::string>& args) {
   log::info("topology: " + topology->description());
 
   if (cli.check_config) {
-    // Every check the start makes, short of binding the port: the collectors built as they would
-    // serve (family names across collectors) and the admission layer (bcrypt costs), so that the
-    // dry run refuses exactly what the start refuses.
+    // The checks of the start that cost little: the configuration files (read above) and the
+    // admission layer (bcrypt costs). The collectors are probed by their own reports, each
+    // distinct event opened once, where the start opens every configured one.
     return code(startup_step([&] {
-      {
-        const auto exporter = build_exporter(config, *topology);
-        make_admission(cli, config, web_config, *exporter);
-      }
+      make_admission(cli, config, web_config, [](std::string_view) { return true; });
       std::cout << dump_config(config);
       std::cout << "# topology: " << topology->description() << "\n";
       for (const auto& line : collector_check_report(config, *topology)) {
@@ -249,24 +269,7 @@ int run_exporter(const std::vector<std::string>& args) {
           experiment = std::make_unique<Experiment>(cli.command);
           config.collectors.process.targets.back().pid = experiment->pid();
         }
-        // Before any counter is opened: running out half way would look like PMU conflicts.
-        auto needs = collector_file_needs(config, *topology);
-        needs.push_back({"already open", open_file_count()});
-        if (!cli.once) needs.push_back({"HTTP server at the least", kMinimumHttpFiles});
-        const unsigned long limit = raise_open_file_limit();
-        const std::string shortfall = open_file_shortfall(needs, limit);
-        if (!shortfall.empty()) {
-          std::vector<FileNeed> fixed;
-          std::string chosen;
-          for (const auto& need : needs) {
-            if (need.chosen_at.empty()) fixed.push_back(need);
-            if (!need.chosen_at.empty()) chosen += (chosen.empty() ? "" : ", ") + need.chosen_at;
-          }
-          if (!chosen.empty() && open_file_shortfall(fixed, limit).empty()) {
-            throw ConfigError({chosen + ": " + shortfall + "; or narrow these targets"});
-          }
-          throw std::runtime_error(shortfall);
-        }
+        check_open_files(cli, config, *topology);
         exporter = build_exporter(config, *topology);
       });
       failed != ExitCode::ok) {
@@ -311,7 +314,9 @@ int run_exporter(const std::vector<std::string>& args) {
         // Held until the drop below: no request is read while the process is root.
         options.accept_later = runtime_user.has_value();
         const Exporter* routes = exporter.get();
-        options.admission = make_admission(cli, config, web_config, *routes);
+        options.admission =
+            make_admission(cli, config, web_config,
+                           [routes](std::string_view path) { return routes->serves(path); });
         server = std::make_unique<HttpServer>(
             options, [routes](const HttpRequest& request) { return routes->route(request); });
       });
