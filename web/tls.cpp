@@ -292,11 +292,60 @@ void TlsCertificates::configure(void* ssl_ctx) {
   SSL_CTX_set_session_id_context(context, kSessionContext, sizeof kSessionContext - 1);
 }
 
+namespace {
+
+// Under TLS 1.2 and below a cipher suite names the key type that signs the handshake
+// (ECDHE-RSA-... an RSA key, ECDHE-ECDSA-... an EC one), where any TLS 1.3 suite takes any key. A
+// configuration whose versions stop below TLS 1.3 and whose suites all need another key type
+// than the certificate's would start, and then fail every handshake ("no shared cipher").
+void check_suites_fit_key(SSL_CTX* context, const TlsServerConfig& config, EVP_PKEY* key) {
+  if (config.cipher_suites.empty() || key == nullptr) return;  // the defaults serve both types
+  if (!config.max_version || *config.max_version == TlsVersion::tls13) return;
+  int signs_with = NID_undef;
+  const char* key_type = "";
+  switch (EVP_PKEY_get_base_id(key)) {
+    case EVP_PKEY_RSA:
+    case EVP_PKEY_RSA_PSS:
+      signs_with = NID_auth_rsa;
+      key_type = "RSA";
+      break;
+    case EVP_PKEY_EC:
+    case EVP_PKEY_ED25519:
+    case EVP_PKEY_ED448:
+      // RFC 8422: EdDSA keys sign TLS 1.2 handshakes under the ECDSA suites.
+      signs_with = NID_auth_ecdsa;
+      key_type = "EC";
+      break;
+    default: return;  // a key type this check does not know: the handshake will tell
+  }
+  STACK_OF(SSL_CIPHER)* suites = SSL_CTX_get_ciphers(context);
+  for (int i = 0; i < sk_SSL_CIPHER_num(suites); ++i) {
+    const SSL_CIPHER* suite = sk_SSL_CIPHER_value(suites, i);
+    // The TLS 1.3 suites are always on the list; max_version keeps them from being used.
+    if (std::string_view(SSL_CIPHER_get_version(suite)) == "TLSv1.3") continue;
+    const int auth = SSL_CIPHER_get_auth_nid(suite);
+    if (auth == signs_with || auth == NID_auth_any) return;
+  }
+  // Thrown rather than fail(): OpenSSL's error queue has nothing to add.
+  const std::string certificate =
+      config.cert_file.empty() ? "the certificate (cert)" : config.cert_file;
+  throw std::runtime_error(
+      "tls_server_config: cipher_suites (" + join(config.cipher_suites, ", ") +
+      ") hold no suite that the " + key_type + " key of " + certificate +
+      " can sign up to max_version " + name_of(kTlsVersionNames, *config.max_version) +
+      ": every handshake would fail with \"no shared cipher\"; add a suite for " + key_type +
+      " keys (ECDHE-" + (signs_with == NID_auth_rsa ? "RSA" : "ECDSA") + "-...) or allow TLS13");
+}
+
+}  // namespace
+
 void TlsCertificates::check() {
   const std::unique_ptr<SSL_CTX, OpenSslFree<SSL_CTX, SSL_CTX_free>> context(
       SSL_CTX_new(TLS_server_method()));
   if (!context) fail("cannot create an OpenSSL context");
   configure(context.get());
+  check_suites_fit_key(context.get(), state_->config,
+                       state_->pair ? state_->pair->key.get() : nullptr);
 }
 
 void check_tls_config(const TlsServerConfig& config) { TlsCertificates(config).check(); }
