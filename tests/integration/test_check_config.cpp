@@ -21,6 +21,9 @@ struct Refused {
 };
 
 std::vector<Refused> refusals() {
+  // EC keys (prime256v1), kept for the whole run: the rows name their paths.
+  static const test::TempDir certificate_dir;
+  static const auto certificates = test::make_test_certificates(certificate_dir);
   std::string slow_hash = test::bcrypt_hash("pw", 4);
   slow_hash.replace(4, 2, "31");
   const auto papi_events = [](const std::string& list) {
@@ -43,6 +46,12 @@ std::vector<Refused> refusals() {
        "http_server_config.headers.Content-Security-Policy: a value of 204800 bytes; at most "
        "8192"},
       {"an unknown key", "colectors: {}\n", "", "in the top level (expected one of: web, paths"},
+      {"cipher suites the certificate's key cannot sign", "",
+       "tls_server_config:\n  cert_file: " + certificates.server_cert.string() +
+           "\n  key_file: " + certificates.server_key.string() +
+           "\n  max_version: TLS12\n  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]\n",
+       "hold no suite that the EC key of " + certificates.server_cert.string() +
+           " can sign up to max_version TLS12"},
   };
 }
 
