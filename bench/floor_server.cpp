@@ -12,11 +12,10 @@
 // so that its CPU time is read from one schedstat that never goes away with a connection.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <strings.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -24,8 +23,8 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <string>
 #include <map>
+#include <string>
 
 namespace {
 
