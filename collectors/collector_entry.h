@@ -9,6 +9,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/events/presets.h"
+#include "collectors/events/rules.h"
 #include "common/open_files.h"
 #include "config/config.h"
 #include "topology/topology.h"
@@ -36,6 +37,10 @@ struct CollectorEntry {
   // The hwperf_build_info label and value of the library the collector runs on, if any.
   const char* library_label;
   std::string (*library_version)();
+  // The event groups the collector counts under this configuration, where their families are
+  // and the levels worth a recording rule (events/rules.h): --print-rules and the summary of
+  // experiment mode read them. No machine is probed. Null for a collector without groups.
+  std::vector<events::RuleScope> (*rule_scopes)(const Config& config);
 };
 
 // The make() of an entry whose factory takes PAPI's preset definitions and returns its own

@@ -57,6 +57,15 @@ std::vector<std::string> collector_check_report(const Config& config, const Topo
   return lines;
 }
 
+std::vector<events::RuleScope> collector_rule_scopes(const Config& config) {
+  std::vector<events::RuleScope> scopes;
+  for (const CollectorEntry* entry : collector_registry()) {
+    if (!entry->enabled(config) || entry->rule_scopes == nullptr) continue;
+    for (auto& scope : entry->rule_scopes(config)) scopes.push_back(std::move(scope));
+  }
+  return scopes;
+}
+
 std::vector<std::string> collector_library_versions() {
   std::vector<std::string> versions;
   for (const CollectorEntry* entry : collector_registry()) {

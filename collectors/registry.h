@@ -30,6 +30,10 @@ CollectorSet build_collectors(const Config& config, const Topology& topology);
 // order. Throws like the collectors' factories.
 std::vector<std::string> collector_check_report(const Config& config, const Topology& topology);
 
+// The event groups every enabled collector counts and where their families are, for
+// --print-rules and experiment mode's summary (collector_entry.h rule_scopes).
+std::vector<events::RuleScope> collector_rule_scopes(const Config& config);
+
 // "papi 7.0.0.0": every registered library and the version running, for --version.
 std::vector<std::string> collector_library_versions();
 

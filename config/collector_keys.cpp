@@ -20,6 +20,8 @@ using namespace yaml_reader;
 // 8 KiB name overflows one inside libpapi 7.0), so nothing longer reaches it.
 constexpr std::size_t kMaxEventNameLength = 1024;
 
+}  // namespace
+
 bool valid_metric_base(const std::string& name) {
   if (name.empty()) return false;
   for (std::size_t i = 0; i < name.size(); ++i) {
@@ -29,6 +31,52 @@ bool valid_metric_base(const std::string& name) {
   }
   return true;
 }
+
+bool read_event_item(Problems& problems, const YAML::Node& item, const std::string& item_path,
+                     PapiEventConfig& event) {
+  event.mark = problems.where(item.Mark());
+  if (item.IsScalar()) {
+    event.event = item.as<std::string>();
+  } else if (item.IsMap()) {
+    Mapping(problems, item_path)
+        .on("event", read_nonempty_string(problems, item_path + ".event", event.event))
+        .on("metric", read_string(problems, item_path + ".metric", event.metric))
+        .on("help", read_string(problems, item_path + ".help", event.help))
+        .visit(item);
+    if (!item["event"].IsDefined()) {
+      problems.add(item.Mark(), item_path + ": missing required key \"event\"");
+    }
+  } else {
+    problems.add(item.Mark(), item_path + ": expected an event name or {event, metric, help}");
+    return false;
+  }
+  if (item.IsScalar() && event.event.empty()) {
+    problems.add(item.Mark(), item_path +
+                                  ": an empty event name; name an event (papi_avail and "
+                                  "papi_native_avail list those of this machine)");
+    return false;
+  }
+  if (const auto control = control_character(event.event)) {
+    problems.add(item.Mark(), item_path + ": the event name holds a control character (" +
+                                  *control + "); an event name is one line of printable text");
+    return false;
+  }
+  if (event.event.size() > kMaxEventNameLength) {
+    problems.add(item.Mark(), item_path + ": an event name of " +
+                                  std::to_string(event.event.size()) +
+                                  " characters; PAPI event "
+                                  "names are at most " +
+                                  std::to_string(kMaxEventNameLength));
+    return false;
+  }
+  if (!event.metric.empty() && !valid_metric_base(event.metric)) {
+    problems.add(item.Mark(), item_path + ".metric: \"" + event.metric +
+                                  "\" is not a valid metric name part (use [a-z_][a-z0-9_]*)");
+  }
+  return !event.event.empty();
+}
+
+namespace {
 
 void read_event_list(Problems& problems, const YAML::Node& node, const std::string& path,
                      std::vector<PapiEventConfig>& events, bool& events_given) {
@@ -47,48 +95,10 @@ void read_event_list(Problems& problems, const YAML::Node& node, const std::stri
   }
   std::size_t index = 0;
   for (const auto& item : node) {
-    const std::string item_path = path + "[" + std::to_string(index++) + "]";
     PapiEventConfig event;
-    event.mark = problems.where(item.Mark());
-    if (item.IsScalar()) {
-      event.event = item.as<std::string>();
-    } else if (item.IsMap()) {
-      Mapping(problems, item_path)
-          .on("event", read_nonempty_string(problems, item_path + ".event", event.event))
-          .on("metric", read_string(problems, item_path + ".metric", event.metric))
-          .on("help", read_string(problems, item_path + ".help", event.help))
-          .visit(item);
-      if (!item["event"].IsDefined()) {
-        problems.add(item.Mark(), item_path + ": missing required key \"event\"");
-      }
-    } else {
-      problems.add(item.Mark(), item_path + ": expected an event name or {event, metric, help}");
-      continue;
+    if (read_event_item(problems, item, path + "[" + std::to_string(index++) + "]", event)) {
+      events.push_back(std::move(event));
     }
-    if (item.IsScalar() && event.event.empty()) {
-      problems.add(item.Mark(), item_path +
-                                    ": an empty event name; name an event (papi_avail and "
-                                    "papi_native_avail list those of this machine)");
-      continue;
-    }
-    if (const auto control = control_character(event.event)) {
-      problems.add(item.Mark(), item_path + ": the event name holds a control character (" +
-                                    *control + "); an event name is one line of printable text");
-      continue;
-    }
-    if (event.event.size() > kMaxEventNameLength) {
-      problems.add(item.Mark(), item_path + ": an event name of " +
-                                    std::to_string(event.event.size()) +
-                                    " characters; PAPI event "
-                                    "names are at most " +
-                                    std::to_string(kMaxEventNameLength));
-      continue;
-    }
-    if (!event.metric.empty() && !valid_metric_base(event.metric)) {
-      problems.add(item.Mark(), item_path + ".metric: \"" + event.metric +
-                                    "\" is not a valid metric name part (use [a-z_][a-z0-9_]*)");
-    }
-    if (!event.event.empty()) events.push_back(std::move(event));
   }
 }
 
@@ -350,7 +360,8 @@ Key collectors_section(Problems& problems, CollectorsConfig& collectors) {
             enum_key(problems, "attach", "collectors.papi.attach", papi.attach,
                      kPapiAttachModeNames),
             bool_key(problems, "multiplex", "collectors.papi.multiplex", papi.multiplex),
-            event_list_key(problems, "collectors.papi.events", papi.events, papi.events_given)}),
+            event_list_key(problems, "collectors.papi.events", papi.events, papi.events_given),
+            group_list_key(problems, "collectors.papi.groups", papi.groups, papi.groups_given)}),
 
        section(problems, "rapl", "collectors.rapl",
                {bool_key(problems, "enabled", "collectors.rapl.enabled", rapl.enabled),
@@ -376,6 +387,8 @@ Key collectors_section(Problems& problems, CollectorsConfig& collectors) {
                {bool_key(problems, "enabled", "collectors.process.enabled", process.enabled),
                 event_list_key(problems, "collectors.process.events", process.events,
                                process.events_given),
+                group_list_key(problems, "collectors.process.groups", process.groups,
+                               process.groups_given),
                 enum_key(problems, "domain", "collectors.process.domain", process.domain,
                          kCountingDomainNames),
                 bool_key(problems, "per_cpu", "collectors.process.per_cpu", process.per_cpu),
@@ -394,6 +407,8 @@ Key collectors_section(Problems& problems, CollectorsConfig& collectors) {
            {bool_key(problems, "enabled", "collectors.cgroup.enabled", cgroup.enabled),
             event_list_key(problems, "collectors.cgroup.events", cgroup.events,
                            cgroup.events_given),
+            group_list_key(problems, "collectors.cgroup.groups", cgroup.groups,
+                           cgroup.groups_given),
             {"granularity",
              [&problems, &cgroup](const YAML::Node& n) {
                const std::string path = "collectors.cgroup.granularity";

@@ -93,6 +93,32 @@ struct PapiEventConfig {
   SourceMark mark;
 };
 
+// An event group (collectors/events/groups.h): events the kernel schedules together, so that
+// the ratios of their counts are ratios over the same time, and the formulas that combine them.
+// Built-in groups are named only (`collectors.papi.groups: [ipc]`); user groups are defined
+// under the top-level `groups:` key.
+struct GroupEventConfig {
+  std::string variable;  // the name formulas use: "ins"
+  PapiEventConfig event;
+};
+struct GroupMetricConfig {
+  std::string name;  // "ipc": recorded as <level>:hwperf_<name>:rate<window>
+  std::string expr;  // "ins / cyc": +, -, *, /, parentheses, numbers, the group's variables
+  std::string help;
+  SourceMark mark;
+};
+struct GroupConfig {
+  std::string name;
+  std::vector<GroupEventConfig> events;
+  std::vector<GroupMetricConfig> metrics;
+  SourceMark mark;
+};
+// One name in a collector's `groups:` list, with where it was written.
+struct GroupRef {
+  std::string name;
+  SourceMark mark;
+};
+
 struct PapiCollectorConfig {
   bool enabled = true;
   CpuSelection cpus;
@@ -104,6 +130,10 @@ struct PapiCollectorConfig {
   // Events the user lists are strict.
   std::vector<PapiEventConfig> events;
   bool events_given = false;
+  // Groups counted beside the events, each one kernel group per CPU. Not given: the default
+  // groups, best effort (those this machine cannot count are skipped).
+  std::vector<GroupRef> groups;
+  bool groups_given = false;
 };
 
 enum class RaplInterface { automatic, powercap, perf, msr };
@@ -167,6 +197,8 @@ struct ProcessCollectorConfig {
   // The same vocabulary as the PAPI collector. Empty = the default set, best effort.
   std::vector<PapiEventConfig> events;
   bool events_given = false;
+  std::vector<GroupRef> groups;  // each one kernel group per thread (and CPU with per_cpu)
+  bool groups_given = false;
   CountingDomain domain = CountingDomain::all;
   // Each thread counted on each CPU, so counts carry the CPU's topology labels.
   bool per_cpu = false;
@@ -189,6 +221,8 @@ struct CgroupCollectorConfig {
   // The same vocabulary as the PAPI collector. Empty = the default set, best effort.
   std::vector<PapiEventConfig> events;
   bool events_given = false;
+  std::vector<GroupRef> groups;  // each one kernel group per cgroup and CPU
+  bool groups_given = false;
   Granularity granularity = Granularity::package;  // package or machine
   // Besides the containers and services discovery recognises: every leaf under these cgroups,
   // and leaves whose path matches one of these. Only leaves are counted anywhere: a cgroup event
@@ -214,6 +248,7 @@ struct Config {
   PathsConfig paths;
   TopologyConfig topology;
   CollectorsConfig collectors;
+  std::vector<GroupConfig> groups;  // user groups, beside the built-in ones
   LogLevel log_level = LogLevel::info;
   std::string source_file;  // "" when running on defaults
 };

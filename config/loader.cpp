@@ -103,6 +103,7 @@ Section schema(Problems& problems, Config& config) {
       section(problems, "log", "log",
               {enum_key(problems, "level", "log.level", config.log_level, kLogLevelNames)}),
       collectors_section(problems, config.collectors),
+      groups_section(problems, config.groups),
   };
 }
 

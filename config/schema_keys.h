@@ -63,6 +63,22 @@ Key zero_or_between_key(yaml_reader::Problems& problems, const std::string& name
                         const std::string& path, double& value, double minimum, double maximum,
                         const std::string& zero_means, const std::string& unit);
 
+// A metric name part as a user may write it ([a-z_][a-z0-9_]*).
+bool valid_metric_base(const std::string& name);
+
+// One event of an events list or a group: a name, or {event, metric, help}; the name checked as
+// text (not empty, no control character, bounded). False, with a problem, when nothing usable
+// was read.
+bool read_event_item(yaml_reader::Problems& problems, const YAML::Node& item,
+                     const std::string& item_path, PapiEventConfig& event);
+
+// A counting collector's `groups:` list of group names (group_keys.cpp); dumped only when given.
+Key group_list_key(yaml_reader::Problems& problems, const std::string& path,
+                   std::vector<GroupRef>& groups, bool& groups_given);
+
+// The top-level groups: section, the user's groups (group_keys.cpp).
+Key groups_section(yaml_reader::Problems& problems, std::vector<GroupConfig>& groups);
+
 // The collectors: section (collector_keys.cpp), bound to `collectors`.
 Key collectors_section(yaml_reader::Problems& problems, CollectorsConfig& collectors);
 

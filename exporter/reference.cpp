@@ -41,6 +41,13 @@ const std::vector<KeyText>& config_texts() {
        "`lstopo --of xml`, or an hwloc synthetic description such as "
        "`synthetic:pack:2 core:4 pu:2` ([topology](collectors/topology.md))"},
       {"log.level", "least severe level logged (logfmt on stderr)", "--log.level"},
+      {"groups",
+       "your event groups, by name: `events` maps the names formulas use to events (a name or "
+       "`{event, metric, help}`), `metrics` maps metric names to `{expr, help}`, `expr` being "
+       "arithmetic over those names, each standing for its event's rate "
+       "([groups](collectors/groups.md))",
+       "", "`{NAME: {events: {VAR: EVENT, ...}, metrics: {METRIC: {expr: FORMULA, help: TEXT}}}}`",
+       "none"},
       {"collectors.topology.enabled",
        "export `hwperf_cpu_info` and the cache families ([topology](collectors/topology.md))"},
       {"collectors.papi.enabled", "count PAPI events ([PAPI](collectors/papi.md))"},
@@ -62,6 +69,11 @@ const std::vector<KeyText>& config_texts() {
        "PAPI presets or native events with qualifiers, each a name or `{event, metric, help}` "
        "(`metric` without `hwperf_<level>_` and `_total`); unknown names stop startup",
        "", "", "the default set: the kernel's generic events, best effort"},
+      {"collectors.papi.groups",
+       "event groups counted on every selected CPU, each as one kernel group: built-in "
+       "(`ipc`, `branch`, `cache`, `l1d`, `l2`, `freq`, `topdown`, `software`) or defined under "
+       "`groups` ([groups](collectors/groups.md))",
+       "", "", "ipc, branch, cache, freq, best effort, with the default events"},
       {"collectors.rapl.enabled", "read CPU energy ([RAPL](collectors/rapl.md))"},
       {"collectors.rapl.interface",
        "which kernel interface reads the counters; `auto` tries perf, then powercap, then msr"},
@@ -84,6 +96,10 @@ const std::vector<KeyText>& config_texts() {
        "events counted for every target, in the PAPI collector's vocabulary", "", "",
        "perf::TASK-CLOCK, PAGE-FAULTS, CONTEXT-SWITCHES, CPU-MIGRATIONS, INSTRUCTIONS, CYCLES, "
        "CACHE-MISSES, BRANCH-MISSES, best effort"},
+      {"collectors.process.groups",
+       "event groups counted for every target, each as one kernel group per thread "
+       "([groups](collectors/groups.md))",
+       "", "", "software, ipc, branch, cache, best effort, with no default events"},
       {"collectors.process.domain",
        "privilege levels counted; user mode only when the kernel allows no more"},
       {"collectors.process.per_cpu",
@@ -101,6 +117,10 @@ const std::vector<KeyText>& config_texts() {
       {"collectors.cgroup.events",
        "events counted for every cgroup, in the PAPI collector's vocabulary", "", "",
        "perf::CPU-CLOCK, INSTRUCTIONS, CYCLES, CACHE-MISSES, best effort"},
+      {"collectors.cgroup.groups",
+       "event groups counted for every cgroup, each as one kernel group per CPU "
+       "([groups](collectors/groups.md))",
+       "", "", "none"},
       {"collectors.cgroup.granularity",
        "how each cgroup's per-CPU counts are summed: per package, or for the machine", "",
        "package or machine"},

@@ -4,6 +4,7 @@
 
 #include "collectors/cgroup/cgroup_registration.h"
 #include "collectors/events/event_specs.h"
+#include "collectors/events/groups.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "common/log.h"
 #include "common/sysctl.h"
@@ -197,6 +198,17 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
   return lines;
 }
 
+// Container families are summed per container (the package label, where counted, is summed away).
+std::vector<events::RuleScope> rule_scopes(const Config& config) {
+  const auto& cgroup = config.collectors.cgroup;
+  events::RuleScope scope;
+  scope.family_level = "container";
+  scope.levels = {{"instance_container", {"container_id", "pod_uid", "cgroup"}}};
+  scope.groups =
+      events::group_definitions(cgroup.groups, true, {}, config.groups, "collectors.cgroup.groups");
+  return {scope};
+}
+
 }  // namespace
 
 }  // namespace hwperf::cgroup
@@ -205,9 +217,9 @@ namespace hwperf {
 
 const CollectorEntry& cgroup_collector_entry() {
   static const CollectorEntry entry = {
-      "cgroup",       &cgroup::enabled,   &make_with_presets<&cgroup::make_cgroup_collector>,
-      &cgroup::check, &cgroup::file_need, nullptr,
-      nullptr};
+      "cgroup",       &cgroup::enabled,    &make_with_presets<&cgroup::make_cgroup_collector>,
+      &cgroup::check, &cgroup::file_need,  nullptr,
+      nullptr,        &cgroup::rule_scopes};
   return entry;
 }
 

@@ -35,6 +35,8 @@ std::vector<PapiEventConfig> default_events() {
        "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS", "perf::PAGE-FAULTS"});
 }
 
+std::vector<std::string> default_group_names() { return {"ipc", "branch", "cache", "freq"}; }
+
 std::vector<unsigned> select_cpus(const PapiCollectorConfig& config, const Topology& topology) {
   if (config.cpus.all) return topology.cpus();
   const std::string where = config.cpus.mark.to_string();

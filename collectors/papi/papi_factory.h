@@ -19,6 +19,9 @@ namespace papi {
 
 // Used when the config lists no events. Best effort: what this machine cannot count is skipped.
 std::vector<PapiEventConfig> default_events();
+// The groups counted when the config lists neither events nor groups, best effort like the
+// default events (events/groups.h); the default events are then those no default group counts.
+std::vector<std::string> default_group_names();
 
 // config.cpus against the topology: "all" is every CPU in it. Throws ConfigError naming
 // where the list was written for CPUs the topology does not have (offline or absent).

@@ -1,5 +1,7 @@
 #include "collectors/papi/papi_registration.h"
 
+#include "collectors/events/event_specs.h"
+#include "collectors/events/groups.h"
 #include "collectors/papi/papi_factory.h"
 #include "collectors/papi/papi_library.h"
 
@@ -18,12 +20,32 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
 FileNeed files(const Config& config, const Topology& topology) {
   return papi_file_need(config.collectors.papi, topology, config.paths);
 }
+// Per-CPU families are summed in rules at the collector's level and every coarser one.
+std::vector<events::RuleScope> rule_scopes(const Config& config) {
+  const auto& papi = config.collectors.papi;
+  events::RuleScope scope;
+  scope.family_level = events::family_level(papi.granularity);
+  const events::RuleLevel cpu{"instance_cpu", {"cpu", "core", "package", "numa_node"}};
+  const events::RuleLevel core{"instance_package_core", {"package", "core"}};
+  const events::RuleLevel package{"instance_package", {"package"}};
+  const events::RuleLevel machine{"instance", {}};
+  switch (papi.granularity) {
+    case Granularity::cpu: scope.levels = {cpu, core, package, machine}; break;
+    case Granularity::core: scope.levels = {core, package, machine}; break;
+    case Granularity::package: scope.levels = {package, machine}; break;
+    case Granularity::machine: scope.levels = {machine}; break;
+  }
+  scope.groups = events::group_definitions(papi.groups, papi.groups_given || papi.events_given,
+                                           papi::default_group_names(), config.groups,
+                                           "collectors.papi.groups");
+  return {scope};
+}
 
 }  // namespace
 
 const CollectorEntry& papi_collector_entry() {
   static const CollectorEntry entry = {
-      "papi", &enabled, &make, &check, &files, "papi_version", &papi_library_version};
+      "papi", &enabled, &make, &check, &files, "papi_version", &papi_library_version, &rule_scopes};
   return entry;
 }
 

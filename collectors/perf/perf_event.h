@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/files.h"
 #include "common/unique_fd.h"
@@ -69,5 +70,46 @@ struct Delta {
   bool not_counted = false;  // enabled but never on a counter in this interval: count is 0
 };
 Delta delta_between(const Reading& previous, const Reading& current);
+
+// A kernel event group (perf_event_open(2), group_fd): the first event leads, the others are
+// members, and the kernel puts them on the counters together or not at all, so their counts
+// cover the same time; when the PMU multiplexes, it rotates the whole group. One read(2) of the
+// leader with PERF_FORMAT_GROUP returns every count and the group's two times. A group is
+// opened whole or not at all.
+struct GroupReading {
+  std::uint64_t enabled_ns = 0;
+  std::uint64_t running_ns = 0;
+  std::vector<std::uint64_t> values;  // one per event, in the order they were opened
+};
+
+class CounterGroup {
+ public:
+  CounterGroup() = default;
+  // errno of the first event that could not be opened (EINVAL for a member, where the others
+  // opened: the group cannot be on the PMU's counters at once).
+  static OrErrno<CounterGroup> open(const std::vector<EventEncoding>& events, pid_t pid, int cpu,
+                                    const OpenOptions& options = {});
+  // One read(2) of the whole group.
+  OrErrno<GroupReading> read() const;
+  std::size_t size() const { return fds_.size(); }
+  bool valid() const { return !fds_.empty(); }
+  // Where it failed, the index of the event the kernel refused (open's errno is returned).
+  std::size_t failed_event() const { return failed_event_; }
+
+ private:
+  std::vector<UniqueFd> fds_;  // the leader first
+  std::size_t failed_event_ = 0;
+};
+
+// The counts of a group between two readings, every one scaled by the group's one running
+// share of that interval (delta_between's arithmetic, applied to all members alike).
+struct GroupDelta {
+  std::vector<std::uint64_t> counts;      // scaled
+  std::vector<std::uint64_t> raw_counts;  // as counted
+  std::uint64_t enabled_ns = 0;
+  std::uint64_t running_ns = 0;
+  bool scaled = false;
+};
+GroupDelta delta_between(const GroupReading& previous, const GroupReading& current);
 
 }  // namespace hwperf::perf

@@ -67,6 +67,10 @@ class ProcessCollector final : public Collector {
   std::optional<PeriodicThread> rescanner_;  // last: stopped before the members it uses go
 };
 
+// The groups counted when the configuration lists neither events nor groups (best effort, and
+// then no ungrouped events): what perf stat shows a command by default.
+std::vector<std::string> default_group_names();
+
 // Builds the collector from the configuration (process_factory.cpp): events encoded through
 // libpfm4 and probed on the exporter's own thread, pidfiles checked, CPUs chosen; every problem
 // a ConfigError (exit 2) naming file:line:column and what to do.

@@ -7,6 +7,7 @@
 
 #include "collectors/process/process_registration.h"
 #include "collectors/events/event_specs.h"
+#include "collectors/events/groups.h"
 #include "collectors/metrics.h"
 #include "collectors/perf/counted_events.h"
 #include "collectors/perf/pfm_encoder.h"
@@ -45,6 +46,8 @@ std::vector<PapiEventConfig> default_process_events() {
 }
 
 }  // namespace
+
+std::vector<std::string> default_group_names() { return {"software", "ipc", "branch", "cache"}; }
 
 std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
                                                          const Topology& topology,
@@ -143,6 +146,17 @@ std::vector<std::string> process_check_report(const Config& config, const Topolo
   return lines;
 }
 
+std::vector<events::RuleScope> rule_scopes(const Config& config) {
+  const auto& process = config.collectors.process;
+  events::RuleScope scope;
+  scope.family_level = "process";
+  scope.levels = {{"instance_target", {"target"}}};
+  scope.groups =
+      events::group_definitions(process.groups, process.groups_given || process.events_given,
+                                default_group_names(), config.groups, "collectors.process.groups");
+  return {scope};
+}
+
 // Built only when targets are configured: with none it would count nothing.
 bool enabled(const Config& config) {
   return config.collectors.process.enabled && !config.collectors.process.targets.empty();
@@ -164,9 +178,9 @@ namespace hwperf {
 
 const CollectorEntry& process_collector_entry() {
   static const CollectorEntry entry = {
-      "process",       &process::enabled,   &make_with_presets<&process::make_process_collector>,
-      &process::check, &process::file_need, nullptr,
-      nullptr};
+      "process",       &process::enabled,    &make_with_presets<&process::make_process_collector>,
+      &process::check, &process::file_need,  nullptr,
+      nullptr,         &process::rule_scopes};
   return entry;
 }
 

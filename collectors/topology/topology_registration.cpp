@@ -18,7 +18,8 @@ std::vector<std::string> check(const Config&, const Topology&, const CollectorSe
 
 const CollectorEntry& topology_collector_entry() {
   static const CollectorEntry entry = {
-      "topology", &enabled, &make, &check, nullptr, "hwloc_version", &hwloc_library_version};
+      "topology", &enabled, &make, &check, nullptr, "hwloc_version", &hwloc_library_version,
+      nullptr};
   return entry;
 }
 

@@ -1,0 +1,80 @@
+// Event groups: events the kernel schedules together (one PAPI event set or one perf group,
+// leader and members, per CPU, thread or cgroup), so that the ratio of two of their counts is a
+// ratio over the same time even when the kernel multiplexes; and the formulas that combine them,
+// written once and used by the recording rules (--print-rules, rules.h) and the summary of
+// experiment mode. A group is never split: if its events cannot be on the counters together it
+// is rotated as a unit, and one that can never fit is refused.
+//
+// Every counting collector takes a `groups:` list of names: built-in groups (builtin_groups.cpp,
+// the formulas with where they come from) and the user's, from the top-level `groups:`. Events
+// of a group are exported in the collector's usual counter families, under the member's metric
+// name, with a `group` label: the same event in two groups is counted twice, once in each, and
+// a formula only ever divides series of one group.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectors/events/formula.h"
+#include "collectors/events/vocabulary.h"
+#include "config/config.h"
+
+namespace hwperf::events {
+
+// One event of a group: the name formulas use, the metric it is exported as (without level or
+// "_total"), and the events that may count it, in order of preference: a built-in group names
+// the event of each vendor and the kernel's generic one, and the first this machine has is
+// counted; a user's group names exactly one.
+struct GroupMember {
+  std::string variable;
+  std::string metric;
+  Unit unit = Unit::count;
+  std::vector<PapiEventConfig> candidates;
+};
+
+struct GroupMetric {
+  std::string name;  // "ipc"
+  Formula formula;
+  std::string help;
+};
+
+struct GroupDefinition {
+  std::string name;
+  std::string where;  // "file:line:column: collectors.papi.groups" where it was named, or ""
+  bool builtin = false;
+  std::string meaning;  // one line: what the group measures
+  std::string source;   // where its formulas come from (built-in groups)
+  std::vector<GroupMember> members;
+  std::vector<GroupMetric> metrics;
+};
+
+// The built-in groups, in the order --check-config lists them.
+std::vector<GroupDefinition> builtin_groups();
+// The names of builtin_groups(), for messages.
+std::vector<std::string> builtin_group_names();
+
+// The groups a collector counts: `refs` by name (a built-in group, or one of `user`), or the
+// `default_names` when the configuration named none. Throws ConfigError listing every problem
+// (file:line:column): unknown names, a user group named like a built-in one, a formula that does
+// not parse or reads a variable its group lacks, a metric or member named twice.
+std::vector<GroupDefinition> group_definitions(const std::vector<GroupRef>& refs, bool refs_given,
+                                               const std::vector<std::string>& default_names,
+                                               const std::vector<GroupConfig>& user,
+                                               const std::string& config_path);
+
+// The event each member counts on this machine: the first candidate `why_not` has no objection
+// to ("" means countable). When a member has none, `unavailable` says why (the first
+// candidate's reason) and `events` is empty: the group is counted whole or not at all.
+struct MemberChoice {
+  std::vector<PapiEventConfig> events;  // per member
+  std::string unavailable;
+};
+MemberChoice choose_members(const GroupDefinition& group,
+                            const std::function<std::string(const PapiEventConfig&)>& why_not);
+
+// The HELP of a member's family: what the event is, and that it is counted in a group.
+std::string member_help(const GroupDefinition& group, const GroupMember& member);
+
+}  // namespace hwperf::events
