@@ -57,7 +57,8 @@ TEST_CASE("Formulas become PromQL with guarded divisors", "[groups]") {
   const auto formula = Formula::parse("1 - miss / (access + 0)");
   CHECK(formula.variables() == std::vector<std::string>{"miss", "access"});
   const auto promql = formula.promql([](const std::string& v) { return "rate(x_" + v + "[1m])"; });
-  CHECK(promql == "1 - (rate(x_miss[1m]) / ((rate(x_access[1m]) + 0) > 0))");
+  // PromQL compares after it adds: "a + 0 > 0" keeps the sum where it is above zero.
+  CHECK(promql == "1 - (rate(x_miss[1m]) / (rate(x_access[1m]) + 0 > 0))");
   CHECK(Formula::parse("cyc / clock / 1e9").promql([](const std::string& v) { return v; }) ==
         "(cyc / (clock > 0)) / 1e9");
 }
