@@ -58,14 +58,23 @@ OrErrno<UniqueFd> open_cgroup_counter(const perf::EventEncoding& event, const Un
   return perf::open_counter(event, cgroup.get(), static_cast<int>(cpu), options);
 }
 
-void CgroupCollector::Counter::restart(UniqueFd opened) {
-  fd = std::move(opened);
-  const auto first = perf::read_counter(fd);
-  last = first.ok() ? first.value : perf::Reading{};
+OrErrno<perf::CounterGroup> open_cgroup_group(const std::vector<perf::EventEncoding>& events,
+                                              const UniqueFd& cgroup, unsigned cpu) {
+  perf::OpenOptions options;
+  options.cgroup = true;
+  return perf::CounterGroup::open(events, cgroup.get(), static_cast<int>(cpu), options);
+}
+
+void CgroupCollector::Counter::restart(perf::CounterGroup opened) {
+  group = std::move(opened);
+  auto first = group.read();
+  last = first.ok() ? std::move(first.value) : perf::GroupReading{};
+  totals.resize(group.size(), 0);
 }
 
 CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
     : settings_(std::move(settings)),
+      plan_(perf::counting_plan(settings_.events, settings_.groups)),
       series_(events::series_at_level(settings_.granularity, settings_.cpus)) {
   for (const auto& pattern : settings_.match) {
     match_.emplace_back(pattern.regex, std::regex::ECMAScript | std::regex::optimize);
@@ -82,22 +91,22 @@ int CgroupCollector::open(const std::string& relative, Counted& counted) {
   const auto directory = open_cgroup(settings_.root / relative);
   if (!directory.ok()) return directory.error;
   counted.counters.clear();
-  counted.counters.reserve(settings_.events.size() * settings_.cpus.size());
+  counted.counters.reserve(plan_.units.size() * settings_.cpus.size());
   std::vector<bool> online;
   {
     std::lock_guard lock(mutex_);
     online = online_;
   }
-  for (const auto& event : settings_.events) {
+  for (const auto& unit : plan_.units) {
     for (std::size_t index = 0; index < settings_.cpus.size(); ++index) {
       const HardwareThread& cpu = settings_.cpus[index];
       if (!online[index]) {
-        counted.counters.emplace_back();
+        counted.counters.emplace_back().totals.resize(unit.events.size(), 0);
         continue;
       }
-      auto opened = open_cgroup_counter(event.encoding, directory.value, cpu.cpu);
+      auto opened = open_cgroup_group(unit.events, directory.value, cpu.cpu);
       if (opened.error == ENODEV) {  // went offline since the online file was read
-        counted.counters.emplace_back();
+        counted.counters.emplace_back().totals.resize(unit.events.size(), 0);
         continue;
       }
       if (!opened.ok()) {
@@ -141,28 +150,29 @@ void CgroupCollector::follow_hotplug() {
   }
   // New descriptors for the returned CPUs, opened outside the scrapes' lock.
   const std::size_t cpus = settings_.cpus.size();
-  std::map<std::string, std::map<std::size_t, UniqueFd>> reopened;  // path -> counter index -> fd
+  // path -> counter index -> group
+  std::map<std::string, std::map<std::size_t, perf::CounterGroup>> reopened;
   for (const auto& path : paths) {
     const auto directory = open_cgroup(settings_.root / path);
     if (!directory.ok()) continue;  // gone: the rescan closes it
-    for (std::size_t event = 0; event < settings_.events.size(); ++event) {
+    for (std::size_t unit = 0; unit < plan_.units.size(); ++unit) {
       for (const std::size_t index : returned) {
-        auto opened = open_cgroup_counter(settings_.events[event].encoding, directory.value,
-                                          settings_.cpus[index].cpu);
-        if (opened.ok()) reopened[path].emplace(event * cpus + index, std::move(opened.value));
+        auto opened =
+            open_cgroup_group(plan_.units[unit].events, directory.value, settings_.cpus[index].cpu);
+        if (opened.ok()) reopened[path].emplace(unit * cpus + index, std::move(opened.value));
       }
     }
   }
-  std::vector<UniqueFd> closing;  // the lost descriptors, closed after the lock is released
+  std::vector<perf::CounterGroup> closing;  // the lost groups, closed after the lock is released
   std::lock_guard lock(mutex_);
   online_ = online;
-  for (auto& [path, fds] : reopened) {
+  for (auto& [path, groups] : reopened) {
     auto found = counted_.find(path);
     if (found == counted_.end()) continue;
-    for (auto& [index, fd] : fds) {
+    for (auto& [index, group] : groups) {
       Counter& counter = found->second.counters[index];
-      closing.push_back(std::move(counter.fd));
-      counter.restart(std::move(fd));
+      closing.push_back(std::move(counter.group));
+      counter.restart(std::move(group));
     }
   }
 }
@@ -275,7 +285,7 @@ void CgroupCollector::rescan() {
 
 std::vector<FamilyDeclaration> CgroupCollector::declared_families() const {
   std::vector<FamilyDeclaration> declared;
-  for (const auto& event : settings_.events) declared.push_back({event.family, event.where});
+  for (const auto& family : plan_.families) declared.push_back({family.name, family.where});
   return declared;
 }
 
@@ -293,12 +303,18 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
   }
   add_gauge(available, {{"reason", ""}}, 1.0);
   out.push_back(std::move(available));
-  const auto& counted_events = settings_.events;
   const std::size_t cpus = settings_.cpus.size();
-  std::vector<prometheus::MetricFamily> counts;
-  for (const auto& event : counted_events) {
-    counts.push_back(events::counter_family(event.family, event.help));
-  }
+  std::vector<prometheus::MetricFamily> counts = perf::counter_families(plan_);
+  auto group_enabled = make_counter_family(
+      {"container", "group", "enabled", "seconds"},
+      "Time the kernel had each event group enabled for the cgroup, summed over its CPUs (a "
+      "cgroup event is enabled while the cgroup's tasks run on the CPU). Below enabled, running "
+      "time means the group was multiplexed: all its counts are then scaled by the group's one "
+      "running/enabled of each scrape interval.");
+  auto group_running = make_counter_family(
+      {"container", "group", "running", "seconds"},
+      "Time each event group was really on the counters, all its events together, for the "
+      "cgroup; rate(running) / rate(enabled) is the share counted, 1 unless multiplexed.");
   auto cgroups =
       make_gauge_family({"container", "cgroups"},
                         "Cgroups counted (leaves: containers, services and configured roots' "
@@ -322,28 +338,51 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
 
   std::lock_guard lock(mutex_);
   std::size_t open_counters = 0;
-  std::vector<std::uint64_t> totals(counted_events.size() * cpus);
+  std::vector<std::uint64_t> totals(plan_.events() * cpus);       // [count * cpus + cpu]
+  std::vector<std::uint64_t> enabled(plan_.units.size() * cpus);  // [unit * cpus + cpu]
+  std::vector<std::uint64_t> running(plan_.units.size() * cpus);
   for (auto& [path, counted] : counted_) {
-    for (std::size_t slot = 0; slot < totals.size(); ++slot) {
+    for (std::size_t slot = 0; slot < counted.counters.size(); ++slot) {
       Counter& counter = counted.counters[slot];
-      // Invalid: its CPU has been offline since this cgroup was found; nothing to read yet.
-      const auto reading = counter.fd.valid() ? perf::read_counter(counter.fd)
-                                              : OrErrno<perf::Reading>{counter.last, 0};
-      if (reading.ok()) {
-        counter.total += perf::delta_between(counter.last, reading.value).count;
-        counter.last = reading.value;
-      } else {
-        ++read_errors_;
+      const std::size_t unit = slot / cpus;
+      if (counter.group.valid()) {
+        auto reading = counter.group.read();  // the whole group in one read(2)
+        if (reading.ok()) {
+          const perf::GroupDelta delta = perf::delta_between(counter.last, reading.value);
+          for (std::size_t i = 0; i < delta.counts.size(); ++i)
+            counter.totals[i] += delta.counts[i];
+          counter.enabled_ns += delta.enabled_ns;
+          counter.running_ns += delta.running_ns;
+          counter.last = std::move(reading.value);
+        } else {
+          ++read_errors_;
+        }
+        open_counters += counter.group.size();
       }
-      totals[slot] = counter.total;
-      open_counters += counter.fd.valid() ? 1 : 0;
+      // Invalid: its CPU has been offline since this cgroup was found; its totals stand.
+      for (std::size_t i = 0; i < counter.totals.size(); ++i) {
+        totals[(plan_.units[unit].first + i) * cpus + slot % cpus] = counter.totals[i];
+      }
+      enabled[slot] = counter.enabled_ns;
+      running[slot] = counter.running_ns;
     }
     const CgroupIdentity& id = counted.identity;
     const Labels identity = {
         {"container_id", id.container_id}, {"pod_uid", id.pod_uid}, {"cgroup", id.cgroup}};
-    for (std::size_t event = 0; event < counted_events.size(); ++event) {
-      events::add_series(counts[event], series_, totals, event * cpus, counted_events[event].unit,
-                         identity);
+    for (std::size_t value = 0; value < plan_.events(); ++value) {
+      Labels labels = identity;
+      perf::add_group_label(labels, plan_.values[value]);
+      events::add_series(counts[plan_.values[value].family], series_, totals, value * cpus,
+                         plan_.values[value].unit, labels);
+    }
+    for (std::size_t unit = 0; unit < plan_.units.size(); ++unit) {
+      if (plan_.units[unit].group.empty()) continue;
+      Labels labels = identity;
+      labels.emplace_back("group", plan_.units[unit].group);
+      events::add_series(group_enabled, series_, enabled, unit * cpus, events::Unit::nanoseconds,
+                         labels);
+      events::add_series(group_running, series_, running, unit * cpus, events::Unit::nanoseconds,
+                         labels);
     }
   }
   add_gauge(cgroups, {}, static_cast<double>(counted_.size()));
@@ -362,6 +401,10 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
              {"mount_point", settings_.hierarchy.mount_point}},
             1.0);
   for (auto& family : counts) out.push_back(std::move(family));
+  if (!settings_.groups.empty()) {
+    out.push_back(std::move(group_enabled));
+    out.push_back(std::move(group_running));
+  }
   for (auto* family : {&cgroups, &left_out, &descriptors, &read_errors}) {
     out.push_back(std::move(*family));
   }

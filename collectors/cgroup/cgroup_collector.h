@@ -1,5 +1,6 @@
 // Per-container counting: one cgroup event per (leaf cgroup, CPU, event) in the hierarchy the
-// perf_event controller is bound to (perf_event_open(2) with PERF_FLAG_PID_CGROUP), summed per
+// perf_event controller is bound to (perf_event_open(2) with PERF_FLAG_PID_CGROUP), each event
+// group one kernel group per (leaf cgroup, CPU) read with one read(2), summed per
 // package or for the machine, labelled so that PromQL can join kube-state-metrics. Which cgroups
 // are counted is decided in the background (discovery.h); a scrape only reads open counters.
 #pragma once
@@ -35,8 +36,10 @@ struct CgroupCollectorSettings {
   // without RAPL does.
   std::string unavailable;
   PerfEventHierarchy hierarchy;
-  std::filesystem::path root;  // the hierarchy's directory as this process reaches it
-  std::vector<perf::CountedEvent> events;
+  std::filesystem::path root;              // the hierarchy's directory as this process reaches it
+  std::vector<perf::CountedEvent> events;  // ungrouped
+  std::vector<perf::CountedGroup> groups;
+  std::vector<std::string> group_lines;            // --check-config, per group asked for
   std::vector<HardwareThread> cpus;                // one counter per cgroup and event on each
   Granularity granularity = Granularity::package;  // package or machine
   std::vector<CgroupRoot> roots;
@@ -57,6 +60,9 @@ OrErrno<UniqueFd> open_cgroup(const std::filesystem::path& directory);
 // `event` counted for the tasks of `cgroup` (and its descendants) while they run on `cpu`.
 OrErrno<UniqueFd> open_cgroup_counter(const perf::EventEncoding& event, const UniqueFd& cgroup,
                                       unsigned cpu);
+// `events` as one kernel group, counted likewise (the kernel allows no inherit here).
+OrErrno<perf::CounterGroup> open_cgroup_group(const std::vector<perf::EventEncoding>& events,
+                                              const UniqueFd& cgroup, unsigned cpu);
 
 // What became of a configured root at the last rescan.
 enum class ConfiguredRootState { counting, missing, no_leaf, not_in_perf_event_hierarchy };
@@ -74,20 +80,24 @@ class CgroupCollector final : public Collector {
   // calls it every rescan interval, the constructor once, so the first scrape already counts.
   void rescan();
   const std::vector<perf::CountedEvent>& events() const { return settings_.events; }
+  const std::vector<std::string>& group_lines() const { return settings_.group_lines; }
   // Why nothing is counted on this node, "" when containers are counted.
   const std::string& unavailable() const { return settings_.unavailable; }
 
  private:
+  // One counting unit (an ungrouped event, or a group) of a cgroup on one CPU.
   struct Counter {
-    UniqueFd fd;  // invalid while its CPU is offline (opened when it returns)
-    perf::Reading last;
-    std::uint64_t total = 0;
-    // Counts from `opened` on, its total going on from where it stood.
-    void restart(UniqueFd opened);
+    perf::CounterGroup group;  // invalid while its CPU is offline (opened when it returns)
+    perf::GroupReading last;
+    std::vector<std::uint64_t> totals;  // per event of the unit
+    std::uint64_t enabled_ns = 0;
+    std::uint64_t running_ns = 0;
+    // Counts from `opened` on, its totals going on from where they stood.
+    void restart(perf::CounterGroup opened);
   };
   struct Counted {
     CgroupIdentity identity;
-    std::vector<Counter> counters;  // [event * cpus + cpu index]
+    std::vector<Counter> counters;  // [unit * cpus + cpu index]
   };
   // Opens one cgroup's counters on the CPUs online now: errno of the first failure, nothing
   // kept then.
@@ -96,6 +106,7 @@ class CgroupCollector final : public Collector {
   void follow_hotplug();
 
   CgroupCollectorSettings settings_;
+  perf::CountingPlan plan_;  // the ungrouped events, then the groups
   std::vector<std::regex> match_;
   // The CPUs' counters summed per package, or over the machine (settings_.granularity).
   std::vector<events::CounterSeries> series_;

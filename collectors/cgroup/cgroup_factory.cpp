@@ -47,8 +47,24 @@ std::vector<PapiEventConfig> default_cgroup_events() {
       {"perf::CPU-CLOCK", "perf::INSTRUCTIONS", "perf::CYCLES", "perf::CACHE-MISSES"});
 }
 
-std::size_t event_count(const CgroupCollectorConfig& cgroup) {
-  return cgroup.events_given ? cgroup.events.size() : default_cgroup_events().size();
+// What is counted is exactly what was listed: with groups but no events, no ungrouped events;
+// with neither, the default events (containers have no default groups).
+std::vector<PapiEventConfig> cgroup_events(const CgroupCollectorConfig& cgroup) {
+  if (cgroup.events_given) return cgroup.events;
+  if (cgroup.groups_given) return {};
+  return default_cgroup_events();
+}
+
+std::vector<events::GroupDefinition> cgroup_groups(const Config& config) {
+  return events::group_definitions(config.collectors.cgroup.groups, true, {}, config.groups,
+                                   "collectors.cgroup.groups");
+}
+
+// Descriptors per cgroup and CPU: each ungrouped event and each member of a group.
+std::size_t event_count(const Config& config) {
+  std::size_t events = cgroup_events(config.collectors.cgroup).size();
+  for (const auto& group : cgroup_groups(config)) events += group.members.size();
+  return events;
 }
 
 }  // namespace
@@ -75,9 +91,37 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
   } catch (const std::runtime_error& e) {
     throw Unavailable(std::string("cgroup: ") + e.what());
   }
+  // A cgroup event counts per CPU: the kernel asks more of it than of counting one's own tasks
+  // (kernel/events/core.c: perf_event_open -> perf_allow_cpu), so it is tried here, and every
+  // group is probed as a cgroup group: some software events (perf::TASK-CLOCK) count tasks only.
+  const auto directory = open_cgroup(located.root);
+  if (!directory.ok()) {
+    throw Unavailable("cgroup: " + located.root.string() + ": " + errno_text(directory.error));
+  }
+  const unsigned first_cpu = topology.threads().front().cpu;
+  // The CPU time every node has, so that a missing privilege is not blamed on an event.
+  const int probe = open_cgroup_counter(perf::encode_event("perf::CPU-CLOCK", CountingDomain::all),
+                                        directory.value, first_cpu)
+                        .error;
+  if (probe != 0) {
+    throw Unavailable(
+        "cgroup: perf_event_open of a cgroup event on " + located.root.string() + ": " +
+        errno_text(probe) +
+        (probe == EACCES || probe == EPERM
+             ? "; cgroup events count per CPU, which needs root or CAP_PERFMON, or "
+               "kernel.perf_event_paranoid <= 0 (it is " +
+                   read_sysctl(config.paths.procfs, "kernel.perf_event_paranoid") +
+                   "); run privileged (--privileged in a container) or grant CAP_PERFMON"
+             : ""));
+  }
+
   perf::EventRequest request;
-  request.configured = cgroup.events_given ? cgroup.events : default_cgroup_events();
-  request.defaults = !cgroup.events_given;
+  request.configured = cgroup_events(cgroup);
+  request.defaults = !cgroup.events_given && !cgroup.groups_given;
+  request.groups = cgroup_groups(config);
+  request.open_group = [&](const std::vector<perf::EventEncoding>& events) {
+    return open_cgroup_group(events, directory.value, first_cpu);
+  };
   request.presets = &presets;
   request.procfs = config.paths.procfs;
   request.level = "container";
@@ -93,33 +137,14 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
   } catch (const std::runtime_error& e) {
     throw Unavailable(e.what());
   }
-
-  // A cgroup event counts per CPU: the kernel asks more of it than of counting one's own tasks
-  // (kernel/events/core.c: perf_event_open -> perf_allow_cpu), so it is tried once here.
-  const auto directory = open_cgroup(located.root);
-  if (!directory.ok()) {
-    throw Unavailable("cgroup: " + located.root.string() + ": " + errno_text(directory.error));
-  }
-  const auto probe = open_cgroup_counter(resolved.events.front().encoding, directory.value,
-                                         topology.threads().front().cpu);
-  if (!probe.ok()) {
-    throw Unavailable(
-        "cgroup: perf_event_open of a cgroup event on " + located.root.string() + ": " +
-        errno_text(probe.error) +
-        (probe.error == EACCES || probe.error == EPERM
-             ? "; cgroup events count per CPU, which needs root or CAP_PERFMON, or "
-               "kernel.perf_event_paranoid <= 0 (it is " +
-                   read_sysctl(config.paths.procfs, "kernel.perf_event_paranoid") +
-                   "); run privileged (--privileged in a container) or grant CAP_PERFMON"
-             : ""));
-  }
-
   CgroupCollectorSettings settings;
   settings.hierarchy = located.hierarchy;
   settings.root = located.root;
   settings.other_roots = located.other_roots;
   settings.sysfs = config.paths.sysfs;
   settings.events = std::move(resolved.events);
+  settings.groups = std::move(resolved.groups);
+  settings.group_lines = std::move(resolved.group_lines);
   settings.cpus = topology.threads();
   settings.granularity = cgroup.granularity;
   settings.roots = cgroup.roots;
@@ -152,7 +177,7 @@ namespace {
 // Descriptors at the cap: max_cgroups x events x CPUs.
 FileNeed file_need(const Config& config, const Topology& topology) {
   const auto& cgroup = config.collectors.cgroup;
-  const std::size_t events = event_count(cgroup);
+  const std::size_t events = event_count(config);
   const std::size_t cpus = topology.threads().size();
   return {"cgroup: up to " + std::to_string(cgroup.max_cgroups) + " cgroups x " +
               std::to_string(events) + " events x " + std::to_string(cpus) + " CPUs",
@@ -195,17 +220,16 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
   }
   auto lines = cgroup_check_report(config, topology);
   for (auto& line : perf::event_lines(collector->events())) lines.push_back(std::move(line));
+  for (const auto& line : collector->group_lines()) lines.push_back(line);
   return lines;
 }
 
 // Container families are summed per container (the package label, where counted, is summed away).
 std::vector<events::RuleScope> rule_scopes(const Config& config) {
-  const auto& cgroup = config.collectors.cgroup;
   events::RuleScope scope;
   scope.family_level = "container";
   scope.levels = {{"instance_container", {"container_id", "pod_uid", "cgroup"}}};
-  scope.groups =
-      events::group_definitions(cgroup.groups, true, {}, config.groups, "collectors.cgroup.groups");
+  scope.groups = cgroup_groups(config);
   return {scope};
 }
 

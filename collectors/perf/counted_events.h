@@ -2,13 +2,20 @@
 // startup from the shared vocabulary (collectors/events): presets through PAPI's one-native
 // definition (the preset catalog) or their exact kernel generic event, everything encoded by
 // libpfm4 and opened once on this thread so that what cannot be counted here is found before
-// serving, with the family names made by events::name_families.
+// serving, with the family names made by events::name_families. Event groups (events/groups.h)
+// are resolved the same way, member by member, then opened together once: a group is counted
+// whole or not at all.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
+#include <prometheus/metric_family.h>
+
+#include "collectors/events/groups.h"
 #include "collectors/events/presets.h"
+#include "collectors/metrics.h"
 #include "collectors/events/vocabulary.h"
 #include "collectors/perf/perf_event.h"
 #include "config/config.h"
@@ -24,9 +31,23 @@ struct CountedEvent {
   EventEncoding encoding;
 };
 
+// One group as a perf-backend collector counts it: its chosen events, the first leading.
+struct CountedGroup {
+  std::string name;
+  std::string where;                  // "file:line:column: collectors.X.groups", or the key
+  std::vector<CountedEvent> members;  // family hwperf_<level>_<member metric>_total each
+};
+
+// Opens a group's events as the collector will (its own task, a cgroup on a CPU): what the
+// startup probe of a group tries.
+using GroupOpener = std::function<OrErrno<CounterGroup>(const std::vector<EventEncoding>&)>;
+
 struct EventRequest {
   std::vector<PapiEventConfig> configured;
   bool defaults = false;  // best effort: what cannot be counted is skipped with a warning
+  std::vector<events::GroupDefinition> groups;
+  bool default_groups = false;  // best effort too: a group that cannot be counted is skipped
+  GroupOpener open_group;       // null: on the exporter's own thread
   const events::PresetCatalog* presets = nullptr;  // what PAPI defines presets as; required
   CountingDomain domain = CountingDomain::all;
   std::string procfs;
@@ -40,15 +61,54 @@ struct EventRequest {
 
 struct ResolvedEvents {
   std::vector<CountedEvent> events;
+  std::vector<CountedGroup> groups;
+  // --check-config, per group asked for: "group ipc: countable (perf::INSTRUCTIONS, ...)" or
+  // "group ipc: NOT countable: ins (perf::INSTRUCTIONS: why)".
+  std::vector<std::string> group_lines;
   CountingDomain domain = CountingDomain::all;  // narrower than asked when the kernel allows less
   std::string domain_note;                      // why it is narrower, "" when it is not
 };
 
-// Throws ConfigError naming file:line:column for events the user listed that cannot be counted,
-// std::runtime_error when none of the defaults can.
+// Throws ConfigError naming file:line:column for events and groups the user listed that cannot
+// be counted (a group whose events can never be on the counters together included),
+// std::runtime_error when nothing is left to count of the defaults.
 ResolvedEvents resolve_counted_events(const EventRequest& request);
 
 // The --check-config lines of resolved events: "event perf::TASK-CLOCK -> hwperf_..._total".
 std::vector<std::string> event_lines(const std::vector<CountedEvent>& events);
+
+// What a collector opens and exports, decided once: every ungrouped event and every group is
+// one kernel group (an ungrouped event is a group of one, so one code path opens and reads
+// both), and their counts are numbered in that order, each with the family it is exported in.
+// The same event grouped and ungrouped, or in two groups, is counted by separate counters into
+// one family (one HELP), its series told apart by the `group` label.
+struct CountingUnit {
+  std::string group;  // "" for an ungrouped event
+  std::vector<EventEncoding> events;
+  std::size_t first = 0;  // the number of its first count
+};
+struct CountedValue {
+  std::size_t family = 0;  // index into CountingPlan::families
+  events::Unit unit = events::Unit::count;
+  std::string group;  // "" for an ungrouped event
+  std::string event;
+};
+struct CountedFamily {
+  std::string name;
+  std::string help;
+  std::string where;  // where it was first configured
+};
+struct CountingPlan {
+  std::vector<CountingUnit> units;
+  std::vector<CountedValue> values;     // numbered as above
+  std::vector<CountedFamily> families;  // each name once, in the order first counted
+  std::size_t events() const { return values.size(); }
+};
+CountingPlan counting_plan(const std::vector<CountedEvent>& events,
+                           const std::vector<CountedGroup>& groups);
+// One empty counter family per name of the plan.
+std::vector<prometheus::MetricFamily> counter_families(const CountingPlan& plan);
+// The `group` label of a count: none for an ungrouped event.
+void add_group_label(Labels& labels, const CountedValue& value);
 
 }  // namespace hwperf::perf

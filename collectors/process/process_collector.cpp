@@ -19,9 +19,9 @@
 namespace hwperf::process {
 
 struct ProcessCollector::Target {
-  Target(const ProcessTargetConfig& config, std::vector<perf::EventEncoding> events,
+  Target(const ProcessTargetConfig& config, std::vector<std::vector<perf::EventEncoding>> units,
          std::vector<int> cpus)
-      : plan(config), counting(std::move(events), std::move(cpus)) {}
+      : plan(config), counting(std::move(units), std::move(cpus)) {}
   TargetPlan plan;  // only the rescan touches it
   TargetCounting counting;
   std::mutex status_mutex;  // what a scrape reports of the last rescan
@@ -80,16 +80,17 @@ std::string permission_remedy(const std::string& procfs, pid_t pid) {
 
 ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
     : settings_(std::move(settings)),
+      plan_(perf::counting_plan(settings_.events, settings_.groups)),
       slot_series_(settings_.cpus.empty()
                        ? std::vector<events::CounterSeries>{{{}, {0}}}
                        : events::series_at_level(Granularity::cpu, settings_.cpus)) {
-  std::vector<perf::EventEncoding> encodings;
-  for (const auto& event : settings_.events) encodings.push_back(event.encoding);
+  std::vector<std::vector<perf::EventEncoding>> units;
+  for (const auto& unit : plan_.units) units.push_back(unit.events);
   std::vector<int> cpus;
   for (const HardwareThread& thread : settings_.cpus) cpus.push_back(static_cast<int>(thread.cpu));
   if (cpus.empty()) cpus.push_back(-1);
   for (const auto& config : settings_.targets) {
-    targets_.push_back(std::make_unique<Target>(config, encodings, cpus));
+    targets_.push_back(std::make_unique<Target>(config, units, cpus));
   }
   rescan();
   rescanner_.emplace(std::chrono::duration<double>(settings_.rescan_interval_seconds),
@@ -205,7 +206,7 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
 
 std::vector<FamilyDeclaration> ProcessCollector::declared_families() const {
   std::vector<FamilyDeclaration> declared;
-  for (const auto& event : settings_.events) declared.push_back({event.family, event.where});
+  for (const auto& family : plan_.families) declared.push_back({family.name, family.where});
   return declared;
 }
 
@@ -230,20 +231,26 @@ std::vector<std::uint64_t> ProcessCollector::target_totals(const std::string& na
 
 void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& out,
                                        const std::vector<std::string>& names) {
-  const auto& counted_events = settings_.events;
-  std::vector<prometheus::MetricFamily> counts;
-  for (const auto& event : counted_events) {
-    counts.push_back(events::counter_family(event.family, event.help));
-  }
+  std::vector<prometheus::MetricFamily> counts = perf::counter_families(plan_);
   auto enabled = make_counter_family(
       {"process", "event", "enabled", "seconds"},
-      "Time the kernel had each event enabled for the target's threads, summed over threads (and "
-      "CPUs with per_cpu). Below enabled, running time means the event was multiplexed: counts "
-      "are then scaled by running/enabled of each scrape interval.");
+      "Time the kernel had each ungrouped event enabled for the target's threads, summed over "
+      "threads. Below enabled, running time means the event was multiplexed: counts are then "
+      "scaled by running/enabled of each scrape interval.");
   auto running = make_counter_family(
       {"process", "event", "running", "seconds"},
-      "Time each event was really on a hardware counter for the target's threads; "
+      "Time each ungrouped event was really on a hardware counter for the target's threads; "
       "rate(running) / rate(enabled) is the share counted, 1 unless multiplexed.");
+  auto group_enabled = make_counter_family(
+      {"process", "group", "enabled", "seconds"},
+      "Time the kernel had each event group enabled for the target's threads, summed over "
+      "threads. Below enabled, running time means the group was multiplexed: all its counts are "
+      "then scaled by the group's one running/enabled of each scrape interval.");
+  auto group_running = make_counter_family(
+      {"process", "group", "running", "seconds"},
+      "Time each event group was really on the counters, all its events together, for the "
+      "target's threads; rate(running) / rate(enabled) is the share counted, 1 unless "
+      "multiplexed.");
   auto read_errors =
       make_counter_family({"process", "read", "errors"},
                           "Counter reads that failed for the target; their interval is not "
@@ -267,14 +274,22 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
     if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
     const CountTotals totals = target->counting.read();
     const std::size_t slots = target->counting.slots();
-    for (std::size_t event = 0; event < counted_events.size(); ++event) {
-      events::add_series(counts[event], slot_series_, totals.counts, event * slots,
-                         counted_events[event].unit, {{"target", name}});
-      if (settings_.cpus.empty()) {
-        const Labels labels = {{"target", name}, {"event", counted_events[event].event}};
-        add_counter(enabled, labels, nanoseconds_to_seconds(totals.enabled_ns[event]));
-        add_counter(running, labels, nanoseconds_to_seconds(totals.running_ns[event]));
-      }
+    for (std::size_t value = 0; value < plan_.events(); ++value) {
+      Labels labels = {{"target", name}};
+      perf::add_group_label(labels, plan_.values[value]);
+      events::add_series(counts[plan_.values[value].family], slot_series_, totals.counts,
+                         value * slots, plan_.values[value].unit, labels);
+    }
+    for (std::size_t unit = 0; unit < plan_.units.size() && settings_.cpus.empty(); ++unit) {
+      const auto& group = plan_.units[unit].group;
+      const Labels labels = {
+          {"target", name},
+          group.empty() ? Labels::value_type{"event", plan_.values[plan_.units[unit].first].event}
+                        : Labels::value_type{"group", group}};
+      add_counter(group.empty() ? enabled : group_enabled, labels,
+                  nanoseconds_to_seconds(totals.enabled_ns[unit]));
+      add_counter(group.empty() ? running : group_running, labels,
+                  nanoseconds_to_seconds(totals.running_ns[unit]));
     }
     add_counter(read_errors, {{"target", name}}, totals.read_errors);
     add_gauge(descriptors, {{"target", name}},
@@ -299,6 +314,10 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
   if (settings_.cpus.empty()) {
     out.push_back(std::move(enabled));
     out.push_back(std::move(running));
+    if (!settings_.groups.empty()) {
+      out.push_back(std::move(group_enabled));
+      out.push_back(std::move(group_running));
+    }
   }
   for (auto* family : {&read_errors, &state, &info, &processes, &threads, &descriptors}) {
     out.push_back(std::move(*family));

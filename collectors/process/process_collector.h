@@ -12,6 +12,7 @@
 
 #include "collectors/collector.h"
 #include "collectors/events/emission.h"
+#include "collectors/events/groups.h"
 #include "collectors/events/presets.h"
 #include "collectors/perf/counted_events.h"
 #include "collectors/perf/perf_event.h"
@@ -29,8 +30,10 @@ using ProcessEvent = perf::CountedEvent;
 struct ProcessCollectorSettings {
   std::string procfs;
   std::vector<ProcessTargetConfig> targets;
-  std::vector<ProcessEvent> events;
-  std::vector<HardwareThread> cpus;  // per_cpu: one slot each; empty: one slot, any CPU
+  std::vector<ProcessEvent> events;  // ungrouped
+  std::vector<perf::CountedGroup> groups;
+  std::vector<std::string> group_lines;  // --check-config, per group asked for
+  std::vector<HardwareThread> cpus;      // per_cpu: one slot each; empty: one slot, any CPU
   double rescan_interval_seconds = 3;
   CountingDomain domain = CountingDomain::all;
   std::string domain_note;  // why the domain is narrower than configured, "" when it is not
@@ -52,7 +55,9 @@ class ProcessCollector final : public Collector {
   void collect_targets(std::vector<prometheus::MetricFamily>& out,
                        const std::vector<std::string>& names);
   const std::vector<ProcessEvent>& events() const { return settings_.events; }
-  // Experiment mode: the summed counts of each event of one target, in events() order.
+  const std::vector<perf::CountedGroup>& groups() const { return settings_.groups; }
+  const std::vector<std::string>& group_lines() const { return settings_.group_lines; }
+  // Experiment mode: the summed counts of each ungrouped event of one target, in events() order.
   std::vector<std::uint64_t> target_totals(const std::string& target);
 
  private:
@@ -60,6 +65,7 @@ class ProcessCollector final : public Collector {
   void rescan_target(Target& target, const Snapshot& snapshot, const ProcessFacts& facts);
 
   ProcessCollectorSettings settings_;
+  perf::CountingPlan plan_;  // the ungrouped events, then the groups
   // One series per CPU a target ran on with per_cpu, else one for the target (slot 0).
   std::vector<events::CounterSeries> slot_series_;
   std::vector<std::unique_ptr<Target>> targets_;
@@ -70,6 +76,9 @@ class ProcessCollector final : public Collector {
 // The groups counted when the configuration lists neither events nor groups (best effort, and
 // then no ungrouped events): what perf stat shows a command by default.
 std::vector<std::string> default_group_names();
+// The groups the process targets count under `config`: the listed ones, the defaults when
+// neither events nor groups are listed, none when only events are. Throws ConfigError.
+std::vector<events::GroupDefinition> process_groups(const Config& config);
 
 // Builds the collector from the configuration (process_factory.cpp): events encoded through
 // libpfm4 and probed on the exporter's own thread, pidfiles checked, CPUs chosen; every problem

@@ -35,19 +35,26 @@ void check_pidfiles(const ProcessCollectorConfig& config) {
   if (!problems.empty()) throw ConfigError(problems);
 }
 
-// Events the process targets count when the configuration lists none: best effort, what this
-// machine cannot count is dropped with one warning.
-std::vector<PapiEventConfig> default_process_events() {
-  // What a researcher asks of a program first: instructions and cycles (hence IPC), cache and
-  // branch misses, and the scheduler's view, which also counts in VMs without a hardware PMU.
-  return events::events_from_names(
-      {"perf::TASK-CLOCK", "perf::PAGE-FAULTS", "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS",
-       "perf::INSTRUCTIONS", "perf::CYCLES", "perf::CACHE-MISSES", "perf::BRANCH-MISSES"});
-}
-
 }  // namespace
 
 std::vector<std::string> default_group_names() { return {"software", "ipc", "branch", "cache"}; }
+
+std::vector<events::GroupDefinition> process_groups(const Config& config) {
+  const auto& process = config.collectors.process;
+  return events::group_definitions(process.groups, process.groups_given || process.events_given,
+                                   default_group_names(), config.groups,
+                                   "collectors.process.groups");
+}
+
+namespace {
+
+// What is counted is exactly what was listed: events alone, groups alone, or both; with neither,
+// the default groups and no ungrouped events.
+std::vector<PapiEventConfig> process_events(const ProcessCollectorConfig& process) {
+  return process.events_given ? process.events : std::vector<PapiEventConfig>{};
+}
+
+}  // namespace
 
 std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
                                                          const Topology& topology,
@@ -60,8 +67,9 @@ std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
   }
   check_pidfiles(process);
   perf::EventRequest request;
-  request.configured = process.events_given ? process.events : default_process_events();
-  request.defaults = !process.events_given;
+  request.configured = process_events(process);
+  request.groups = process_groups(config);
+  request.default_groups = !process.groups_given && !process.events_given;
   request.presets = &presets;
   request.domain = process.domain;
   request.procfs = config.paths.procfs;
@@ -74,6 +82,8 @@ std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
   settings.procfs = config.paths.procfs;
   settings.targets = process.targets;
   settings.events = std::move(resolved.events);
+  settings.groups = std::move(resolved.groups);
+  settings.group_lines = std::move(resolved.group_lines);
   settings.rescan_interval_seconds = process.rescan_interval_seconds;
   settings.domain = resolved.domain;
   settings.domain_note = resolved.domain_note;
@@ -86,11 +96,13 @@ std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
 // The registry entry (registration.h): built only through the factory above.
 namespace {
 
-// Descriptors the targets need now: threads of the processes they select x events x CPU slots.
+// Descriptors the targets need now: threads of the processes they select x events (ungrouped
+// and every member of a group: each is a descriptor) x CPU slots. Default groups are counted
+// whole, though this machine may not count them all.
 FileNeed file_need(const Config& config, const Topology& topology) {
   const auto& process = config.collectors.process;
-  const std::size_t events =
-      process.events_given ? process.events.size() : default_process_events().size();
+  std::size_t events = process_events(process).size();
+  for (const auto& group : process_groups(config)) events += group.members.size();
   const std::size_t slots = process.per_cpu ? topology.threads().size() : 1;
   Snapshot snapshot;
   for (auto& stat : read_all_proc_stats(config.paths.procfs)) {
@@ -147,13 +159,10 @@ std::vector<std::string> process_check_report(const Config& config, const Topolo
 }
 
 std::vector<events::RuleScope> rule_scopes(const Config& config) {
-  const auto& process = config.collectors.process;
   events::RuleScope scope;
   scope.family_level = "process";
   scope.levels = {{"instance_target", {"target"}}};
-  scope.groups =
-      events::group_definitions(process.groups, process.groups_given || process.events_given,
-                                default_group_names(), config.groups, "collectors.process.groups");
+  scope.groups = process_groups(config);
   return {scope};
 }
 
@@ -167,6 +176,7 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
   auto collector = make_process_collector(config, topology, services.presets);
   auto lines = process_check_report(config, topology);
   for (auto& line : perf::event_lines(collector->events())) lines.push_back(std::move(line));
+  for (const auto& line : collector->group_lines()) lines.push_back(line);
   return lines;
 }
 

@@ -5,29 +5,35 @@
 
 namespace hwperf::process {
 
-TargetCounting::TargetCounting(std::vector<perf::EventEncoding> events, std::vector<int> cpus)
-    : events_(std::move(events)), cpus_(std::move(cpus)) {
+TargetCounting::TargetCounting(std::vector<std::vector<perf::EventEncoding>> units,
+                               std::vector<int> cpus)
+    : units_(std::move(units)), cpus_(std::move(cpus)) {
   scale_ = cpus_.size() == 1 && cpus_[0] == -1;
-  totals_.counts.assign(events_.size() * cpus_.size(), 0);
-  totals_.enabled_ns.assign(events_.size(), 0);
-  totals_.running_ns.assign(events_.size(), 0);
+  std::size_t counts = 0;
+  for (const auto& unit : units_) {
+    first_.push_back(counts);
+    counts += unit.size();
+  }
+  totals_.counts.assign(counts * cpus_.size(), 0);
+  totals_.enabled_ns.assign(units_.size(), 0);
+  totals_.running_ns.assign(units_.size(), 0);
 }
 
 int TargetCounting::attach(const ProcessIdentity& process, const std::vector<pid_t>& threads,
                            const perf::OpenOptions& options) {
   std::vector<Counter> counters;
-  counters.reserve(threads.size() * events_.size() * cpus_.size());
+  counters.reserve(threads.size() * units_.size() * cpus_.size());
   for (const pid_t thread : threads) {
     std::vector<Counter> of_thread;
     int thread_error = 0;
-    for (std::size_t event = 0; event < events_.size() && thread_error == 0; ++event) {
+    for (std::size_t unit = 0; unit < units_.size() && thread_error == 0; ++unit) {
       for (std::size_t slot = 0; slot < cpus_.size(); ++slot) {
-        auto opened = perf::open_counter(events_[event], thread, cpus_[slot], options);
+        auto opened = perf::CounterGroup::open(units_[unit], thread, cpus_[slot], options);
         if (!opened.ok()) {
           thread_error = opened.error;
           break;
         }
-        of_thread.push_back({std::move(opened.value), {}, event * cpus_.size() + slot, event});
+        of_thread.push_back({std::move(opened.value), {}, unit, slot});
       }
     }
     // A thread that ended between the listing and the open has nothing left to count.
@@ -43,17 +49,21 @@ int TargetCounting::attach(const ProcessIdentity& process, const std::vector<pid
 }
 
 void TargetCounting::fold(std::vector<Counter>& counters) {
+  const std::size_t slots = cpus_.size();
   for (auto& counter : counters) {
-    const auto reading = perf::read_counter(counter.fd);
+    auto reading = counter.group.read();  // the whole group in one read(2)
     if (!reading.ok()) {
       ++totals_.read_errors;
       continue;
     }
-    const perf::Delta delta = perf::delta_between(counter.last, reading.value);
-    counter.last = reading.value;
-    totals_.counts[counter.total_index] += scale_ ? delta.count : delta.raw_count;
-    totals_.enabled_ns[counter.event] += delta.enabled_ns;
-    totals_.running_ns[counter.event] += delta.running_ns;
+    const perf::GroupDelta delta = perf::delta_between(counter.last, reading.value);
+    counter.last = std::move(reading.value);
+    const auto& counts = scale_ ? delta.counts : delta.raw_counts;
+    for (std::size_t event = 0; event < counts.size(); ++event) {
+      totals_.counts[(first_[counter.unit] + event) * slots + counter.slot] += counts[event];
+    }
+    totals_.enabled_ns[counter.unit] += delta.enabled_ns;
+    totals_.running_ns[counter.unit] += delta.running_ns;
   }
 }
 
@@ -88,7 +98,9 @@ CountTotals TargetCounting::read() {
 std::size_t TargetCounting::open_descriptors() const {
   std::lock_guard lock(mutex_);
   std::size_t count = 0;
-  for (const auto& [identity, counters] : roots_) count += counters.size();
+  for (const auto& [identity, counters] : roots_) {
+    for (const auto& counter : counters) count += counter.group.size();
+  }
   return count;
 }
 
