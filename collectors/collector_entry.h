@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/collector.h"
@@ -36,7 +37,34 @@ struct CollectorEntry {
   // The hwperf_build_info label and value of the library the collector runs on, if any.
   const char* library_label;
   std::string (*library_version)();
+  // The names of the families the collector will export under configured names (its
+  // declared_families()) and of those of its constant families a configured name could take
+  // (the topology's), from the configuration and topology alone: no counter opened, nothing
+  // built that --check-config would not build. The start and
+  // the dry run check them across collectors before building anything (registry.cpp), so both
+  // refuse the same names with the same message. Null for none: a collector whose every family
+  // name is fixed and its own (rapl: hwperf_rapl_*) has nothing another can collide with.
+  std::vector<FamilyDeclaration> (*families)(const Config& config,
+                                             const Topology& topology) = nullptr;
 };
+
+// Declared and constant families of a built collector: what CollectorSet::add claims, and what
+// an entry whose families are all constant can declare by building its collector.
+std::vector<FamilyDeclaration> exported_families(const Collector& collector);
+
+// The families `events` will be exported as at `level` (events::name_families on each event's
+// `metric:`, else its default name), with where each was configured: the `families` of a
+// counting collector. Nothing is looked up or opened; an event whose name is refused is left
+// out, as resolving the events refuses it.
+std::vector<FamilyDeclaration> configured_families(const std::vector<PapiEventConfig>& events,
+                                                   std::string_view level);
+// The same for a collector's section (`events`, `events_given`), its defaults when none is listed.
+template <typename Section>
+std::vector<FamilyDeclaration> configured_families(const Section& section,
+                                                   std::vector<PapiEventConfig> (*defaults)(),
+                                                   std::string_view level) {
+  return configured_families(section.events_given ? section.events : defaults(), level);
+}
 
 // The make() of an entry whose factory takes PAPI's preset definitions and returns its own
 // collector type (process targets, containers).

@@ -159,6 +159,11 @@ FileNeed file_need(const Config& config, const Topology& topology) {
           "collectors.cgroup.max_cgroups"};
 }
 
+// The event families (hwperf_container_*), for the family-name check across collectors.
+std::vector<FamilyDeclaration> families(const Config& config, const Topology&) {
+  return configured_families(config.collectors.cgroup, &default_cgroup_events, "container");
+}
+
 // The --check-config lines: the hierarchy and what discovery finds now.
 std::vector<std::string> cgroup_check_report(const Config& config, const Topology&) {
   const auto& cgroup = config.collectors.cgroup;
@@ -207,7 +212,7 @@ const CollectorEntry& cgroup_collector_entry() {
   static const CollectorEntry entry = {
       "cgroup",       &cgroup::enabled,   &make_with_presets<&cgroup::make_cgroup_collector>,
       &cgroup::check, &cgroup::file_need, nullptr,
-      nullptr};
+      nullptr,        &cgroup::families};
   return entry;
 }
 
