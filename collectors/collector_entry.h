@@ -5,9 +5,11 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/collector.h"
+#include "collectors/events/groups.h"
 #include "collectors/events/presets.h"
 #include "collectors/events/rules.h"
 #include "common/open_files.h"
@@ -41,7 +43,29 @@ struct CollectorEntry {
   // and the levels worth a recording rule (events/rules.h): --print-rules and the summary of
   // experiment mode read them. No machine is probed. Null for a collector without groups.
   std::vector<events::RuleScope> (*rule_scopes)(const Config& config);
+  // The names of the families the collector will export under configured names (its
+  // declared_families()) and of those of its constant families a configured name could take
+  // (the topology's), from the configuration and topology alone: no counter opened, nothing
+  // built that --check-config would not build. The start and
+  // the dry run check them across collectors before building anything (registry.cpp), so both
+  // refuse the same names with the same message. Null for none: a collector whose every family
+  // name is fixed and its own (rapl: hwperf_rapl_*) has nothing another can collide with.
+  std::vector<FamilyDeclaration> (*families)(const Config& config,
+                                             const Topology& topology) = nullptr;
 };
+
+// Declared and constant families of a built collector: what CollectorSet::add claims, and what
+// an entry whose families are all constant can declare by building its collector.
+std::vector<FamilyDeclaration> exported_families(const Collector& collector);
+
+// The families `events` and the members of `groups` will be exported as at `level`
+// (events::name_families on each event's `metric:`, else its default name; a member's metric),
+// with where each was configured: the `families` of a counting collector. Nothing is looked up
+// or opened; an event whose name is refused is left out, as resolving the events refuses it. A
+// name two of them share is one family, declared once by its first.
+std::vector<FamilyDeclaration> configured_families(
+    const std::vector<PapiEventConfig>& events, const std::vector<events::GroupDefinition>& groups,
+    std::string_view level);
 
 // The make() of an entry whose factory takes PAPI's preset definitions and returns its own
 // collector type (process targets, containers).

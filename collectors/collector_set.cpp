@@ -6,6 +6,7 @@
 #include <exception>
 #include <string>
 
+#include "collectors/collector_entry.h"
 #include "collectors/metrics.h"
 #include "common/log.h"
 #include "common/text.h"
@@ -41,24 +42,27 @@ CollectorSet::~CollectorSet() = default;
 CollectorSet::CollectorSet(CollectorSet&&) noexcept = default;
 CollectorSet& CollectorSet::operator=(CollectorSet&&) noexcept = default;
 
-void CollectorSet::add(std::unique_ptr<Collector> collector) {
-  if (!collector) throw std::invalid_argument("collector set: a collector factory returned none");
-  std::vector<FamilyDeclaration> families = collector->declared_families();
-  std::vector<prometheus::MetricFamily> constant;
-  collector->collect_constant(constant);
-  for (const auto& family : constant) families.push_back({family.name, ""});
+std::vector<std::string> FamilyOwners::claim(const std::string& collector,
+                                             const std::vector<FamilyDeclaration>& families) {
   std::vector<std::string> problems;
   for (const auto& family : families) {
-    const auto [taken, inserted] =
-        family_owners_.emplace(openmetrics_family(family.name), collector->name());
-    if (inserted || taken->second == collector->name()) continue;
-    problems.push_back((family.where.empty() ? "" : family.where + ": ") + "the " +
-                       collector->name() + " collector would export " + family.name +
-                       ", which is the " + taken->second + " collector's family " + taken->first +
+    const auto [taken, inserted] = owners_.emplace(openmetrics_family(family.name), collector);
+    if (inserted || taken->second == collector) continue;
+    problems.push_back((family.where.empty() ? "" : family.where + ": ") + "the " + collector +
+                       " collector would export " + family.name + ", which is the " +
+                       taken->second + " collector's family " + taken->first +
                        " (in OpenMetrics a counter is named without _total); give it another "
                        "`metric:` name");
   }
-  if (!problems.empty()) throw ConfigError(std::move(problems));
+  return problems;
+}
+
+void CollectorSet::add(std::unique_ptr<Collector> collector) {
+  if (!collector) throw std::invalid_argument("collector set: a collector factory returned none");
+  const auto families = exported_families(*collector);
+  if (auto problems = family_owners_.claim(collector->name(), families); !problems.empty()) {
+    throw ConfigError(std::move(problems));
+  }
   auto entry = std::make_unique<Entry>();
   entry->name = collector->name();
   entry->collector = std::move(collector);

@@ -14,6 +14,22 @@
 
 namespace hwperf {
 
+// Which collector exports each family name, compared as OpenMetrics names families (a counter
+// without "_total"): the one check that no two collectors export one family, and the one place
+// its message is written. The start and the dry run run it on the names the registry entries
+// declare before anything is built (registry.h, check_family_names); CollectorSet::add runs it
+// again on the collectors as built.
+class FamilyOwners {
+ public:
+  // Claims `families` for `collector`. Returns one problem, naming where the name was configured
+  // and the remedy, for each family an earlier collector claimed; a collector may repeat itself.
+  std::vector<std::string> claim(const std::string& collector,
+                                 const std::vector<FamilyDeclaration>& families);
+
+ private:
+  std::map<std::string, std::string> owners_;  // OpenMetrics family name -> collector
+};
+
 class CollectorSet {
  public:
   CollectorSet();
@@ -36,7 +52,7 @@ class CollectorSet {
  private:
   struct Entry;
   std::vector<std::unique_ptr<Entry>> entries_;
-  std::map<std::string, std::string> family_owners_;  // OpenMetrics family name -> collector
+  FamilyOwners family_owners_;
 };
 
 }  // namespace hwperf

@@ -7,6 +7,7 @@
 #include "collectors/process/process_registration.h"
 #include "collectors/rapl/rapl_registration.h"
 #include "collectors/topology/topology_registration.h"
+#include "config/errors.h"
 
 namespace hwperf {
 namespace {
@@ -14,6 +15,22 @@ namespace {
 const CollectorServices& services() {
   static const CollectorServices shared{papi::preset_catalog()};
   return shared;
+}
+
+// Family names across collectors, from what each enabled entry declares before anything is built:
+// the start (build_collectors) and the dry run (collector_check_report) both begin here, so they
+// refuse the same names with the same message, and neither opens a counter for a configuration
+// refused for its names.
+void check_family_names(const Config& config, const Topology& topology) {
+  FamilyOwners owners;
+  std::vector<std::string> problems;
+  for (const CollectorEntry* entry : collector_registry()) {
+    if (!entry->enabled(config) || entry->families == nullptr) continue;
+    for (auto& problem : owners.claim(entry->name, entry->families(config, topology))) {
+      problems.push_back(std::move(problem));
+    }
+  }
+  if (!problems.empty()) throw ConfigError(std::move(problems));
 }
 
 }  // namespace
@@ -39,6 +56,7 @@ std::vector<FileNeed> collector_file_needs(const Config& config, const Topology&
 }
 
 CollectorSet build_collectors(const Config& config, const Topology& topology) {
+  check_family_names(config, topology);
   CollectorSet set;
   for (const CollectorEntry* entry : collector_registry()) {
     if (entry->enabled(config)) set.add(entry->make(config, topology, services()));
@@ -47,6 +65,7 @@ CollectorSet build_collectors(const Config& config, const Topology& topology) {
 }
 
 std::vector<std::string> collector_check_report(const Config& config, const Topology& topology) {
+  check_family_names(config, topology);
   std::vector<std::string> lines;
   for (const CollectorEntry* entry : collector_registry()) {
     if (!entry->enabled(config)) continue;

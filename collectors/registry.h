@@ -23,11 +23,14 @@ const std::vector<const CollectorEntry*>& collector_registry();
 // What every enabled collector will hold open, for the startup check of the open-file limit.
 std::vector<FileNeed> collector_file_needs(const Config& config, const Topology& topology);
 
-// Every enabled collector, in registry order.
+// Every enabled collector, in registry order. Throws ConfigError, before building any, for a
+// family name two collectors would export (the entries' `families`), as collector_check_report
+// does; then like the collectors' factories.
 CollectorSet build_collectors(const Config& config, const Topology& topology);
 
 // --check-config: what each enabled collector can do here, "<collector>: <line>", in registry
-// order. Throws like the collectors' factories.
+// order. Throws ConfigError first for a family name two collectors would export, with the message
+// of build_collectors; then like the collectors' factories.
 std::vector<std::string> collector_check_report(const Config& config, const Topology& topology);
 
 // The event groups every enabled collector counts and where their families are, for

@@ -119,8 +119,8 @@ void check_open_files(const CliOptions& cli, const Config& config, const Topolog
   throw std::runtime_error(shortfall);
 }
 
-// Every collector built and started, their family names checked against each other: what a
-// scrape will read. The dry run builds it too, so that it refuses what the start refuses.
+// Every collector built and started, their family names checked against each other first (as
+// the dry run's collector_check_report checks them): what a scrape will read.
 std::unique_ptr<Exporter> build_exporter(const Config& config, const Topology& topology) {
   auto collectors = build_collectors(config, topology);
   return std::make_unique<Exporter>(config.web.telemetry_path, std::move(collectors),
@@ -248,8 +248,9 @@ int run_exporter(const std::vector<std::string>& args) {
   log::info("topology: " + topology->description());
 
   if (cli.check_config) {
-    // The checks of the start that cost little: the configuration files (read above) and the
-    // admission layer (bcrypt costs). The collectors are probed by their own reports, each
+    // The checks of the start that cost little: the configuration files (read above), the
+    // admission layer (bcrypt costs) and, in collector_check_report as in build_collectors, the
+    // family names across collectors. The collectors are probed by their own reports, each
     // distinct event opened once, where the start opens every configured one.
     return code(startup_step([&] {
       make_admission(cli, config, web_config, [](std::string_view) { return true; });

@@ -59,8 +59,8 @@ const std::vector<CliFlag>& cli_flags() {
          "keep the user it was started as"},
         {"--check-config", nullptr,
          "validate the configuration (both files, the web config's users, TLS files and "
-         "headers as the start checks them), print the effective configuration and what each "
-         "collector can do here, exit 0 (or 2 on error)",
+         "headers, and family names across collectors, as the start checks them), print the "
+         "effective configuration and what each collector can do here, exit 0 (or 2 on error)",
          ""},
         {"--once", nullptr,
          "collect once, print the exposition to stdout and exit; with -- CMD, once CMD has "

@@ -185,6 +185,12 @@ FileNeed file_need(const Config& config, const Topology& topology) {
           "collectors.cgroup.max_cgroups"};
 }
 
+// The event families (hwperf_container_*), for the family-name check across collectors.
+std::vector<FamilyDeclaration> families(const Config& config, const Topology&) {
+  return configured_families(cgroup_events(config.collectors.cgroup), cgroup_groups(config),
+                             "container");
+}
+
 // The --check-config lines: the hierarchy and what discovery finds now.
 std::vector<std::string> cgroup_check_report(const Config& config, const Topology&) {
   const auto& cgroup = config.collectors.cgroup;
@@ -241,9 +247,9 @@ namespace hwperf {
 
 const CollectorEntry& cgroup_collector_entry() {
   static const CollectorEntry entry = {
-      "cgroup",       &cgroup::enabled,    &make_with_presets<&cgroup::make_cgroup_collector>,
-      &cgroup::check, &cgroup::file_need,  nullptr,
-      nullptr,        &cgroup::rule_scopes};
+      "cgroup",       &cgroup::enabled,     &make_with_presets<&cgroup::make_cgroup_collector>,
+      &cgroup::check, &cgroup::file_need,   nullptr,
+      nullptr,        &cgroup::rule_scopes, &cgroup::families};
   return entry;
 }
 

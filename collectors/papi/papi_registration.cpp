@@ -20,6 +20,13 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
 FileNeed files(const Config& config, const Topology& topology) {
   return papi_file_need(config.collectors.papi, topology, config.paths);
 }
+std::vector<events::GroupDefinition> papi_groups(const Config& config) {
+  const auto& papi = config.collectors.papi;
+  return events::group_definitions(papi.groups, papi.groups_given || papi.events_given,
+                                   papi::default_group_names(), config.groups,
+                                   "collectors.papi.groups");
+}
+
 // Per-CPU families are summed in rules at the collector's level and every coarser one.
 std::vector<events::RuleScope> rule_scopes(const Config& config) {
   const auto& papi = config.collectors.papi;
@@ -35,17 +42,28 @@ std::vector<events::RuleScope> rule_scopes(const Config& config) {
     case Granularity::package: scope.levels = {package, machine}; break;
     case Granularity::machine: scope.levels = {machine}; break;
   }
-  scope.groups = events::group_definitions(papi.groups, papi.groups_given || papi.events_given,
-                                           papi::default_group_names(), config.groups,
-                                           "collectors.papi.groups");
+  scope.groups = papi_groups(config);
   return {scope};
+}
+
+// The event families at the configured granularity; PAPI is not asked. Its status families
+// (hwperf_papi_*) are left out: no event family can take a name of that prefix.
+std::vector<FamilyDeclaration> families(const Config& config, const Topology&) {
+  const auto& papi = config.collectors.papi;
+  // What is counted is exactly what was listed; with neither events nor groups, the defaults.
+  const std::vector<PapiEventConfig> events =
+      papi.events_given
+          ? papi.events
+          : (papi.groups_given ? std::vector<PapiEventConfig>{} : papi::default_events());
+  return configured_families(events, papi_groups(config), events::family_level(papi.granularity));
 }
 
 }  // namespace
 
 const CollectorEntry& papi_collector_entry() {
   static const CollectorEntry entry = {
-      "papi", &enabled, &make, &check, &files, "papi_version", &papi_library_version, &rule_scopes};
+      "papi",       &enabled, &make, &check, &files, "papi_version", &papi_library_version,
+      &rule_scopes, &families};
   return entry;
 }
 

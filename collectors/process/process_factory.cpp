@@ -135,6 +135,12 @@ FileNeed file_need(const Config& config, const Topology& topology) {
           static_cast<unsigned long>(count), chosen_at.empty() ? "collectors.process" : chosen_at};
 }
 
+// The event families (hwperf_process_*), for the family-name check across collectors.
+std::vector<FamilyDeclaration> families(const Config& config, const Topology&) {
+  return configured_families(process_events(config.collectors.process), process_groups(config),
+                             "process");
+}
+
 // The --check-config lines: each target, its selector and what it selects now.
 std::vector<std::string> process_check_report(const Config& config, const Topology&) {
   std::vector<std::string> lines;
@@ -188,9 +194,9 @@ namespace hwperf {
 
 const CollectorEntry& process_collector_entry() {
   static const CollectorEntry entry = {
-      "process",       &process::enabled,    &make_with_presets<&process::make_process_collector>,
-      &process::check, &process::file_need,  nullptr,
-      nullptr,         &process::rule_scopes};
+      "process",       &process::enabled,     &make_with_presets<&process::make_process_collector>,
+      &process::check, &process::file_need,   nullptr,
+      nullptr,         &process::rule_scopes, &process::families};
   return entry;
 }
 

@@ -13,13 +13,17 @@ std::unique_ptr<Collector> make(const Config&, const Topology& topology, const C
 std::vector<std::string> check(const Config&, const Topology&, const CollectorServices&) {
   return {};
 }
+// Every family is constant, built from the topology alone: its names are those of the collector.
+std::vector<FamilyDeclaration> families(const Config&, const Topology& topology) {
+  return exported_families(*make_topology_collector(topology));
+}
 
 }  // namespace
 
 const CollectorEntry& topology_collector_entry() {
   static const CollectorEntry entry = {
       "topology", &enabled, &make, &check, nullptr, "hwloc_version", &hwloc_library_version,
-      nullptr};
+      nullptr,    &families};
   return entry;
 }
 

@@ -1,12 +1,17 @@
 // --check-config is what an admin runs in CI or an init container before rolling a configuration
 // out, so it must refuse what the start refuses: each configuration here is run both ways and
 // must be refused both ways, with the same message. A check added to one path only fails here
-// when a row for it is added. (Not yet a row: a family name that collides across collectors,
-// which only the start finds, when it builds every collector; see issue 30.)
+// when a row for it is added.
 #include "tests/catch.hpp"
+#include <unistd.h>
+
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "collectors/papi/papi_presets.h"
+#include "collectors/registry.h"
+#include "config/loader.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -30,6 +35,13 @@ std::vector<Refused> refusals() {
     return "collectors:\n  papi:\n    events:\n" + list;
   };
   return {
+      // Found across collectors, from the names the registry entries declare: the dry run
+      // builds no collector, the start checks before it builds one.
+      {"a family name another collector exports",
+       papi_events("      - {event: perf::PAGE-FAULTS, metric: info}\n"), "",
+       "hwperf.yml:4:9: the papi collector would export hwperf_cpu_info_total, which is the "
+       "topology collector's family hwperf_cpu_info (in OpenMetrics a counter is named without "
+       "_total)"},
       {"a bcrypt cost that takes hours per check", "",
        "basic_auth_users:\n  slow: \"" + slow_hash + "\"\n",
        "basic_auth_users.slow: bcrypt cost 31"},
@@ -75,4 +87,48 @@ TEST_CASE("the dry run refuses every configuration the start refuses, with the s
     CHECK(result.exit_code == 2);
     CHECK_THAT(result.err, Catch::Contains(row.message));
   }
+}
+
+// The names the start and the dry run check before building anything are those of each entry's
+// `families`; CollectorSet::add checks the built collectors again. An entry that declared less
+// than its collector exports under configured names would let the dry run pass what the start
+// refuses: each built collector's declared families must be among its entry's.
+TEST_CASE("each collector's entry declares the families its built collector declares",
+          "[check_config]") {
+  test::TempDir dir;
+  const std::string config_text =
+      "collectors:\n"
+      "  papi:\n"
+      "    cpus: \"0\"\n"
+      "    granularity: package\n"
+      "    events:\n"
+      "      - {event: perf::PAGE-FAULTS, metric: faults}\n"
+      "      - perf::CPU-CLOCK\n"
+      "  process:\n"
+      "    targets:\n"
+      "      - {name: self, pid: " +
+      std::to_string(getpid()) +
+      "}\n"
+      "    events: [perf::TASK-CLOCK, {event: perf::PAGE-FAULTS, metric: faults}]\n"
+      "  cgroup:\n"
+      "    enabled: true\n"
+      "    events: [{event: perf::CPU-CLOCK, metric: cpu_time_seconds}]\n";
+  const Config config = load_config_file(dir.write("hwperf.yml", config_text).string());
+  const Topology topology = Topology::load(config.topology, config.paths);
+  const CollectorServices services{papi::preset_catalog()};
+  std::size_t compared = 0;
+  for (const CollectorEntry* entry : collector_registry()) {
+    if (!entry->enabled(config)) continue;
+    CAPTURE(entry->name);
+    const auto built = entry->make(config, topology, services)->declared_families();
+    const auto declared = entry->families != nullptr ? entry->families(config, topology)
+                                                     : std::vector<FamilyDeclaration>{};
+    for (const auto& family : built) {
+      CAPTURE(family.name, family.where);
+      CHECK(std::any_of(declared.begin(), declared.end(),
+                        [&](const FamilyDeclaration& d) { return d.name == family.name; }));
+      ++compared;
+    }
+  }
+  CHECK(compared >= 4);  // papi's two and the process target's two, at the least
 }
