@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "collectors/build_info.h"
+#include "collectors/events/rules.h"
 #include "collectors/registry.h"
 #include "common/log.h"
 #include "common/open_files.h"
@@ -203,6 +204,19 @@ int run_exporter(const std::vector<std::string>& args) {
     std::cout << reference_markdown(problems);
     for (const auto& problem : problems) log::error("reference: " + problem);
     return code(problems.empty() ? ExitCode::ok : ExitCode::runtime_failure);
+  }
+  if (cli.print_rules) {
+    // The groups are resolved as the start resolves them (an unknown name or a formula that does
+    // not parse is the same error), but no machine is probed: the rules are for every node this
+    // configuration runs on.
+    std::string rules;
+    if (const auto failed = startup_step(
+            [&] { rules = events::rule_file(collector_rule_scopes(config), kRuleWindow); });
+        failed != ExitCode::ok) {
+      return code(failed);
+    }
+    std::cout << rules;
+    return code(ExitCode::ok);
   }
   if (cli.version) {
     std::cout << "hwperf_exporter version " << exporter_version() << " (revision "
