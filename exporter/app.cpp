@@ -277,7 +277,9 @@ int run_exporter(const std::vector<std::string>& args) {
 
   std::unique_ptr<Exporter> exporter;
   std::unique_ptr<Experiment> experiment;
+  std::vector<events::RuleScope> summary_scopes;  // the groups whose formulas the summary shows
   if (const auto failed = startup_step([&] {
+        if (cli.once && !cli.command.empty()) summary_scopes = collector_rule_scopes(config);
         if (!cli.command.empty()) {
           // Forked before any thread exists; it waits until its counters are open.
           experiment = std::make_unique<Experiment>(cli.command);
@@ -303,8 +305,8 @@ int run_exporter(const std::vector<std::string>& args) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - experiment_start).count();
     const auto families = exporter->gather();
     std::cout << serialize(families, ExpositionFormat::text_0_0_4) << std::flush;
-    std::cerr << experiment_summary(families, experiment->target_name(), experiment->command_line(),
-                                    status, seconds)
+    std::cerr << experiment_summary(families, summary_scopes, experiment->target_name(),
+                                    experiment->command_line(), status, seconds)
               << std::flush;
     return status;
   }
