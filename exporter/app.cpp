@@ -16,7 +16,6 @@
 #include <thread>
 
 #include "collectors/build_info.h"
-#include "collectors/events/rules.h"
 #include "collectors/registry.h"
 #include "common/log.h"
 #include "common/open_files.h"

@@ -12,7 +12,7 @@
 
 #include <prometheus/metric_family.h>
 
-#include "collectors/events/rules.h"
+#include "collectors/registry.h"  // events::RuleScope, through the registry entries
 
 namespace hwperf {
 

@@ -30,8 +30,9 @@ double number_before(const std::string& text, const std::string& pattern) {
 
 }  // namespace
 
-TEST_CASE("--print-rules prints recording rules promtool accepts for the default groups",
-          "[e2e][groups]") {
+TEST_CASE(
+    "The exporter's --print-rules prints recording rules promtool accepts for the default groups",
+    "[e2e][groups]") {
   if (!have("promtool"))
     FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
   const auto run = test::run_exporter({"--print-rules"});
@@ -53,8 +54,10 @@ TEST_CASE("--print-rules prints recording rules promtool accepts for the default
   CHECK(exit_code == 0);
 }
 
-TEST_CASE("--print-rules with a configuration error exits 2 naming where, like --check-config",
-          "[e2e][groups]") {
+TEST_CASE(
+    "The exporter's --print-rules with a configuration error exits 2 naming where, like "
+    "--check-config",
+    "[e2e][groups]") {
   test::TempDir dir;
   const auto path =
       dir.write("hwperf.yml", "collectors:\n  papi:\n    groups: [ipc, no_such_group]\n");
@@ -64,7 +67,8 @@ TEST_CASE("--print-rules with a configuration error exits 2 naming where, like -
   CHECK_THAT(run.err, Catch::Contains("hwperf.yml:3:") && Catch::Contains("no_such_group"));
 }
 
-TEST_CASE("--print-rules covers process targets, and --help names its window", "[e2e][groups]") {
+TEST_CASE("The exporter's --print-rules covers process targets, and --help names its window",
+          "[e2e][groups]") {
   test::TempDir dir;
   const auto path = dir.write("hwperf.yml",
                               "collectors:\n  process:\n    groups: [software]\n"
@@ -84,8 +88,10 @@ TEST_CASE("--print-rules covers process targets, and --help names its window", "
 // CPUs utilized is CPU time over elapsed time, so it depends on what else the machine runs: each
 // round runs perf stat and the exporter at the same time, so that both see the same contention,
 // and the medians of three rounds are compared.
-TEST_CASE("--once -- CMD prints the software group's CPUs utilized within 10% of perf stat's",
-          "[live][process][e2e][groups]") {
+TEST_CASE(
+    "Experiment mode: --once -- CMD prints the software group's CPUs utilized within 10% of perf "
+    "stat's",
+    "[live][process][e2e][groups]") {
   if (!have("perf")) FAIL("perf not found: apt-get install linux-perf");
   // Two threads spinning 0.5 s of CPU time each (the workload measures its own CPU time).
   const std::string command = std::string("printf 'go\\nexit\\n' | ") + HWPERF_TEST_WORKLOAD +

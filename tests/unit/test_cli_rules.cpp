@@ -8,7 +8,7 @@
 
 using namespace hwperf;
 
-TEST_CASE("--print-rules is a mode of its own", "[cli][groups]") {
+TEST_CASE("The flag --print-rules is a mode of its own", "[cli][groups]") {
   CHECK(parse_cli({"--print-rules"}).print_rules);
   CHECK(parse_cli({"--config.file=hwperf.yml", "--print-rules"}).print_rules);
   const auto other = GENERATE(std::string("--once"), std::string("--check-config"));
