@@ -204,6 +204,19 @@ int run_exporter(const std::vector<std::string>& args) {
     for (const auto& problem : problems) log::error("reference: " + problem);
     return code(problems.empty() ? ExitCode::ok : ExitCode::runtime_failure);
   }
+  if (cli.print_rules) {
+    // The groups are resolved as the start resolves them (an unknown name or a formula that does
+    // not parse is the same error), but no machine is probed: the rules are for every node this
+    // configuration runs on.
+    std::string rules;
+    if (const auto failed = startup_step(
+            [&] { rules = events::rule_file(collector_rule_scopes(config), kRuleWindow); });
+        failed != ExitCode::ok) {
+      return code(failed);
+    }
+    std::cout << rules;
+    return code(ExitCode::ok);
+  }
   if (cli.version) {
     std::cout << "hwperf_exporter version " << exporter_version() << " (revision "
               << exporter_revision();
@@ -264,7 +277,9 @@ int run_exporter(const std::vector<std::string>& args) {
 
   std::unique_ptr<Exporter> exporter;
   std::unique_ptr<Experiment> experiment;
+  std::vector<events::RuleScope> summary_scopes;  // the groups whose formulas the summary shows
   if (const auto failed = startup_step([&] {
+        if (cli.once && !cli.command.empty()) summary_scopes = collector_rule_scopes(config);
         if (!cli.command.empty()) {
           // Forked before any thread exists; it waits until its counters are open.
           experiment = std::make_unique<Experiment>(cli.command);
@@ -290,8 +305,8 @@ int run_exporter(const std::vector<std::string>& args) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - experiment_start).count();
     const auto families = exporter->gather();
     std::cout << serialize(families, ExpositionFormat::text_0_0_4) << std::flush;
-    std::cerr << experiment_summary(families, experiment->target_name(), experiment->command_line(),
-                                    status, seconds)
+    std::cerr << experiment_summary(families, summary_scopes, experiment->target_name(),
+                                    experiment->command_line(), status, seconds)
               << std::flush;
     return status;
   }

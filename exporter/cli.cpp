@@ -66,6 +66,14 @@ const std::vector<CliFlag>& cli_flags() {
          "collect once, print the exposition to stdout and exit; with -- CMD, once CMD has "
          "ended, with its exit status",
          ""},
+        {"--print-rules", nullptr,
+         std::string("print Prometheus recording rules for the formulas of the event groups the "
+                     "configuration counts (the defaults without one) and exit 0, or 2 on a "
+                     "configuration error; each formula combines rates over ") +
+             kRuleWindow +
+             " (four scrapes at Prometheus' default 15 s interval; with a slower scrape "
+             "interval, edit the window to at least four intervals)",
+         ""},
         {"--version", nullptr, "print the version and exit", ""},
         {"--help", nullptr, "print this help and exit", ""},
         {"--print-reference", nullptr, "print docs/reference.md and exit", "", true},
@@ -123,6 +131,7 @@ constexpr std::pair<const char*, bool CliOptions::*> kSwitches[] = {
     {"--once", &CliOptions::once},
     {"--version", &CliOptions::version},
     {"--help", &CliOptions::help},
+    {"--print-rules", &CliOptions::print_rules},
     {"--print-reference", &CliOptions::print_reference},
 };
 
@@ -207,6 +216,9 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
   }
   if (options.check_config && options.once) {
     problems.push_back("--check-config and --once cannot be combined");
+  }
+  if (options.print_rules && (options.check_config || options.once)) {
+    problems.push_back("--print-rules cannot be combined with --check-config or --once");
   }
   if (!problems.empty()) throw ConfigError(problems);
   return options;

@@ -30,6 +30,7 @@ struct CliOptions {
   bool once = false;
   bool version = false;
   bool help = false;
+  bool print_rules = false;      // the event groups' recording rules (events/rules.h)
   bool print_reference = false;  // hidden: docs/reference.md, generated
 };
 
@@ -48,6 +49,9 @@ const std::vector<CliFlag>& cli_flags();
 inline constexpr unsigned kMaxConnectionsCeiling = 1024;
 inline constexpr unsigned kMinTimeoutMs = 100;
 inline constexpr unsigned kMaxTimeoutMs = 60 * 1000;
+// The window of --print-rules' rates: four scrapes at the default 15 s interval (rate() needs at
+// least two samples in its window, and four ride out a missed scrape).
+inline constexpr const char* kRuleWindow = "1m";
 
 // Throws ConfigError naming the flag and what it expects.
 CliOptions parse_cli(const std::vector<std::string>& args);

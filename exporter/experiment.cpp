@@ -6,10 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <map>
 #include <stdexcept>
 
 #include "common/text.h"
@@ -21,17 +18,6 @@ int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
-}
-
-std::string grouped(double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.0f", value);
-  std::string digits = text, out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out += ',';
-    out += digits[i];
-  }
-  return out;
 }
 
 }  // namespace
@@ -130,61 +116,6 @@ std::optional<int> Experiment::poll() {
 
 void Experiment::forward(int signal_number) {
   if (!reaped_) ::kill(pid_, signal_number);
-}
-
-std::string experiment_summary(const std::vector<prometheus::MetricFamily>& families,
-                               const std::string& target, const std::string& command_line,
-                               int exit_code, double seconds) {
-  std::map<std::string, double> sums;  // family -> sum over the target's series
-  std::string note;
-  for (const auto& family : families) {
-    if (family.name == "hwperf_process_domain_narrowed") {
-      for (const auto& metric : family.metric) {
-        for (const auto& label : metric.label) {
-          if (label.name == "reason") note = label.value;
-        }
-      }
-      continue;
-    }
-    if (family.name.rfind("hwperf_process_", 0) != 0 ||
-        family.type != prometheus::MetricType::Counter ||
-        family.name.find("_event_") != std::string::npos ||
-        family.name == "hwperf_process_read_errors_total") {
-      continue;
-    }
-    for (const auto& metric : family.metric) {
-      for (const auto& label : metric.label) {
-        if (label.name == "target" && label.value == target)
-          sums[family.name] += metric.counter.value;
-      }
-    }
-  }
-  std::string text = "\n Performance counter stats for '" + command_line + "':\n\n";
-  for (const auto& [family, value] : sums) {
-    std::string name = family.substr(std::string("hwperf_process_").size());
-    name = name.substr(0, name.size() - std::string("_total").size());
-    char line[160];
-    if (ends_with(name, "_seconds")) {
-      std::snprintf(line, sizeof line, "%20.6f  %s\n", value, name.c_str());
-    } else {
-      std::snprintf(line, sizeof line, "%20s  %s\n", grouped(value).c_str(), name.c_str());
-    }
-    text += line;
-  }
-  const auto instructions = sums.find("hwperf_process_instructions_total");
-  const auto cycles = sums.find("hwperf_process_cycles_total");
-  if (instructions != sums.end() && cycles != sums.end() && cycles->second > 0) {
-    char line[160];
-    std::snprintf(line, sizeof line, "%20.2f  instructions per cycle\n",
-                  instructions->second / cycles->second);
-    text += line;
-  }
-  char line[160];
-  std::snprintf(line, sizeof line, "\n%20.6f  seconds elapsed; exit status %d\n", seconds,
-                exit_code);
-  text += line;
-  if (!note.empty()) text += "  note: " + note + "\n";
-  return text;
 }
 
 }  // namespace hwperf

@@ -12,6 +12,8 @@
 
 #include <prometheus/metric_family.h>
 
+#include "collectors/registry.h"  // events::RuleScope, through the registry entries
+
 namespace hwperf {
 
 class Experiment {
@@ -43,9 +45,14 @@ class Experiment {
   int status_ = 0;
 };
 
-// perf-stat-like lines for stderr: each event the target counted, instructions per cycle when
-// both were counted, the command's status and the time it ran.
+// perf-stat-like lines for stderr: each event the target counted (and the group that counted
+// it), then, as perf stat prints its shadow metrics, every formula of the event groups of the
+// `scopes` whose families are the process targets' (collector_rule_scopes), evaluated over the
+// whole run: each variable is its member's count in the target's series of that group, per
+// second of `seconds`. A group whose events were not counted says so. Then the command's status
+// and the time it ran.
 std::string experiment_summary(const std::vector<prometheus::MetricFamily>& families,
+                               const std::vector<events::RuleScope>& scopes,
                                const std::string& target, const std::string& command_line,
                                int exit_code, double seconds);
 

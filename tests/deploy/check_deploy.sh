@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Checks the deployment files under deploy/ with the real tools (run by CTest as deploy_manifests):
-#   Prometheus  promtool check config, check rules, test rules (deploy/prometheus/rules_test.yml)
+#   Prometheus  promtool check config, check rules, test rules (deploy/prometheus/rules_test.yml);
+#               deploy/prometheus.yml loads every rule file under deploy/prometheus/
+#   Groups      deploy/prometheus/group_rules.yml is `--print-rules` on the default configuration,
+#               tests/deploy/all_groups.rules.yml is `--print-rules` with tests/deploy/all_groups.yml
+#               (every built-in group in papi, process and cgroup); promtool reads both, and
+#               tests/deploy/all_groups.rules_test.yml checks every group's formulas
 #   Grafana     every query of deploy/grafana/hwperf.json, its variables given concrete values,
 #               parsed by promtool as a rules file; every recording rule a query reads is recorded
 #               by a rule file deploy/prometheus.yml loads
@@ -32,11 +37,38 @@ done
 
 step "promtool check config deploy/prometheus.yml (with its rule files)"
 promtool check config "$src/deploy/prometheus.yml" || fail "deploy/prometheus.yml"
-grep -q 'prometheus/rules.yml' "$src/deploy/prometheus.yml" || fail "deploy/prometheus.yml does not load prometheus/rules.yml"
+for rules in rules.yml group_rules.yml container_energy.rules.yml; do
+  grep -q "prometheus/$rules" "$src/deploy/prometheus.yml" || fail "deploy/prometheus.yml does not load prometheus/$rules"
+done
 
 step "promtool check rules / test rules deploy/prometheus/"
-promtool check rules "$src/deploy/prometheus/rules.yml" || fail "deploy/prometheus/rules.yml"
+for rules in rules.yml group_rules.yml container_energy.rules.yml; do
+  promtool check rules "$src/deploy/prometheus/$rules" || fail "deploy/prometheus/$rules"
+done
 (cd "$src/deploy/prometheus" && promtool test rules rules_test.yml) || fail "deploy/prometheus/rules_test.yml"
+
+# generated CHECKED_IN [FLAGS...]: the checked-in rule file must be what --print-rules prints,
+# and promtool must read it.
+generated() {
+  local checked_in=$1
+  shift
+  local out
+  out=$tmp/$(basename "$checked_in")
+  if ! (cd "$src" && "$exporter" "$@" --print-rules) >"$out"; then
+    fail "$exporter $* --print-rules failed (its log above)"
+    return
+  fi
+  promtool check rules "$out" || fail "promtool check rules refuses what $* --print-rules prints"
+  diff -u "$src/$checked_in" "$out" ||
+    fail "$checked_in differs from what the exporter generates (diff above: - checked in, + generated); regenerate it from the source directory with:
+  $exporter $* --print-rules > $checked_in"
+}
+step "event groups: deploy/prometheus/group_rules.yml is --print-rules on the default configuration"
+generated deploy/prometheus/group_rules.yml
+step "event groups: tests/deploy/all_groups.rules.yml is --print-rules with every built-in group; test rules"
+generated tests/deploy/all_groups.rules.yml --config.file=tests/deploy/all_groups.yml
+(cd "$src/tests/deploy" && promtool test rules all_groups.rules_test.yml) ||
+  fail "tests/deploy/all_groups.rules_test.yml"
 
 step "Grafana: every query of deploy/grafana/hwperf.json parses"
 python3 "$here/grafana_queries.py" "$src/deploy/grafana/hwperf.json" "$tmp/grafana_rules.yml" \

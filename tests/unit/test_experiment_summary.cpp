@@ -1,0 +1,100 @@
+// The summary of --once -- CMD over families built here (the process collector's group series as
+// the export contract names them): counts per group, and each group's formulas evaluated over the
+// run, as perf stat prints its shadow metrics.
+#include "tests/catch.hpp"
+#include <string>
+#include <vector>
+
+#include "collectors/events/groups.h"
+#include "collectors/events/rules.h"
+#include "collectors/metrics.h"
+#include "exporter/experiment.h"
+
+using namespace hwperf;
+
+namespace {
+
+prometheus::MetricFamily counter_family(const std::string& metric,
+                                        const std::vector<std::pair<Labels, double>>& samples) {
+  auto family =
+      make_family(counter_name({"process", metric}), "test", prometheus::MetricType::Counter);
+  for (const auto& [labels, value] : samples) add_counter(family, labels, value);
+  return family;
+}
+
+events::RuleScope process_scope(const std::vector<std::string>& names) {
+  std::vector<GroupRef> refs;
+  for (const auto& name : names) refs.push_back({name, {}});
+  events::RuleScope scope;
+  scope.family_level = "process";
+  scope.levels = {{"instance_target", {"target"}}};
+  scope.groups = events::group_definitions(refs, true, {}, {}, "collectors.process.groups");
+  return scope;
+}
+
+// The line of the summary that ends a formula of `group`, e.g. "(software: clock)".
+std::string line_with(const std::string& text, const std::string& part) {
+  const auto at = text.find(part);
+  if (at == std::string::npos) return "";
+  const auto begin = text.rfind('\n', at) + 1;
+  return text.substr(begin, text.find('\n', at) - begin);
+}
+
+double leading_number(const std::string& line) { return std::stod(line); }
+
+}  // namespace
+
+TEST_CASE("The summary evaluates each group's formulas over the run, per second of it",
+          "[experiment][groups]") {
+  const Labels sh_software = {{"target", "sh"}, {"group", "software"}};
+  const Labels sh_cpu1 = {{"target", "sh"}, {"group", "software"}, {"cpu", "1"}};
+  const Labels other = {{"target", "other"}, {"group", "software"}};
+  // Over 2 s: 3 s of CPU time (in two series: per CPU), 60 context switches, 6 migrations, 900
+  // page faults counted by the group, and 5000 page faults counted ungrouped, which no formula of
+  // the group may read. Another target's series count for nothing.
+  const std::vector<prometheus::MetricFamily> families = {
+      counter_family("task_clock_seconds", {{sh_software, 1.25}, {sh_cpu1, 1.75}, {other, 50.0}}),
+      counter_family("context_switches", {{sh_software, 60.0}}),
+      counter_family("cpu_migrations", {{sh_software, 6.0}}),
+      counter_family("page_faults",
+                     {{sh_software, 900.0}, {{{"target", "sh"}}, 5000.0}, {other, 7.0}}),
+      counter_family("group_enabled_seconds", {{sh_software, 2.0}}),
+      counter_family("group_running_seconds", {{sh_software, 1.0}}),
+  };
+  const auto text = experiment_summary(families, {process_scope({"software", "ipc"})}, "sh",
+                                       "sh -c spin", 0, 2.0);
+  INFO(text);
+  // 3 s of CPU time in 2 s: 1.5 CPUs; per CPU second: 60 / 3 = 20, 6 / 3 = 2, 900 / 3 = 300.
+  CHECK(leading_number(line_with(text, "(software: clock)")) == Approx(1.5));
+  CHECK(leading_number(line_with(text, "(software: cs / clock)")) == Approx(20));
+  CHECK(leading_number(line_with(text, "(software: migrations / clock)")) == Approx(2));
+  CHECK(leading_number(line_with(text, "(software: faults / clock)")) == Approx(300));
+  CHECK_THAT(line_with(text, "(software: clock)"), Catch::Contains("CPUs kept busy"));
+  // The group was on the counters half the time it was enabled.
+  CHECK_THAT(line_with(text, "(software: clock)"), Catch::Contains("50.0% of the time"));
+  // ipc has no series here: its formula says so instead of a number.
+  CHECK_THAT(line_with(text, "(ipc: ins / cyc)"), Catch::Contains("not counted"));
+  // Counts: each (event, group) once, the ungrouped page faults apart from the group's.
+  CHECK_THAT(text, Catch::Contains("                 900  page_faults  [software]\n") &&
+                       Catch::Contains("               5,000  page_faults\n") &&
+                       Catch::Contains("            3.000000  task_clock_seconds  [software]\n"));
+  CHECK_THAT(text, !Catch::Contains("group_enabled_seconds"));
+}
+
+TEST_CASE("The summary shows no value where a formula's divisor is 0, and only process groups",
+          "[experiment][groups]") {
+  const Labels sh_ipc = {{"target", "sh"}, {"group", "ipc"}};
+  const std::vector<prometheus::MetricFamily> families = {
+      counter_family("instructions", {{sh_ipc, 100.0}}),
+      counter_family("cycles", {{sh_ipc, 0.0}}),
+  };
+  auto papi = process_scope({"branch"});
+  papi.family_level = "cpu";  // the papi collector's groups are not the command's
+  const auto text =
+      experiment_summary(families, {process_scope({"ipc"}), papi}, "sh", "sh", 0, 1.0);
+  INFO(text);
+  const auto ipc = line_with(text, "(ipc: ins / cyc)");
+  REQUIRE_FALSE(ipc.empty());
+  CHECK(ipc.find_first_not_of(' ') == ipc.find("-  "));
+  CHECK_THAT(text, !Catch::Contains("(branch:"));
+}
