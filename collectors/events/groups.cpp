@@ -1,6 +1,7 @@
 #include "collectors/events/groups.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -113,6 +114,19 @@ std::vector<GroupDefinition> group_definitions(const std::vector<GroupRef>& refs
     }
     groups.push_back(user_group(*in_user, problems));
     groups.back().where = where;
+  }
+  // A metric is recorded as <level>:hwperf_<collector level>_<metric>:rate<window>: two groups
+  // of one collector with a metric of the same name would record one series twice.
+  std::map<std::string, std::string> metric_owner;
+  for (const auto& group : groups) {
+    for (const auto& metric : group.metrics) {
+      const auto [owner, added] = metric_owner.emplace(metric.name, group.name);
+      if (!added && owner->second != group.name) {
+        problems.push_back(group.where + ": groups " + owner->second + " and " + group.name +
+                           " both have a metric named " + metric.name +
+                           ", which a recording rule names alone; rename one of them");
+      }
+    }
   }
   if (!problems.empty()) throw ConfigError(problems);
   return groups;

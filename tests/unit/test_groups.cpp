@@ -128,6 +128,10 @@ TEST_CASE("Group mistakes are configuration errors naming file, line and column"
              Catch::Contains("group \"ipc\" is listed twice"));
   CHECK_THAT(problems("groups:\n  g: {events: {a: perf::PAGE-FAULTS}, extra: 1}\n"),
              Catch::Contains("unknown key \"extra\" in groups.g"));
+  CHECK_THAT(problems("collectors: {papi: {groups: [ipc, mine]}}\n"
+                      "groups:\n  mine: {events: {a: perf::PAGE-FAULTS, b: perf::TASK-CLOCK}, "
+                      "metrics: {ipc: {expr: a / b}}}\n"),
+             Catch::Contains("groups ipc and mine both have a metric named ipc"));
 }
 
 TEST_CASE("Every built-in group's formulas read only its own members", "[groups]") {
