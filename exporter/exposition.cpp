@@ -8,10 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <mutex>
+#include <cstring>
 #include <stdexcept>
-
-#include <zlib.h>
 
 #include "common/text.h"
 
@@ -61,34 +59,35 @@ std::vector<MediaRange> parse_list(std::string_view header) {
 // Whole numbers below 2^53 (counts, bytes, microjoules: most samples) in plain digits, as
 // prometheus-cpp writes them, rather than the shortest form's "1e+06"; anything else as the
 // shortest text that reads back as the same double; NaN and the infinities as both formats
-// spell them.
-void append_value(std::string& out, double value) {
-  if (std::isnan(value)) {
-    out += "NaN";
-    return;
-  }
-  if (std::isinf(value)) {
-    out += value > 0 ? "+Inf" : "-Inf";
-    return;
-  }
-  std::array<char, 64> buffer{};
+// spell them. Returns the length written into `buffer`.
+std::size_t format_value(std::array<char, 64>& buffer, double value) {
+  const auto copy = [&buffer](std::string_view text) {
+    std::memcpy(buffer.data(), text.data(), text.size());
+    return text.size();
+  };
+  if (std::isnan(value)) return copy("NaN");
+  if (std::isinf(value)) return copy(value > 0 ? "+Inf" : "-Inf");
   constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
-  if (std::fabs(value) < kExactIntegers && value == std::trunc(value)) {
-    const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(),
-                                         static_cast<std::int64_t>(value));
-    if (ec != std::errc()) throw std::runtime_error("cannot format a sample value");
-    out.append(buffer.data(), end);
-    return;
-  }
-  const auto [end, ec] = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
+  const auto [end, ec] = std::fabs(value) < kExactIntegers && value == std::trunc(value)
+                             ? std::to_chars(buffer.data(), buffer.data() + buffer.size(),
+                                             static_cast<std::int64_t>(value))
+                             : std::to_chars(buffer.data(), buffer.data() + buffer.size(), value);
   if (ec != std::errc()) throw std::runtime_error("cannot format a sample value");
-  out.append(buffer.data(), end);
+  return static_cast<std::size_t>(end - buffer.data());
 }
 
 // Both formats escape backslash and newline; label values (and OpenMetrics HELP) also '"'.
 void append_escaped(std::string& out, std::string_view text, bool escape_quote) {
-  // Runs between special characters are appended whole: most HELP texts and label values have
-  // none, and one append per character was a fifth of a small scrape's CPU.
+  // Most HELP texts and label values have no special character: memchr (vectorised) finds that
+  // out faster than a loop over the characters, and the text is appended in one piece.
+  if (text.empty()) return;
+  const auto lacks = [text](char c) { return std::memchr(text.data(), c, text.size()) == nullptr; };
+  if (lacks('\\') && lacks('\n') && (!escape_quote || lacks('"'))) {
+    out += text;
+    return;
+  }
+  // Runs between special characters are appended whole: one append per character was a fifth
+  // of a small scrape's CPU.
   std::size_t run = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -100,26 +99,66 @@ void append_escaped(std::string& out, std::string_view text, bool escape_quote) 
   out.append(text.data() + run, text.size() - run);
 }
 
+bool needs_escaping(std::string_view text, bool escape_quote) {
+  if (text.empty()) return false;
+  const auto has = [text](char c) { return std::memchr(text.data(), c, text.size()) != nullptr; };
+  return has('\\') || has('\n') || (escape_quote && has('"'));
+}
+
+// One sample line. Its length is known before it is written (label values rarely need
+// escaping), so the line is copied into place in one resize, not appended piece by piece: a
+// scrape writes one line per series, and a dozen appends each was a third of the text path.
 void append_sample(std::string& out, std::string_view name, std::string_view suffix,
                    const std::vector<prometheus::ClientMetric::Label>& labels, double value) {
-  out += name;
-  out += suffix;
-  if (!labels.empty()) {
-    out += '{';
-    bool first = true;
+  std::array<char, 64> value_text{};
+  const std::size_t value_size = format_value(value_text, value);
+  std::size_t size = name.size() + suffix.size() + 1 + value_size + 1;
+  bool escaping = false;
+  for (const auto& label : labels) {
+    size += label.name.size() + label.value.size() + 4;  // name="value" and ',' or '{'
+    escaping = escaping || needs_escaping(label.value, true);
+  }
+  if (!labels.empty()) size += 1;  // '}'
+  if (escaping) {
+    out += name;
+    out += suffix;
+    char separator = '{';
     for (const auto& label : labels) {
-      if (!first) out += ',';
-      first = false;
+      out += separator;
+      separator = ',';
       out += label.name;
       out += "=\"";
       append_escaped(out, label.value, true);
       out += '"';
     }
-    out += '}';
+    if (!labels.empty()) out += '}';
+    out += ' ';
+    out.append(value_text.data(), value_size);
+    out += '\n';
+    return;
   }
-  out += ' ';
-  append_value(out, value);
-  out += '\n';
+  const std::size_t at = out.size();
+  out.resize(at + size);
+  char* p = out.data() + at;
+  const auto put = [&p](std::string_view text) {
+    std::memcpy(p, text.data(), text.size());
+    p += text.size();
+  };
+  put(name);
+  put(suffix);
+  char separator = '{';
+  for (const auto& label : labels) {
+    *p++ = separator;
+    separator = ',';
+    put(label.name);
+    put("=\"");
+    put(label.value);
+    *p++ = '"';
+  }
+  if (!labels.empty()) *p++ = '}';
+  *p++ = ' ';
+  put({value_text.data(), value_size});
+  *p++ = '\n';
 }
 
 // This exporter builds counters and gauges only (its own timings are gauges, not histograms), so
@@ -237,173 +276,6 @@ bool accepts_gzip(std::string_view accept_encoding) {
     if ((range.value == "gzip" || range.value == "*") && range.quality > 0) return true;
   }
   return false;
-}
-
-// Owns a deflate stream so that deflateEnd runs on every path, exceptions included.
-namespace {
-
-// A deflate stream allocates about 260 KiB (zlib 1.2.13 deflate.c deflateInit2_: window, hash
-// chains and pending buffer, 64 KiB each at windowBits 15, memLevel 8) and frees it at the end of
-// the response. glibc hands freed memory at the top of the heap back to the kernel beyond 128
-// KiB (M_TRIM_THRESHOLD), so every gzip scrape page-faulted all of it in again: about 100 µs of a
-// 2 KiB response's 110. Freed blocks are kept here instead, up to a few streams' worth, shared
-// by all threads (zlib's zalloc/zfree hooks; zfree gives no size, so each block carries it).
-class ZlibBlockPool {
- public:
-  static void* allocate(void* /*opaque*/, uInt items, uInt size) {
-    const std::size_t bytes = static_cast<std::size_t>(items) * size;
-    {
-      std::lock_guard<std::mutex> lock(instance().mutex_);
-      auto& blocks = instance().free_;
-      for (auto it = blocks.begin(); it != blocks.end(); ++it) {
-        if (*static_cast<std::size_t*>(*it) == bytes) {
-          void* block = *it;
-          blocks.erase(it);
-          instance().pooled_bytes_ -= bytes;
-          return static_cast<char*>(block) + kHeader;
-        }
-      }
-    }
-    void* block = std::malloc(bytes + kHeader);
-    if (block == nullptr) return Z_NULL;
-    *static_cast<std::size_t*>(block) = bytes;
-    return static_cast<char*>(block) + kHeader;
-  }
-
-  static void release(void* /*opaque*/, void* address) {
-    if (address == nullptr) return;
-    void* block = static_cast<char*>(address) - kHeader;
-    const std::size_t bytes = *static_cast<std::size_t*>(block);
-    {
-      std::lock_guard<std::mutex> lock(instance().mutex_);
-      if (instance().pooled_bytes_ + bytes <= kMaxPooledBytes) {
-        instance().free_.push_back(block);
-        instance().pooled_bytes_ += bytes;
-        return;
-      }
-    }
-    std::free(block);
-  }
-
- private:
-  static constexpr std::size_t kHeader = alignof(std::max_align_t);
-  // Four streams: as many concurrent gzip scrapes as ever happen, with little memory held.
-  static constexpr std::size_t kMaxPooledBytes = 4 * 272 * 1024;
-
-  // Never destroyed, so no stream (one in a static, say) can outlive it.
-  static ZlibBlockPool& instance() {
-    static ZlibBlockPool* const pool = new ZlibBlockPool;
-    return *pool;
-  }
-
-  std::mutex mutex_;
-  std::vector<void*> free_;
-  std::size_t pooled_bytes_ = 0;
-};
-
-}  // namespace
-
-// The deflate formats a stream writes: a whole gzip member, or raw deflate blocks for one part
-// of a member another part of the code frames.
-enum class DeflateFormat { gzip, raw };
-
-class DeflateStream {
- public:
-  // `window_bits` (9 to 15) bounds how far back a match may point: no need for more than the
-  // data's own size, and a smaller window and hash table are less memory to set up per stream.
-  explicit DeflateStream(DeflateFormat format, int window_bits = 15, int memory_level = 8) {
-    stream_.zalloc = &ZlibBlockPool::allocate;
-    stream_.zfree = &ZlibBlockPool::release;
-    // windowBits + 16 selects the gzip wrapper, a negative windowBits raw deflate. The fastest
-    // level: an exposition repeats the same names and labels line after line, so level 1
-    // already finds most of it, at a fraction of the default level's CPU on the node being
-    // measured.
-    const int bits = format == DeflateFormat::gzip ? window_bits + 16 : -window_bits;
-    if (deflateInit2(&stream_, Z_BEST_SPEED, Z_DEFLATED, bits, memory_level, Z_DEFAULT_STRATEGY) !=
-        Z_OK) {
-      throw std::runtime_error("gzip: deflateInit2 failed");
-    }
-  }
-  ~DeflateStream() { deflateEnd(&stream_); }
-  DeflateStream(const DeflateStream&) = delete;
-  DeflateStream& operator=(const DeflateStream&) = delete;
-
-  // Compresses all of `data`, appending what deflate emits to `out`: Z_FINISH ends the stream
-  // with a last block, Z_SYNC_FLUSH ends the output on a byte boundary with blocks that are not.
-  void feed(std::string_view data, int flush, std::string& out) {
-    stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-    stream_.avail_in = static_cast<uInt>(data.size());
-    for (;;) {
-      const std::size_t used = out.size();
-      const std::size_t room =
-          std::max<std::size_t>(deflateBound(&stream_, stream_.avail_in), 4096);
-      out.resize(used + room);
-      stream_.next_out = reinterpret_cast<Bytef*>(out.data() + used);
-      stream_.avail_out = static_cast<uInt>(room);
-      const int rc = deflate(&stream_, flush);
-      out.resize(used + room - stream_.avail_out);
-      if (rc == Z_STREAM_END) return;
-      if (rc != Z_OK && rc != Z_BUF_ERROR) throw std::runtime_error("gzip: deflate failed");
-      if (flush != Z_FINISH && stream_.avail_in == 0 && stream_.avail_out != 0) return;
-    }
-  }
-
- private:
-  z_stream stream_{};
-};
-
-namespace {
-
-// RFC 1952 section 2.3: ID1 ID2, CM = 8 (deflate), no flags, no time, no extra flags, OS = 3
-// (Unix), as zlib's own gzip wrapper writes it.
-constexpr char kGzipHeader[] = {'\x1f', '\x8b', '\x08', 0, 0, 0, 0, 0, 0, '\x03'};
-
-void append_little_endian_32(std::string& out, unsigned long value) {
-  for (int shift = 0; shift < 32; shift += 8) {
-    out.push_back(static_cast<char>((value >> shift) & 0xFF));
-  }
-}
-
-// The smallest window (9 to 15 bits) that covers `size` bytes.
-int window_bits_for(std::size_t size) {
-  int bits = 9;
-  while (bits < 15 && (std::size_t{1} << bits) < size) ++bits;
-  return bits;
-}
-
-unsigned long crc_of(std::string_view data) {
-  return crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(data.data()),
-               static_cast<uInt>(data.size()));
-}
-
-}  // namespace
-
-std::string gzip_compress(std::string_view data) {
-  DeflateStream deflater(DeflateFormat::gzip);
-  std::string out;
-  deflater.feed(data, Z_FINISH, out);
-  return out;
-}
-
-PrefixedGzip::PrefixedGzip(std::string_view prefix)
-    : head_(kGzipHeader, sizeof kGzipHeader),
-      prefix_crc_(crc_of(prefix)),
-      prefix_size_(prefix.size()) {
-  DeflateStream deflater(DeflateFormat::raw, window_bits_for(prefix.size()));
-  deflater.feed(prefix, Z_SYNC_FLUSH, head_);
-}
-
-std::string PrefixedGzip::compress(std::string_view rest) const {
-  std::string out = head_;
-  // A small rest gets a small window and hash table: less for deflateInit2 to set up.
-  const int window_bits = window_bits_for(rest.size());
-  DeflateStream deflater(DeflateFormat::raw, window_bits, std::min(8, window_bits - 6));
-  deflater.feed(rest, Z_FINISH, out);
-  append_little_endian_32(
-      out, crc32_combine(prefix_crc_, crc_of(rest), static_cast<z_off_t>(rest.size())));
-  append_little_endian_32(out,
-                          static_cast<unsigned long>((prefix_size_ + rest.size()) & 0xFFFFFFFFu));
-  return out;
 }
 
 void append_families(std::string& out, const std::vector<prometheus::MetricFamily>& families,

@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
   libpapi-dev papi-tools libhwloc-dev hwloc
-  prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev zlib1g-dev libssl-dev catch2
+  prometheus-cpp-dev libcivetweb-dev libyaml-cpp-dev zlib1g-dev libdeflate-dev libssl-dev catch2
   prometheus   # promtool and the server, for the end-to-end tests
   util-linux   # taskset, for the PAPI per-CPU test
   python3      # the PAPI per-CPU test's memory toucher

@@ -1,6 +1,8 @@
 #include "collectors/rapl/rapl_collector.h"
 
+#include <array>
 #include <cmath>
+#include <iterator>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -33,6 +35,12 @@ const char* energy_help(Domain domain) {
              "the exporter started.";
   }
   return "";
+}
+
+std::size_t domain_index(Domain domain) {
+  std::size_t index = 0;
+  while (index + 1 < std::size(kAllDomains) && kAllDomains[index] != domain) ++index;
+  return index;
 }
 
 struct ProbeStatus {
@@ -107,25 +115,27 @@ class RaplCollector final : public Collector {
     out.insert(out.end(), constant_.begin(), constant_.end());
     if (!engine_) return;
     const auto series = engine_->snapshot();
-    std::map<Domain, prometheus::MetricFamily> energy;
+    // One slot per domain, in kAllDomains' order (the order a map by domain had), and every
+    // family's samples reserved at once: a scrape allocates what it exports, little more.
+    std::array<prometheus::MetricFamily, std::size(kAllDomains)> energy;
     auto health = health_;
+    for (auto& property : health) property.family.metric.reserve(series.size());
     for (const auto& s : series) {
       const SeriesLabels& labels = labels_for(s.key);
-      const Labels& place = labels.place;
       if (!s.frozen) {
-        auto family = energy.find(s.key.domain);
-        if (family == energy.end()) {
-          family = energy
-                       .emplace(s.key.domain,
-                                make_family(energy_names_.at(s.key.domain),
-                                            energy_help(s.key.domain), MetricType::Counter))
-                       .first;
+        prometheus::MetricFamily& family = energy[domain_index(s.key.domain)];
+        if (family.name.empty()) {
+          family = make_family(energy_names_.at(s.key.domain), energy_help(s.key.domain),
+                               MetricType::Counter);
+          family.metric.reserve(series.size());
         }
-        add_counter(family->second, place, s.tally.energy.joules());
+        add_counter(family, labels.place, s.tally.energy.joules());
       }
       for (auto& property : health) property.add(property.family, labels.with_domain, s);
     }
-    for (auto& entry : energy) out.push_back(std::move(entry.second));
+    for (auto& family : energy) {
+      if (!family.name.empty()) out.push_back(std::move(family));
+    }
     if (!series.empty()) {
       for (auto& property : health) out.push_back(std::move(property.family));
     }
