@@ -177,3 +177,51 @@ TEST_CASE("--check-config lists every built-in group and whether this machine ca
                                           "PMU(.|\n)*"));
   }
 }
+
+TEST_CASE("a group rebuilt on its CPU counts again from zero", "[papi][groups]") {
+  require_system_wide_perf();
+  const auto cpus = live_topology().cpus();
+  papi::GroupProbe probe;
+  probe.presets = &papi::preset_catalog();
+  std::vector<perf::EventEncoding> encodings;
+  for (const char* name : kEvents) encodings.push_back(papi::encode_member(name, probe));
+  papi::GroupSource source({{"mine", encodings, 0}}, {cpus.front()}, PathsConfig{});
+  const auto& layout = source.layout();
+  REQUIRE(layout.event_sets.size() == 1);
+  std::vector<std::int64_t> values(layout.counters.size());
+  std::vector<std::string> failures(1);
+  fault_pages_on_cpu(cpus.front(), 1 << 20);
+  source.read(values, failures);
+  const std::int64_t enabled_before = values[3];
+  CHECK(enabled_before > 0);
+  // What the collector does for a CPU that came back (the kernel dropped its events).
+  CHECK(source.rebuild(0).empty());
+  source.read(values, failures);
+  CHECK(failures[0].empty());
+  CHECK(values[3] < enabled_before);  // the group's times start again with the new descriptors
+  CHECK(source.group_reads() == 2);
+}
+
+TEST_CASE("a user group the kernel can never put on the counters together is refused naming it",
+          "[papi][groups][e2e]") {
+  require_system_wide_perf();
+  test::TempDir dir;
+  const auto path = dir.write("hwperf.yml",
+                              "groups:\n"
+                              "  mine:\n"
+                              "    events: {clock: perf::TASK-CLOCK, faults: perf::PAGE-FAULTS}\n"
+                              "collectors:\n"
+                              "  papi:\n"
+                              "    groups: [mine]\n"
+                              "  rapl:\n"
+                              "    enabled: false\n");
+  // Under the shim the kernel refuses every group member with EINVAL, as it refuses one that
+  // does not fit the PMU's counters beside the ones before it.
+  const auto result = test::run_exporter({"--config.file=" + path.string(), "--check-config"}, 30,
+                                         {{"LD_PRELOAD", HWPERF_GROUP_REFUSED_SHIM}});
+  INFO(result.out << result.err);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.err, Catch::Contains("hwperf.yml:6:14") &&
+                             Catch::Contains("group mine cannot be counted here: its 2 events can "
+                                             "never be on the counters together"));
+}

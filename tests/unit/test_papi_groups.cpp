@@ -6,11 +6,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "collectors/events/groups.h"
+#include "collectors/papi/papi_groups.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "collectors/perf/pmu_sysfs.h"
 #include "config/errors.h"
@@ -212,4 +214,61 @@ TEST_CASE("l1d and l2 count native events on Intel and AMD server cores", "[papi
   INFO(out);
   CHECK(exit_code == 0);
   CHECK_THAT(out, Catch::Contains("1 test case"));
+}
+
+namespace {
+
+// What PAPI defines presets as, made up: PAPI_X_ONE is one native event (a software event, so
+// that it opens anywhere), PAPI_X_SUM three.
+class FakeCatalog final : public events::PresetCatalog {
+ public:
+  std::optional<events::PresetDefinition> lookup(const std::string& preset,
+                                                 const std::string&) const override {
+    if (preset == "PAPI_X_ONE") return events::PresetDefinition{true, true, 1, "perf::PAGE-FAULTS"};
+    if (preset == "PAPI_X_SUM") return events::PresetDefinition{true, true, 3, ""};
+    return std::nullopt;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a preset member is its one native event; a derived one cannot be a member",
+          "[papi][groups]") {
+  const FakeCatalog catalog;
+  papi::GroupProbe probe;
+  probe.presets = &catalog;
+  const auto one = papi::encode_member("PAPI_X_ONE", probe);
+  const auto native = perf::encode_event("perf::PAGE-FAULTS", CountingDomain::all);
+  CHECK(one.name == "PAPI_X_ONE");
+  CHECK(one.type == native.type);
+  CHECK(one.config == native.config);
+  CHECK_THROWS_WITH(papi::encode_member("PAPI_X_SUM", probe),
+                    Catch::Contains("PAPI derives PAPI_X_SUM here from 3 native events") &&
+                        Catch::Contains("one kernel counter"));
+  // A preset PAPI cannot define here is counted as its exact generic equivalent.
+  const auto generic = papi::encode_member("PAPI_TOT_INS", probe);
+  CHECK(generic.config == perf::encode_event("perf::INSTRUCTIONS", CountingDomain::all).config);
+}
+
+TEST_CASE(
+    "a user group with a member this machine cannot count is refused naming where, the "
+    "member, the event and why",
+    "[papi][groups]") {
+  const FakeCatalog catalog;
+  papi::GroupProbe probe;
+  probe.presets = &catalog;
+  events::GroupDefinition group;
+  group.name = "mine";
+  group.where = "hwperf.yml:7:9: collectors.papi.groups";
+  group.members = {{"faults", "page_faults", events::Unit::count, {}},
+                   {"sum", "x_sum", events::Unit::count, {}}};
+  group.members[0].candidates.resize(1);
+  group.members[0].candidates[0].event = "perf::PAGE-FAULTS";
+  group.members[1].candidates.resize(1);
+  group.members[1].candidates[0].event = "PAPI_X_SUM";
+  CHECK_THROWS_WITH(papi::countable_groups({group}, probe, false),
+                    Catch::Contains("hwperf.yml:7:9: collectors.papi.groups: group mine cannot be "
+                                    "counted here: sum (PAPI_X_SUM: PAPI derives PAPI_X_SUM"));
+  // As a default group it is skipped, never split.
+  CHECK(papi::countable_groups({group}, probe, true).empty());
 }
