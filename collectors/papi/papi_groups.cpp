@@ -1,5 +1,6 @@
 #include "collectors/papi/papi_groups.h"
 
+#include <linux/perf_event.h>
 #include <papi.h>
 
 #include <algorithm>
@@ -26,7 +27,7 @@ std::string open_failure(const perf::EventEncoding& encoding, int error, const G
   const std::string text =
       "perf_event_open on CPU " + std::to_string(probe.cpu) + ": " + errno_text(error) + "; ";
   if (error == EACCES || error == EPERM) return text + remedy_for(PAPI_EPERM, probe.paths);
-  const bool software = encoding.type == 1;  // PERF_TYPE_SOFTWARE
+  const bool software = encoding.type == PERF_TYPE_SOFTWARE;
   const std::string devices = probe.paths.sysfs + "/bus/event_source/devices";
   std::error_code ec;
   if (!software && !std::filesystem::exists(devices + "/cpu", ec) &&

@@ -157,8 +157,10 @@ TEST_CASE(
   CHECK(faults > 0);
 }
 
-TEST_CASE("--check-config lists every built-in group and whether this machine can count it",
-          "[papi][groups][e2e]") {
+TEST_CASE(
+    "the dry run (--check-config) lists every built-in group and whether this machine can "
+    "count it",
+    "[papi][groups][e2e]") {
   require_system_wide_perf();
   test::TempDir dir;
   const auto path = dir.write("hwperf.yml", "collectors:\n  rapl:\n    enabled: false\n");

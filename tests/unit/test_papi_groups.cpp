@@ -232,7 +232,7 @@ class FakeCatalog final : public events::PresetCatalog {
 
 }  // namespace
 
-TEST_CASE("a preset member is its one native event; a derived one cannot be a member",
+TEST_CASE("a preset member is its one native event, and a derived one cannot be a member",
           "[papi][groups]") {
   const FakeCatalog catalog;
   papi::GroupProbe probe;
