@@ -1,6 +1,15 @@
 // The built-in groups: each formula written once, with where it comes from; each member's events
 // in order of preference (the first this machine can count is counted). docs/collectors/groups.md
 // explains each one.
+//
+// Native event names are libpfm4's (4.13: the icx, spr, gnr, amd64_fam19h_zen3/zen4 and
+// amd64_fam1ah_zen5 tables, checked by encoding each with LIBPFM_FORCE_PMU, as
+// tests/unit/test_papi_groups.cpp does), and where PAPI defines the matching preset on those CPUs
+// they are the native event of its papi_events.csv (PAPI 7.0: "CPU,icx" and "CPU,skx" for Intel
+// servers, "CPU,amd64_fam19h_zen3" for AMD, whose events Zen 4 keeps). An event that no
+// candidate's PMU has fails to encode and the next candidate is tried, so one list serves Intel
+// and AMD. Names of the form pmu/event/ are the kernel's sysfs events
+// (/sys/bus/event_source/devices/<pmu>/events), encoded from their sysfs description.
 #include <string>
 #include <vector>
 
@@ -38,7 +47,7 @@ const std::vector<GroupRow>& rows() {
        "branches and the share of them mispredicted",
        "perf stat's \"of all branches\" (tools/perf/util/stat-shadow.c); likwid's BRANCH group",
        {{"br", "branch_instructions", {"perf::BRANCH-INSTRUCTIONS"}},
-        {"miss", "branch_misses", {"perf::BRANCH-MISSES"}}},
+        {"miss", "branch_mispredictions", {"perf::BRANCH-MISSES"}}},
        {{"branch_miss_ratio", "miss / br", "Share of branch instructions mispredicted."}}},
       {"cache",
        "cache references and the share of them that missed (the kernel's generic cache events: "
@@ -47,32 +56,53 @@ const std::vector<GroupRow>& rows() {
        {{"ref", "cache_references", {"perf::CACHE-REFERENCES"}},
         {"miss", "cache_misses", {"perf::CACHE-MISSES"}}},
        {{"cache_miss_ratio", "miss / ref", "Share of cache references that missed."}}},
+      // Intel: PAPI_L1_DCM is L1D:REPLACEMENT (icx, skx); PAPI defines no PAPI_L1_DCA there, and
+      // MEM_INST_RETIRED:ANY (every retired load and store) is the access that can replace a
+      // line, likwid's L1 data volume's loads plus stores. AMD: PAPI_L1_DCA and PAPI_L1_DCM of
+      // amd64_fam19h_zen3; Zen 5's REQUESTS_TO_L2_GROUP1 has no CHANGE_TO_X (libpfm4's
+      // amd64_fam1ah_zen5 table), hence its own candidate. Elsewhere the kernel's generic L1D
+      // read events (loads only).
       {"l1d",
        "level 1 data cache accesses and misses",
        "PAPI_L1_DCM and PAPI_L1_DCA (papi_events.csv); likwid's L1CACHE group",
        {{"access",
          "l1d_accesses",
-         {"MEM_INST_RETIRED:ALL_LOADS", "LS_DISPATCH:LD_DISPATCH",
+         {"MEM_INST_RETIRED:ANY", "LS_DISPATCH:LD_ST_DISPATCH:STORE_DISPATCH:LD_DISPATCH",
           "perf::PERF_COUNT_HW_CACHE_L1D:READ:ACCESS"}},
         {"miss",
          "l1d_misses",
-         {"L1D:REPLACEMENT", "L1_DATA_CACHE_FILLS_ALL",
+         {"L1D:REPLACEMENT", "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S:CHANGE_TO_X",
+          "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S",
           "perf::PERF_COUNT_HW_CACHE_L1D:READ:MISS"}}},
        {{"l1d_miss_ratio", "miss / access", "Share of level 1 data cache accesses that missed."},
         {"l1d_hit_ratio", "1 - miss / access", "Share of level 1 data cache accesses that hit."}}},
+      // Intel: PAPI_L2_DCA is L2_RQSTS:ALL_DEMAND_REFERENCES (icx, skx); PAPI_L2_DCM is derived
+      // there (LLC_REFERENCES - L2_RQSTS:CODE_RD_MISS, not one counter), so the misses are the
+      // same demand requests' misses, L2_RQSTS:ALL_DEMAND_MISS. AMD: PAPI defines no
+      // PAPI_L2_DCA; PAPI_L2_DCR (the L2's data requests, Zen 5 without CHANGE_TO_X as for l1d)
+      // and PAPI_L2_DCM of amd64_fam19h_zen3. The kernel has no generic L2 event to fall back to.
       {"l2",
-       "level 2 cache requests and misses",
+       "level 2 cache data requests and misses",
        "PAPI_L2_DCM and PAPI_L2_DCA (papi_events.csv); likwid's L2CACHE group",
-       {{"access", "l2_accesses", {"L2_RQSTS:REFERENCES", "L2_REQUEST_G1:ALL_NO_PREFETCH"}},
-        {"miss", "l2_misses", {"L2_RQSTS:MISS", "L2_CACHE_REQ_STAT:LS_RD_BLK_C"}}},
+       {{"access",
+         "l2_accesses",
+         {"L2_RQSTS:ALL_DEMAND_REFERENCES",
+          "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S:CHANGE_TO_X",
+          "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S"}},
+        {"miss",
+         "l2_misses",
+         {"L2_RQSTS:ALL_DEMAND_MISS", "CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C"}}},
        {{"l2_miss_ratio", "miss / access", "Share of level 2 cache requests that missed."},
         {"l2_hit_ratio", "1 - miss / access", "Share of level 2 cache requests that hit."}}},
       {"freq",
        "CPU cycles against reference cycles and CPU time: the clock the CPU really ran at",
        "perf stat's \"GHz\" (cycles / task-clock, tools/perf/util/stat-shadow.c); likwid's "
        "CLOCK group (cycles / reference cycles x nominal clock)",
+       // The kernel maps REF-CYCLES on Intel only (arch/x86/events/intel/core.c; AMD's
+       // amd_perfmon_event_map has none): elsewhere the msr PMU's MPERF, which also counts at the
+       // reference clock while not halted (arch/x86/events/msr.c; turbostat's Bzy_MHz).
        {{"cyc", "cycles", {"perf::CYCLES"}},
-        {"ref", "ref_cycles", {"perf::REF-CYCLES"}},
+        {"ref", "reference_cycles", {"perf::REF-CYCLES", "msr/mperf/"}},
         {"clock", "task_clock_seconds", {"perf::TASK-CLOCK"}}},
        {{"frequency_ratio", "cyc / ref",
          "Average clock while not halted, as a multiple of the nominal (reference) clock."},
@@ -85,6 +115,8 @@ const std::vector<GroupRow>& rows() {
        "Intel's top-down microarchitecture analysis method (Intel 64 and IA-32 Architectures "
        "Optimization Reference Manual, appendix B.1); the kernel's topdown-* events "
        "(arch/x86/events/intel/core.c) and perf stat --topdown",
+       // Only in sysfs (EVENT_ATTR_STR(slots, ...) and topdown-* in arch/x86/events/intel/core.c);
+       // the kernel counts the topdown-* metrics only in a group that slots leads.
        {{"slots", "topdown_slots", {"cpu/slots/"}},
         {"retiring", "topdown_retiring_slots", {"cpu/topdown-retiring/"}},
         {"bad_spec", "topdown_bad_spec_slots", {"cpu/topdown-bad-spec/"}},
@@ -97,6 +129,14 @@ const std::vector<GroupRow>& rows() {
          "Share of pipeline slots the front end left empty."},
         {"topdown_backend_bound_ratio", "be_bound / slots",
          "Share of pipeline slots stalled by the back end."}}},
+      {"aperf_mperf",
+       "actual against reference cycles while not halted, from the APERF and MPERF registers: "
+       "the clock the CPU ran at, on Intel and AMD alike",
+       "the kernel's msr PMU (arch/x86/events/msr.c: aperf, mperf); turbostat's Bzy_MHz "
+       "(TSC_MHz x APERF / MPERF)",
+       {{"aperf", "aperf_cycles", {"msr/aperf/"}}, {"mperf", "mperf_cycles", {"msr/mperf/"}}},
+       {{"aperf_mperf_ratio", "aperf / mperf",
+         "Average clock while not halted, as a multiple of the reference (MPERF) clock."}}},
       {"software",
        "the kernel's software events: CPU time, context switches, migrations, page faults "
        "(countable without a hardware PMU, in VMs too)",

@@ -14,7 +14,9 @@ namespace hwperf::papi {
 
 // One (event, CPU) pair that the source counts. read() fills values in layout order.
 struct CounterId {
-  std::size_t event = 0;  // index into the EventSpec list the source was opened with
+  // Index into the collector's events: the ungrouped EventSpecs first, then each group's
+  // members followed by its enabled and running times (papi_collector.h, ExportedGroup).
+  std::size_t event = 0;
   unsigned cpu = 0;
 };
 
@@ -29,9 +31,12 @@ struct DroppedCounter {
 struct EventSetInfo {
   unsigned cpu = 0;
   unsigned index = 0;   // 0, 1, ... per CPU, in the order the sets were built
-  std::string binding;  // "cpu_attach" or "qualifier" (see papi_source.cpp)
+  std::string binding;  // "cpu_attach", "qualifier", "perf" or "perf_group"
   bool multiplexed = false;
   std::vector<std::size_t> counters;  // indices into SourceLayout::counters
+  // One kernel group (papi_group_source.h): its last two counters are the group's enabled and
+  // running times, not events.
+  bool kernel_group = false;
 };
 
 struct SourceLayout {

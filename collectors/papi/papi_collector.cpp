@@ -44,8 +44,8 @@ class UnavailablePapiCollector final : public Collector {
 class PapiCollector final : public Collector {
  public:
   PapiCollector(const PapiCollectorConfig& config, const std::vector<EventSpec>& events,
-                const Topology& topology, std::unique_ptr<CounterSource> source,
-                papi::Maintenance maintenance)
+                const std::vector<papi::ExportedGroup>& groups, const Topology& topology,
+                std::unique_ptr<CounterSource> source, papi::Maintenance maintenance)
       : source_(std::move(source)), maintenance_(std::move(maintenance)) {
     if (!source_) throw std::invalid_argument("papi collector: no counter source");
     const auto& layout = source_->layout();
@@ -58,15 +58,17 @@ class PapiCollector final : public Collector {
     // Specs from resolve_event_specs are named already; naming again is cheap and covers
     // sources built directly (tests), through the same one function.
     std::vector<EventSpec> named = events;
-    if (auto problems = events::name_families(named, config.granularity); !problems.empty()) {
-      throw ConfigError(std::move(problems));
-    }
+    auto problems = events::name_families(named, config.granularity);
+    std::vector<std::string> group_of(named.size());
+    for (const auto& group : groups) append_group(config, group, named, group_of, problems);
+    if (!problems.empty()) throw ConfigError(std::move(problems));
+    std::set<std::string> declared;  // a family shared by several events is declared once
     for (const auto& event : named) {
       event_names_.push_back(event.event);
-      declared_.push_back({event.family, event.where});
+      if (declared.insert(event.family).second) declared_.push_back({event.family, event.where});
     }
-    families_ = papi::event_families(config, named, topology, layout);
-    status_ = papi::status_families(named, layout);
+    families_ = papi::event_families(config, named, group_of, topology, layout);
+    status_ = papi::status_families(named, events.size(), layout);
     if (maintenance_.online_cpus) {
       for (const auto& set : layout.event_sets) cpu_online_.emplace(set.cpu, true);
       if (const auto online = maintenance_.online_cpus()) note_online(*online, false);
@@ -142,6 +144,35 @@ class PapiCollector final : public Collector {
   // cycles at 3.5 GHz) leaves room for a 2^16-fold multiplexing ratio before that overflows,
   // where never resetting overflows after about 300 days at a ratio of 2.
   static constexpr std::uint64_t kResetMultiplexedAbove = std::uint64_t{1} << 40;
+
+  // A group's members, named apart from the ungrouped events (the same event may be both, in one
+  // family), then its enabled and running times (papi_group_source.h), with their group label.
+  static void append_group(const PapiCollectorConfig& config, const papi::ExportedGroup& group,
+                           std::vector<EventSpec>& named, std::vector<std::string>& group_of,
+                           std::vector<std::string>& problems) {
+    std::vector<EventSpec> members = group.members;
+    auto naming = events::name_families(members, config.granularity);
+    problems.insert(problems.end(), naming.begin(), naming.end());
+    const char* const what[] = {
+        "Seconds each event group was enabled (the kernel's time_enabled), per group: with "
+        "_group_running_seconds_total, the share of the time its events were on the counters.",
+        "Seconds each event group was on the counters (the kernel's time_running), per group; "
+        "below _group_enabled_seconds_total when the kernel multiplexed it, and its members' "
+        "counts are then scaled by the group's one share."};
+    const char* const metric[] = {"group_enabled_seconds", "group_running_seconds"};
+    for (std::size_t t = 0; t < 2; ++t) {
+      EventSpec time;
+      time.metric = metric[t];
+      time.description = what[t];
+      time.unit = events::Unit::nanoseconds;
+      time.family = events::counter_family_name(config.granularity, time);
+      members.push_back(std::move(time));
+    }
+    for (auto& member : members) {
+      named.push_back(std::move(member));
+      group_of.push_back(group.name);
+    }
+  }
 
   using Clock = std::chrono::steady_clock;
   struct SetHealth {
@@ -322,8 +353,8 @@ std::unique_ptr<Collector> make_papi_unavailable_collector(const std::string& re
 std::unique_ptr<Collector> make_papi_collector_from_source(
     const PapiCollectorConfig& config, std::vector<events::EventSpec> events,
     const Topology& topology, std::unique_ptr<papi::CounterSource> source,
-    papi::Maintenance maintenance) {
-  return std::make_unique<PapiCollector>(config, events, topology, std::move(source),
+    papi::Maintenance maintenance, std::vector<papi::ExportedGroup> groups) {
+  return std::make_unique<PapiCollector>(config, events, groups, topology, std::move(source),
                                          std::move(maintenance));
 }
 

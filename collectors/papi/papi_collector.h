@@ -37,15 +37,27 @@ struct Maintenance {
   std::chrono::milliseconds max_backoff{60000};
   std::function<std::chrono::steady_clock::time_point()> now = &std::chrono::steady_clock::now;
 };
+
+// An event group as the collector exports it: its members (named and described by the factory,
+// family names made by the collector) in the `group` label `name`. In the source's layout the
+// groups' events follow the ungrouped ones, each group's members then its enabled and running
+// times (papi_group_source.h): group g's first event is the number of ungrouped events plus,
+// for each group before it, its members and 2.
+struct ExportedGroup {
+  std::string name;
+  std::vector<events::EventSpec> members;
+};
 }  // namespace papi
 
 // The collector around any source (tests use a fake one). Uses config.granularity and
-// config.domain only; `events` are those the source was opened with, in the same order.
-// Throws ConfigError if a metric name is invalid or clashes.
+// config.domain only; `events` are those the source was opened with, in the same order, and
+// `groups` those it counts as kernel groups. Per group it exports
+// hwperf_<level>_group_enabled_seconds_total and _running_seconds_total. Throws ConfigError if
+// a metric name is invalid or clashes (within the ungrouped events, or within one group).
 std::unique_ptr<Collector> make_papi_collector_from_source(
     const PapiCollectorConfig& config, std::vector<events::EventSpec> events,
     const Topology& topology, std::unique_ptr<papi::CounterSource> source,
-    papi::Maintenance maintenance = {});
+    papi::Maintenance maintenance = {}, std::vector<papi::ExportedGroup> groups = {});
 
 // The collector when PAPI cannot count on this machine at all and only the default events were
 // asked for: hwperf_papi_available{reason} 0, nothing else. `reason` is

@@ -12,7 +12,11 @@
 
 #include "collectors/papi/papi_collector.h"
 #include "collectors/events/event_specs.h"
+#include "collectors/events/groups.h"
+#include "collectors/papi/papi_group_source.h"
+#include "collectors/papi/papi_groups.h"
 #include "collectors/papi/papi_library.h"
+#include "collectors/papi/papi_presets.h"
 #include "collectors/papi/papi_source.h"
 #include "common/cpu_list.h"
 #include "config/errors.h"
@@ -24,15 +28,12 @@ namespace hwperf {
 namespace papi {
 
 std::vector<PapiEventConfig> default_events() {
-  // Core throughput, branch and cache behaviour, plus the scheduler's view. Only the kernel's
-  // generic events: one image runs on a fleet of CPU generations, and PAPI's presets stop at the
-  // CPUs its release knew (PAPI 7.0.0: Ice Lake-SP and Zen 3), while the kernel maps these on
-  // every CPU it supports. The software events keep the default useful on machines (VMs) without
-  // a hardware PMU.
+  // The scheduler's view, which keeps the default useful on machines (VMs) without a hardware
+  // PMU. Throughput, branch and cache behaviour and the clock are the default groups (below):
+  // counted in groups, their ratios are ratios over the same time. Only the kernel's generic
+  // events: one image runs on a fleet of CPU generations.
   return events::events_from_names(
-      {"perf::INSTRUCTIONS", "perf::CYCLES", "perf::REF-CYCLES", "perf::BRANCH-INSTRUCTIONS",
-       "perf::BRANCH-MISSES", "perf::CACHE-REFERENCES", "perf::CACHE-MISSES",
-       "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS", "perf::PAGE-FAULTS"});
+      {"perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS", "perf::PAGE-FAULTS"});
 }
 
 std::vector<std::string> default_group_names() { return {"ipc", "branch", "cache", "freq"}; }
@@ -71,7 +72,35 @@ struct Prepared {
   std::unique_ptr<papi::CounterSource> source;
   std::vector<std::string> skipped_defaults;  // default events PAPI does not know here
   std::vector<std::size_t> opened_as;         // spec index -> the source's event index
+  std::vector<papi::PlannedGroup> groups;     // counted, in the layout's order
+  std::vector<papi::ExportedGroup> exported;  // the same, as the collector exports them
 };
+
+// What the collector counts: the events listed, or with neither events nor groups listed the
+// default events and groups (best effort); with groups listed but no events, no ungrouped
+// events, and with events listed but no groups, no groups.
+bool default_set(const PapiCollectorConfig& config) {
+  return !config.events_given && !config.groups_given;
+}
+std::vector<PapiEventConfig> ungrouped_events(const PapiCollectorConfig& config) {
+  if (config.events_given) return config.events;
+  return config.groups_given ? std::vector<PapiEventConfig>{} : papi::default_events();
+}
+std::vector<events::GroupDefinition> configured_groups(const PapiCollectorConfig& config,
+                                                       const std::vector<GroupConfig>& user) {
+  return events::group_definitions(config.groups, config.groups_given || config.events_given,
+                                   papi::default_group_names(), user, "collectors.papi.groups");
+}
+
+papi::GroupProbe group_probe(const PapiCollectorConfig& config, const std::vector<unsigned>& cpus,
+                             const PathsConfig& paths) {
+  papi::GroupProbe probe;
+  probe.cpu = cpus.empty() ? 0 : static_cast<int>(cpus.front());
+  probe.domain = config.domain;
+  probe.paths = paths;
+  probe.presets = &papi::preset_catalog();
+  return probe;
+}
 
 // The collector opens every configured event (two entries of one event are two counters);
 // --check-config opens each distinct counted event once and reports it for every entry, so that
@@ -84,7 +113,8 @@ void append(std::vector<std::string>& to, const std::vector<std::string>& from) 
 }
 
 Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
-                 const PathsConfig& paths, OpenEach open_each = OpenEach::configured_event) {
+                 const PathsConfig& paths, const std::vector<GroupConfig>& user_groups,
+                 OpenEach open_each = OpenEach::configured_event) {
   Prepared prepared;
   std::vector<std::string> problems;
   try {
@@ -92,11 +122,17 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
   } catch (const ConfigError& e) {
     append(problems, e.problems());
   }
+  std::vector<events::GroupDefinition> groups;
+  try {
+    groups = configured_groups(config, user_groups);
+  } catch (const ConfigError& e) {
+    append(problems, e.problems());
+  }
 
   // Unknown names are errors when the user wrote them (all reported together) and a skip when
   // they come from the default set, which is written for many machines at once.
-  const bool defaults = !config.events_given;
-  const auto events = defaults ? papi::default_events() : config.events;
+  const bool defaults = default_set(config);
+  const auto events = ungrouped_events(config);
   papi::init_library(paths.procfs);
   std::map<std::string, std::string> descriptions;
   std::map<std::string, std::string> counted_as;
@@ -153,8 +189,39 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
   request.attach = config.attach;
   request.multiplex = config.multiplex;
   request.paths = paths;
-  prepared.source = papi::open_papi_source(request);
+  // The default groups are best effort like the default events; groups the user listed are
+  // strict (a ConfigError naming each one that cannot be counted).
+  prepared.groups = papi::countable_groups(groups, group_probe(config, prepared.cpus, paths),
+                                           !config.groups_given);
+  prepared.exported = papi::exported_groups(prepared.groups);
+  std::vector<papi::GroupOpening> openings;
+  std::size_t next_event = prepared.specs.size();
+  for (const auto& group : prepared.groups) {
+    openings.push_back({group.definition.name, group.encodings, next_event});
+    next_event += group.encodings.size() + 2;
+  }
+  auto groups_source = std::make_unique<papi::GroupSource>(openings, prepared.cpus, paths);
+  if (request.events.empty()) {
+    prepared.source = std::move(groups_source);
+  } else if (openings.empty()) {
+    prepared.source = papi::open_papi_source(request);
+  } else {
+    prepared.source = papi::join_sources(papi::open_papi_source(request), std::move(groups_source));
+  }
   return prepared;
+}
+
+// The events of the groups, by layout event index (after the ungrouped specs), for messages.
+std::map<std::size_t, std::string> group_event_names(const Prepared& prepared) {
+  std::map<std::size_t, std::string> names;
+  std::size_t next = prepared.specs.size();
+  for (const auto& group : prepared.groups) {
+    for (const auto& event : group.counted) {
+      names[next++] = "group " + group.definition.name + "'s " + event;
+    }
+    next += 2;
+  }
+  return names;
 }
 
 // Dropped counters grouped as (event, reason, remedy) -> CPUs, so that one event that cannot be
@@ -191,7 +258,7 @@ std::vector<std::string> drops_by_reason(const Prepared& prepared, const papi::S
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_reason;
   for (const auto& [key, cpus] : group_drops(layout)) {
     const auto& [event, reason, remedy] = key;
-    if (!wanted(prepared.specs[event])) continue;
+    if (event >= prepared.specs.size() || !wanted(prepared.specs[event])) continue;
     by_reason[{reason, remedy}].push_back(prepared.specs[event].event + " (CPUs " +
                                           format_cpu_list(cpus) + ")");
   }
@@ -214,11 +281,12 @@ std::string counted_as_text(const EventSpec& spec) {
 }  // namespace
 
 std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config,
-                                               const Topology& topology, const PathsConfig& paths) {
-  const bool defaults = !config.events_given;
+                                               const Topology& topology, const PathsConfig& paths,
+                                               const std::vector<GroupConfig>& user_groups) {
+  const bool defaults = default_set(config);
   std::optional<Prepared> maybe_prepared;
   try {
-    maybe_prepared.emplace(prepare(config, topology, paths, OpenEach::distinct_event));
+    maybe_prepared.emplace(prepare(config, topology, paths, user_groups, OpenEach::distinct_event));
   } catch (const papi::UnavailableError& e) {
     // The default set is best effort, and a fleet mixes CPU generations: topology and energy
     // keep being served. Events the user listed are a promise, so their absence stops startup.
@@ -240,8 +308,13 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
   }
   for (const auto& note : layout.notes) log::info("papi: " + note);
   // The user's events: one line each, as each is a promise the exporter could not keep.
+  const auto group_events = group_event_names(prepared);
   for (const auto& [key, cpus] : group_drops(layout)) {
     const auto& [event, reason, remedy] = key;
+    if (event >= prepared.specs.size()) {
+      log::warn("papi: not counting " + drop_text(group_events.at(event), cpus, reason, remedy));
+      continue;
+    }
     const auto& spec = prepared.specs[event];
     if (spec.is_default) continue;
     log::warn("papi: not counting " + drop_text(spec.event, cpus, reason, remedy) +
@@ -277,8 +350,12 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
     for (const auto& counter : layout.counters) counted_cpus.push_back(counter.cpu);
     std::sort(counted_cpus.begin(), counted_cpus.end());
     counted_cpus.erase(std::unique(counted_cpus.begin(), counted_cpus.end()), counted_cpus.end());
-    log::info("papi: counting " + std::to_string(counting.size()) + " of " +
-              std::to_string(prepared.specs.size()) + " events on CPUs " +
+    const auto ungrouped = std::count_if(counting.begin(), counting.end(), [&](const auto& entry) {
+      return entry.first < prepared.specs.size();
+    });
+    log::info("papi: counting " + std::to_string(ungrouped) + " of " +
+              std::to_string(prepared.specs.size()) + " events and " +
+              std::to_string(prepared.groups.size()) + " groups on CPUs " +
               format_cpu_list(counted_cpus) +
               (counted_cpus.size() < prepared.cpus.size()
                    ? " of " + format_cpu_list(prepared.cpus) + " asked for"
@@ -287,16 +364,27 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
               std::to_string(multiplexed) + " multiplexed), granularity " +
               to_string(config.granularity) + ", domain " + to_string(config.domain));
   }
+  for (const auto& group : prepared.groups) {
+    log::info("papi: counting " + papi::group_check_line(group).substr(6) +
+              " as one kernel group per CPU");
+  }
   papi::Maintenance maintenance;
   maintenance.online_cpus = [sysfs = paths.sysfs] { return read_online_cpus(sysfs); };
   return make_papi_collector_from_source(config, std::move(prepared.specs), topology,
-                                         std::move(prepared.source), std::move(maintenance));
+                                         std::move(prepared.source), std::move(maintenance),
+                                         std::move(prepared.exported));
 }
 
 FileNeed papi_file_need(const PapiCollectorConfig& config, const Topology& topology,
-                        const PathsConfig& paths) {
+                        const PathsConfig& paths, const std::vector<GroupConfig>& user_groups) {
   const std::size_t cpus = papi::select_cpus(config, topology).size();
-  const auto configured = config.events_given ? config.events : papi::default_events();
+  const auto configured = ungrouped_events(config);
+  // Every member of every group is a descriptor of its own (default groups counted as if each
+  // could be counted: the need is an upper bound).
+  std::size_t group_members = 0;
+  for (const auto& group : configured_groups(config, user_groups)) {
+    group_members += group.members.size();
+  }
   std::vector<std::string> events;
   for (const auto& event : configured) events.push_back(event.event);
   bool papi_runs = true;
@@ -315,17 +403,22 @@ FileNeed papi_file_need(const PapiCollectorConfig& config, const Topology& topol
     });
     return counted == event ? lookup.native_terms : papi::lookup_event(counted).native_terms;
   });
-  return {"PAPI: " + std::to_string(cpus) + " CPUs x " + std::to_string(per_cpu) + " native events",
-          static_cast<unsigned long>(cpus * per_cpu)};
+  const std::string natives = std::to_string(per_cpu) + " native events";
+  return {"PAPI: " + std::to_string(cpus) + " CPUs x " +
+              (group_members == 0
+                   ? natives
+                   : "(" + natives + " + " + std::to_string(group_members) + " group members)"),
+          static_cast<unsigned long>(cpus * (per_cpu + group_members))};
 }
 
 std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
-                                           const Topology& topology, const PathsConfig& paths) {
+                                           const Topology& topology, const PathsConfig& paths,
+                                           const std::vector<GroupConfig>& user_groups) {
   std::optional<Prepared> maybe_prepared;
   try {
-    maybe_prepared.emplace(prepare(config, topology, paths, OpenEach::distinct_event));
+    maybe_prepared.emplace(prepare(config, topology, paths, user_groups, OpenEach::distinct_event));
   } catch (const papi::UnavailableError& e) {
-    if (config.events_given) throw;
+    if (!default_set(config)) throw;
     return {"unavailable (" + e.reason() + "), default events: the exporter starts without PAPI. " +
             e.what()};
   }
@@ -336,7 +429,7 @@ std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
                   to_string(config.attach) + ", domain " + to_string(config.domain) +
                   ", granularity " + to_string(config.granularity) + ", multiplex " +
                   (config.multiplex ? "on" : "off") +
-                  (config.events_given ? "" : ", default events (best effort)"));
+                  (default_set(config) ? ", default events and groups (best effort)" : ""));
   for (const auto& skipped : prepared.skipped_defaults) {
     lines.push_back(skipped + ": unknown to PAPI here; default event, skipped");
   }
@@ -373,6 +466,8 @@ std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
     if (spec.is_default && counting.count(opened) == 0) line += "; default event, skipped";
     lines.push_back(std::move(line));
   }
+  append(lines,
+         papi::group_report_lines(prepared.groups, group_probe(config, prepared.cpus, paths)));
   for (const auto& note : layout.notes) lines.push_back("note: " + note);
   return lines;
 }

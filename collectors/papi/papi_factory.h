@@ -35,7 +35,9 @@ std::size_t descriptors_per_cpu(const std::vector<std::string>& events,
 
 }  // namespace papi
 
-// The real collector: validates config.events / config.cpus (ConfigError, exit 2, for unknown
+// The real collector: counts config.events and config.groups (`user_groups`: the top-level
+// `groups:`, which config.groups may name), each group one kernel group per CPU
+// (papi_group_source.h). Validates config.events / config.cpus (ConfigError, exit 2, for unknown
 // events, bad CPU lists, CPUs not in the topology, invalid or clashing metric names), initialises
 // PAPI for threads, opens and starts every counter, and logs once each (event, CPUs) it had to
 // drop and why. Throws std::runtime_error with the remedy when PAPI cannot initialise or when
@@ -43,21 +45,26 @@ std::size_t descriptors_per_cpu(const std::vector<std::string>& events,
 // (--path.procfs for kernel.perf_event_paranoid, --path.sysfs).
 std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config,
                                                const Topology& topology,
-                                               const PathsConfig& paths = PathsConfig{});
+                                               const PathsConfig& paths = PathsConfig{},
+                                               const std::vector<GroupConfig>& user_groups = {});
 
 // For --check-config: one line per event saying whether PAPI can count it here, on which CPUs,
 // under which metric name (and, for a preset counted through the kernel's generic event, through
-// which), and why not. With the default events and PAPI unavailable, one line saying why. Opens
+// which), and why not; then every built-in group, counted or not, and the user's groups counted,
+// "group NAME: countable (EVENTS)" or "group NAME: NOT countable: MEMBER (EVENT: REASON)".
+// With the default events and PAPI unavailable, one line saying why. Opens
 // the counters for real (then closes them), so the answer is the one the exporter would get. Throws
 // ConfigError like make_papi_collector().
 std::vector<std::string> papi_check_report(const PapiCollectorConfig& config,
                                            const Topology& topology,
-                                           const PathsConfig& paths = PathsConfig{});
+                                           const PathsConfig& paths = PathsConfig{},
+                                           const std::vector<GroupConfig>& user_groups = {});
 
 // The descriptors the collector will hold open: one per CPU and native event counted, so a
 // derived preset counts once per term PAPI defines it by here. Where PAPI cannot start, one per
 // event (the collector then opens nothing anyway).
 FileNeed papi_file_need(const PapiCollectorConfig& config, const Topology& topology,
-                        const PathsConfig& paths = PathsConfig{});
+                        const PathsConfig& paths = PathsConfig{},
+                        const std::vector<GroupConfig>& user_groups = {});
 
 }  // namespace hwperf

@@ -55,6 +55,7 @@ std::string help_text(const EventSpec& event, const PapiCollectorConfig& config)
 
 std::vector<EventFamily> event_families(const PapiCollectorConfig& config,
                                         const std::vector<EventSpec>& events,
+                                        const std::vector<std::string>& group_of,
                                         const Topology& topology, const SourceLayout& layout) {
   // Each event's counters, and the CPU each counts on, in layout order.
   std::vector<std::vector<std::size_t>> counters_of(events.size());
@@ -75,18 +76,26 @@ std::vector<EventFamily> event_families(const PapiCollectorConfig& config,
     threads_of[counter.event].push_back(*thread);
   }
   std::vector<EventFamily> families;
+  std::map<std::string, std::size_t> by_name;  // family name -> index in families
   for (std::size_t e = 0; e < events.size(); ++e) {
     if (counters_of[e].empty()) continue;
-    EventFamily family;
-    family.name = events[e].family;
-    family.help = help_text(events[e], config);
-    family.unit = events[e].unit;
-    family.series = events::series_at_level(config.granularity, threads_of[e]);
-    // series_at_level numbers the event's own counters; the collector sums layout counters.
-    for (auto& series : family.series) {
-      for (auto& slot : series.slots) slot = counters_of[e][slot];
+    const auto [it, added] = by_name.emplace(events[e].family, families.size());
+    if (added) {
+      EventFamily family;
+      family.name = events[e].family;
+      family.help = events[e].event.empty() ? events[e].description : help_text(events[e], config);
+      family.unit = events[e].unit;
+      families.push_back(std::move(family));
     }
-    families.push_back(std::move(family));
+    auto series = events::series_at_level(config.granularity, threads_of[e]);
+    // series_at_level numbers the event's own counters; the collector sums layout counters.
+    for (auto& one : series) {
+      for (auto& slot : one.slots) slot = counters_of[e][slot];
+      if (e < group_of.size() && !group_of[e].empty())
+        one.labels.emplace_back("group", group_of[e]);
+    }
+    auto& family = families[it->second];
+    family.series.insert(family.series.end(), series.begin(), series.end());
   }
   return families;
 }
@@ -104,6 +113,7 @@ prometheus::MetricFamily availability_family(const std::string& reason) {
 }
 
 std::vector<prometheus::MetricFamily> status_families(const std::vector<EventSpec>& events,
+                                                      std::size_t configured,
                                                       const SourceLayout& layout) {
   std::vector<prometheus::MetricFamily> out;
   out.push_back(availability_family("ok"));
@@ -112,7 +122,8 @@ std::vector<prometheus::MetricFamily> status_families(const std::vector<EventSpe
       "1 per configured PAPI event: the family it is exported as (metric), the event as "
       "configured, and the event PAPI counts (counted_as: the kernel's generic event for a "
       "preset this PAPI does not define on this CPU).");
-  for (const auto& event : events) {
+  for (std::size_t e = 0; e < configured && e < events.size(); ++e) {
+    const auto& event = events[e];
     add_gauge(info,
               {{"metric", event.family},
                {"event", event.event},
@@ -146,13 +157,15 @@ std::vector<prometheus::MetricFamily> status_families(const std::vector<EventSpe
   auto size = make_gauge_family(
       {"papi", "event", "set", "events"},
       "Number of events counted by the PAPI event set, per CPU and event set; binding is "
-      "cpu_attach (PAPI_CPU_ATTACH) or qualifier (per-CPU event qualifiers).");
+      "cpu_attach (PAPI_CPU_ATTACH), qualifier (per-CPU event qualifiers), perf (the perf "
+      "backend, events beyond the counters) or perf_group (one kernel group of a configured "
+      "event group).");
   for (const auto& set : layout.event_sets) {
     const std::string cpu = std::to_string(set.cpu);
     const std::string index = std::to_string(set.index);
     add_gauge(multiplexed, {{"cpu", cpu}, {"event_set", index}}, set.multiplexed ? 1.0 : 0.0);
     add_gauge(size, {{"cpu", cpu}, {"event_set", index}, {"binding", set.binding}},
-              static_cast<double>(set.counters.size()));
+              static_cast<double>(set.counters.size() - (set.kernel_group ? 2 : 0)));
   }
   if (!layout.event_sets.empty()) {
     out.push_back(std::move(multiplexed));

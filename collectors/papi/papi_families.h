@@ -26,17 +26,24 @@ struct EventFamily {
 
 // The families of every event the layout counts somewhere, at config.granularity. An event
 // counted nowhere exports no family: an empty family would suggest a series that can never
-// exist (hwperf_papi_event_dropped says why). Throws std::invalid_argument when the layout names
-// an event or CPU it was not given.
+// exist (hwperf_papi_event_dropped says why). Events of one family name share it, with one HELP
+// (the first's): a group's member has a `group` label, group_of[e], beside its topology labels
+// ("" for an ungrouped event), so the same event grouped and ungrouped, or in two groups, is one
+// family of several series. An EventSpec with no `event` (a group's times) is described by its
+// `description` alone. Throws std::invalid_argument when the layout names an event or CPU it
+// was not given.
 std::vector<EventFamily> event_families(const PapiCollectorConfig& config,
                                         const std::vector<events::EventSpec>& events,
+                                        const std::vector<std::string>& group_of,
                                         const Topology& topology, const SourceLayout& layout);
 
 // hwperf_papi_available{reason}: built for every PAPI collector, counting or not.
 prometheus::MetricFamily availability_family(const std::string& reason);
 
-// Availability ("ok"), event info, dropped events and event-set shapes.
+// Availability ("ok"), event info (of the first `configured` events: those not in a group),
+// dropped events and event-set shapes.
 std::vector<prometheus::MetricFamily> status_families(const std::vector<events::EventSpec>& events,
+                                                      std::size_t configured,
                                                       const SourceLayout& layout);
 
 }  // namespace hwperf::papi

@@ -11,14 +11,14 @@ namespace {
 bool enabled(const Config& config) { return config.collectors.papi.enabled; }
 std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
                                 const CollectorServices&) {
-  return make_papi_collector(config.collectors.papi, topology, config.paths);
+  return make_papi_collector(config.collectors.papi, topology, config.paths, config.groups);
 }
 std::vector<std::string> check(const Config& config, const Topology& topology,
                                const CollectorServices&) {
-  return papi_check_report(config.collectors.papi, topology, config.paths);
+  return papi_check_report(config.collectors.papi, topology, config.paths, config.groups);
 }
 FileNeed files(const Config& config, const Topology& topology) {
-  return papi_file_need(config.collectors.papi, topology, config.paths);
+  return papi_file_need(config.collectors.papi, topology, config.paths, config.groups);
 }
 std::vector<events::GroupDefinition> papi_groups(const Config& config) {
   const auto& papi = config.collectors.papi;

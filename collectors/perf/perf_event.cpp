@@ -1,6 +1,7 @@
 #include "collectors/perf/perf_event.h"
 
 #include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -11,7 +12,7 @@ namespace hwperf::perf {
 namespace {
 
 long open_event(const EventEncoding& event, pid_t pid, int cpu, const OpenOptions& options,
-                int group_fd, std::uint64_t read_format) {
+                int group_fd, std::uint64_t read_format, bool leader_disabled = false) {
   perf_event_attr attr{};
   attr.size = sizeof attr;
   attr.type = event.type;
@@ -26,7 +27,7 @@ long open_event(const EventEncoding& event, pid_t pid, int cpu, const OpenOption
   // A member follows its leader: only the leader is disabled until exec (the kernel enables the
   // group with it).
   const bool leader = group_fd < 0;
-  attr.disabled = options.enable_on_exec && leader ? 1 : 0;
+  attr.disabled = (options.enable_on_exec || leader_disabled) && leader ? 1 : 0;
   attr.enable_on_exec = options.enable_on_exec && leader ? 1 : 0;
   const unsigned long flags = PERF_FLAG_FD_CLOEXEC | (options.cgroup ? PERF_FLAG_PID_CGROUP : 0);
   return ::syscall(SYS_perf_event_open, &attr, pid, cpu, group_fd, flags);
@@ -52,7 +53,8 @@ OrErrno<CounterGroup> CounterGroup::open(const std::vector<EventEncoding>& event
   if (events.empty() || events.size() > kMaxGroupEvents) return {std::move(group), EINVAL};
   for (std::size_t i = 0; i < events.size(); ++i) {
     const int leader = group.fds_.empty() ? -1 : group.fds_.front().get();
-    const long fd = open_event(events[i], pid, cpu, options, leader, kTimes | PERF_FORMAT_GROUP);
+    const long fd =
+        open_event(events[i], pid, cpu, options, leader, kTimes | PERF_FORMAT_GROUP, true);
     if (fd < 0) {
       const int error = errno;
       CounterGroup failed;
@@ -60,6 +62,13 @@ OrErrno<CounterGroup> CounterGroup::open(const std::vector<EventEncoding>& event
       return {std::move(failed), error};
     }
     group.fds_.emplace_back(static_cast<int>(fd));
+  }
+  // The leader is opened disabled and enabled once every member is in, as perf stat does: a
+  // member added to a group already counting is not scheduled in until the group is (Linux 6.x
+  // reschedules only the new member's PMU, so the software events of a system-wide group led by
+  // task-clock, a PMU of its own, counted nothing). With enable_on_exec the exec enables it.
+  if (!options.enable_on_exec && ::ioctl(group.fds_.front().get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
+    return {CounterGroup{}, errno};
   }
   return {std::move(group), 0};
 }

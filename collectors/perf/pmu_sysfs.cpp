@@ -1,6 +1,7 @@
 #include "collectors/perf/pmu_sysfs.h"
 
 #include <filesystem>
+#include <cstring>
 #include <stdexcept>
 
 #include "common/files.h"
@@ -80,6 +81,50 @@ PerfEventConfig parse_perf_event(std::string_view text,
     }
   }
   return config;
+}
+
+bool is_sysfs_event_name(std::string_view name) {
+  const auto slash = name.find('/');
+  return slash != std::string_view::npos && slash > 0 && name.size() > slash + 2 &&
+         name.back() == '/' && name.find('/', slash + 1) == name.size() - 1;
+}
+
+EventEncoding encode_sysfs_event(const std::string& name, const std::string& sysfs_root,
+                                 CountingDomain domain) {
+  if (!is_sysfs_event_name(name)) {
+    throw std::invalid_argument(name + ": not a sysfs event name (PMU/EVENT/)");
+  }
+  const auto slash = name.find('/');
+  const std::string pmu = name.substr(0, slash);
+  const std::string event = name.substr(slash + 1, name.size() - slash - 2);
+  const std::string pmu_dir = sysfs_root + "/bus/event_source/devices/" + pmu;
+  const auto type = read_u64_file(pmu_dir + "/type");
+  if (!type.ok()) {
+    throw std::invalid_argument(name + ": the kernel has no PMU named " + pmu + " (" + pmu_dir +
+                                "/type: " + std::strerror(type.error) + ")");
+  }
+  const auto text = read_small_file(pmu_dir + "/events/" + event);
+  if (!text.ok()) {
+    throw std::invalid_argument(name + ": the kernel's " + pmu + " PMU has no event " + event +
+                                " on this CPU (" + pmu_dir + "/events/" + event + ": " +
+                                std::strerror(text.error) + ")");
+  }
+  PerfEventConfig config;
+  try {
+    config = parse_perf_event(trim(text.value), read_formats(pmu_dir));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(name + ": " + e.what());
+  }
+  EventEncoding encoding;
+  encoding.name = name;
+  encoding.type = static_cast<std::uint32_t>(type.value);
+  encoding.config = config.config;
+  encoding.config1 = config.config1;
+  encoding.config2 = config.config2;
+  encoding.exclude_user = domain == CountingDomain::kernel;
+  encoding.exclude_kernel = domain == CountingDomain::user;
+  encoding.exclude_hv = domain == CountingDomain::user;
+  return encoding;
 }
 
 }  // namespace hwperf::perf

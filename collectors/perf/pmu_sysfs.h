@@ -8,6 +8,9 @@
 #include <string>
 #include <string_view>
 
+#include "collectors/perf/perf_event.h"
+#include "config/config.h"
+
 namespace hwperf::perf {
 
 struct PerfEventConfig {
@@ -25,5 +28,17 @@ PerfEventConfig parse_perf_event(std::string_view text,
 
 // <pmu_dir>/format/*: term name -> the file's text ("config:0-7"); empty when unreadable.
 std::map<std::string, std::string> read_formats(const std::string& pmu_dir);
+
+// Whether `name` is written the way perf names an event the kernel describes in sysfs:
+// "<pmu>/<event>/" (cpu/topdown-retiring/, msr/aperf/). libpfm4 knows no such names; the
+// kernel's own description is the only one (topdown-* and slots exist only in sysfs).
+bool is_sysfs_event_name(std::string_view name);
+
+// The encoding of such an event from <sysfs_root>/bus/event_source/devices/<pmu>: its `type`,
+// events/<event> written in the terms of format/*. `domain` other than all sets the exclude
+// bits (a PMU that cannot exclude refuses the open, which then says why). Throws
+// std::invalid_argument naming the file that is missing or the term it cannot place.
+EventEncoding encode_sysfs_event(const std::string& name, const std::string& sysfs_root,
+                                 CountingDomain domain);
 
 }  // namespace hwperf::perf

@@ -1,0 +1,274 @@
+// Event groups in the PAPI collector without hardware: the collector over a fake source whose
+// layout holds kernel groups (families shared by name, the `group` label, the groups' enabled and
+// running times), sysfs event names encoded from a fixture tree, and the built-in groups' native
+// events as libpfm4 encodes them for Intel and AMD server PMUs (LIBPFM_FORCE_PMU, in a child
+// process since libpfm4 reads it once per process).
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "collectors/events/groups.h"
+#include "collectors/papi/papi_groups.h"
+#include "collectors/perf/pfm_encoder.h"
+#include "collectors/perf/pmu_sysfs.h"
+#include "config/errors.h"
+#include "tests/catch.hpp"
+#include "tests/support.h"
+#include "tests/unit/papi_fakes.h"
+
+using namespace hwperf;
+using namespace hwperf::test::papi_fakes;
+
+namespace {
+
+// Events: 0 page_faults ungrouped; group g: 1 page_faults, 2 task_clock_seconds, 3 and 4 its
+// times; group h: 5 page_faults, 6 and 7 its times. One set per CPU for each.
+SourceLayout grouped_layout(const std::vector<unsigned>& cpus) {
+  SourceLayout layout;
+  const std::vector<std::vector<std::size_t>> sets = {{0}, {1, 2, 3, 4}, {5, 6, 7}};
+  for (unsigned cpu : cpus) {
+    for (std::size_t s = 0; s < sets.size(); ++s) {
+      papi::EventSetInfo set;
+      set.cpu = cpu;
+      set.index = static_cast<unsigned>(s);
+      set.binding = s == 0 ? "qualifier" : "perf_group";
+      set.kernel_group = s != 0;
+      for (std::size_t event : sets[s]) {
+        set.counters.push_back(layout.counters.size());
+        layout.counters.push_back({event, cpu});
+      }
+      layout.event_sets.push_back(std::move(set));
+    }
+  }
+  return layout;
+}
+
+std::vector<papi::ExportedGroup> two_groups() {
+  return {{"g",
+           {spec("perf::PAGE-FAULTS", "page_faults"),
+            spec("perf::TASK-CLOCK", "task_clock_seconds", events::Unit::nanoseconds)}},
+          {"h", {spec("perf::PAGE-FAULTS", "page_faults")}}};
+}
+
+}  // namespace
+
+TEST_CASE("a group's members share the families of their names, with a group label",
+          "[papi][groups]") {
+  const Topology topology = two_socket_topology();
+  const auto granularity = GENERATE(Granularity::cpu, Granularity::package, Granularity::machine);
+  CAPTURE(to_string(granularity));
+  auto source = std::make_unique<FakeSource>(grouped_layout(topology.cpus()));
+  auto* fake = source.get();
+  for (std::size_t i = 0; i < fake->values_.size(); ++i) fake->values_[i] = 1000000 + 13 * i;
+  auto collector = make_papi_collector_from_source(config_with(granularity),
+                                                   {spec("perf::PAGE-FAULTS", "page_faults")},
+                                                   topology, std::move(source), {}, two_groups());
+  const auto samples = scrape(*collector);
+  const std::string level = events::family_level(granularity);
+
+  // The expected sums, from the layout: per family, per group label ("" ungrouped), per series.
+  const std::map<std::size_t, std::pair<std::string, std::string>> family_of = {
+      {0, {"page_faults", ""}},
+      {1, {"page_faults", "g"}},
+      {2, {"task_clock_seconds", "g"}},
+      {3, {"group_enabled_seconds", "g"}},
+      {4, {"group_running_seconds", "g"}},
+      {5, {"page_faults", "h"}},
+      {6, {"group_enabled_seconds", "h"}},
+      {7, {"group_running_seconds", "h"}}};
+  std::map<std::pair<std::string, std::string>, double> expected;  // (family, group) -> machine sum
+  const auto& layout = fake->layout();
+  for (std::size_t i = 0; i < layout.counters.size(); ++i) {
+    const auto& [metric, group] = family_of.at(layout.counters[i].event);
+    const bool seconds = metric.find("seconds") != std::string::npos;
+    expected[{metric, group}] += static_cast<double>(fake->values_[i]) / (seconds ? 1e9 : 1.0);
+  }
+  for (const auto& [key, sum] : expected) {
+    const auto& [metric, group] = key;
+    CAPTURE(metric, group);
+    const std::string name = "hwperf_" + level + "_" + metric + "_total";
+    double total = 0;
+    for (const auto& sample : find_samples(samples, name)) {
+      const auto it = sample.labels.find("group");
+      if ((it == sample.labels.end() ? "" : it->second) == group) total += sample.value;
+    }
+    CHECK(total == Approx(sum));
+  }
+  // Each family once among the declared ones, whatever shares it.
+  std::set<std::string> declared;
+  for (const auto& family : collector->declared_families()) {
+    CHECK(declared.insert(family.name).second);
+  }
+  CHECK(declared.count("hwperf_" + level + "_group_enabled_seconds_total") == 1);
+  // A kernel group's set counts its members, not its times.
+  for (const auto& sample : find_samples(samples, "hwperf_papi_event_set_events",
+                                         {{"binding", "perf_group"}, {"event_set", "1"}})) {
+    CHECK(sample.value == 2);
+  }
+  // hwperf_papi_event_info lists the configured events, not the groups' members.
+  CHECK(find_samples(samples, "hwperf_papi_event_info").size() == 1);
+}
+
+TEST_CASE("a member named like another member of its group is refused", "[papi][groups]") {
+  const Topology topology = two_socket_topology();
+  std::vector<papi::ExportedGroup> groups = {
+      {"g", {spec("perf::PAGE-FAULTS", "faults"), spec("perf::MINOR-FAULTS", "faults")}}};
+  SourceLayout layout;
+  CHECK_THROWS_AS(make_papi_collector_from_source(config_with(Granularity::cpu), {}, topology,
+                                                  std::make_unique<FakeSource>(layout), {}, groups),
+                  ConfigError);
+}
+
+TEST_CASE("sysfs event names are told apart from libpfm4's", "[papi][groups]") {
+  const auto [name, sysfs] = GENERATE(table<std::string, bool>({{"cpu/slots/", true},
+                                                                {"msr/aperf/", true},
+                                                                {"cpu/topdown-retiring/", true},
+                                                                {"perf::CYCLES", false},
+                                                                {"cpu/slots", false},
+                                                                {"/slots/", false},
+                                                                {"cpu//", false},
+                                                                {"cpu/a/b/", false},
+                                                                {"L1D:REPLACEMENT", false}}));
+  CAPTURE(name);
+  CHECK(perf::is_sysfs_event_name(name) == sysfs);
+}
+
+TEST_CASE("a sysfs event is encoded from its PMU's type, description and formats",
+          "[papi][groups]") {
+  test::TempDir dir;
+  const std::string pmu = "bus/event_source/devices/cpu/";
+  dir.write(pmu + "type", "4\n");
+  dir.write(pmu + "format/event", "config:0-7\n");
+  dir.write(pmu + "format/umask", "config:8-15\n");
+  dir.write(pmu + "events/topdown-retiring", "event=0x00,umask=0x80\n");
+  dir.write(pmu + "events/slots", "event=0x00,umask=0x4\n");
+  const auto retiring =
+      perf::encode_sysfs_event("cpu/topdown-retiring/", dir.path().string(), CountingDomain::all);
+  CHECK(retiring.type == 4);
+  CHECK(retiring.config == 0x8000);
+  CHECK(retiring.name == "cpu/topdown-retiring/");
+  CHECK_FALSE(retiring.exclude_kernel);
+  const auto slots =
+      perf::encode_sysfs_event("cpu/slots/", dir.path().string(), CountingDomain::user);
+  CHECK(slots.config == 0x400);
+  CHECK(slots.exclude_kernel);
+  CHECK_FALSE(slots.exclude_user);
+  CHECK_THROWS_WITH(
+      perf::encode_sysfs_event("cpu/topdown-heavy-ops/", dir.path().string(), CountingDomain::all),
+      Catch::Contains("has no event topdown-heavy-ops"));
+  CHECK_THROWS_WITH(
+      perf::encode_sysfs_event("msr/aperf/", dir.path().string(), CountingDomain::all),
+      Catch::Contains("the kernel has no PMU named msr"));
+}
+
+// The first candidate of each l1d and l2 member that libpfm4 encodes when it is made to see
+// `LIBPFM_FORCE_PMU`'s PMU: the native event papi_events.csv names there (builtin_groups.cpp).
+TEST_CASE("(child) l1d and l2 members encode their native events first", "[.forced_pmu_child]") {
+  const char* pmu = std::getenv("LIBPFM_FORCE_PMU");
+  REQUIRE(pmu != nullptr);
+  const std::string intel[] = {"MEM_INST_RETIRED:ANY", "L1D:REPLACEMENT",
+                               "L2_RQSTS:ALL_DEMAND_REFERENCES", "L2_RQSTS:ALL_DEMAND_MISS"};
+  const std::string zen4[] = {"LS_DISPATCH:LD_ST_DISPATCH:STORE_DISPATCH:LD_DISPATCH",
+                              "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S:CHANGE_TO_X",
+                              "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S:CHANGE_TO_X",
+                              "CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C"};
+  const std::string zen5[] = {"LS_DISPATCH:LD_ST_DISPATCH:STORE_DISPATCH:LD_DISPATCH",
+                              "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S",
+                              "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S",
+                              "CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C"};
+  const std::map<std::string, const std::string*> expected = {
+      {"icx", intel}, {"spr", intel}, {"amd64_fam19h_zen4", zen4}, {"amd64_fam1ah_zen5", zen5}};
+  REQUIRE(expected.count(pmu) == 1);
+  std::vector<std::string> chosen;
+  for (const auto& group : events::builtin_groups()) {
+    if (group.name != "l1d" && group.name != "l2") continue;
+    for (const auto& member : group.members) {
+      std::string first;
+      for (const auto& candidate : member.candidates) {
+        try {
+          perf::encode_event(candidate.event, CountingDomain::all);
+          first = candidate.event;
+          break;
+        } catch (const std::invalid_argument&) {
+        }
+      }
+      chosen.push_back(first);
+    }
+  }
+  REQUIRE(chosen.size() == 4);
+  for (std::size_t m = 0; m < chosen.size(); ++m) CHECK(chosen[m] == expected.at(pmu)[m]);
+}
+
+TEST_CASE("l1d and l2 count native events on Intel and AMD server cores", "[papi][groups]") {
+  const auto pmu =
+      GENERATE(as<std::string>{}, "icx", "spr", "amd64_fam19h_zen4", "amd64_fam1ah_zen5");
+  CAPTURE(pmu);
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  int exit_code = -1;
+  const std::string out = test::run_shell(
+      "LIBPFM_FORCE_PMU=" + pmu + " '" + self + "' '[.forced_pmu_child]'", &exit_code);
+  INFO(out);
+  CHECK(exit_code == 0);
+  CHECK_THAT(out, Catch::Contains("1 test case"));
+}
+
+namespace {
+
+// What PAPI defines presets as, made up: PAPI_X_ONE is one native event (a software event, so
+// that it opens anywhere), PAPI_X_SUM three.
+class FakeCatalog final : public events::PresetCatalog {
+ public:
+  std::optional<events::PresetDefinition> lookup(const std::string& preset,
+                                                 const std::string&) const override {
+    if (preset == "PAPI_X_ONE") return events::PresetDefinition{true, true, 1, "perf::PAGE-FAULTS"};
+    if (preset == "PAPI_X_SUM") return events::PresetDefinition{true, true, 3, ""};
+    return std::nullopt;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a preset member is its one native event, and a derived one cannot be a member",
+          "[papi][groups]") {
+  const FakeCatalog catalog;
+  papi::GroupProbe probe;
+  probe.presets = &catalog;
+  const auto one = papi::encode_member("PAPI_X_ONE", probe);
+  const auto native = perf::encode_event("perf::PAGE-FAULTS", CountingDomain::all);
+  CHECK(one.name == "PAPI_X_ONE");
+  CHECK(one.type == native.type);
+  CHECK(one.config == native.config);
+  CHECK_THROWS_WITH(papi::encode_member("PAPI_X_SUM", probe),
+                    Catch::Contains("PAPI derives PAPI_X_SUM here from 3 native events") &&
+                        Catch::Contains("one kernel counter"));
+  // A preset PAPI cannot define here is counted as its exact generic equivalent.
+  const auto generic = papi::encode_member("PAPI_TOT_INS", probe);
+  CHECK(generic.config == perf::encode_event("perf::INSTRUCTIONS", CountingDomain::all).config);
+}
+
+TEST_CASE(
+    "a user group with a member this machine cannot count is refused naming where, the "
+    "member, the event and why",
+    "[papi][groups]") {
+  const FakeCatalog catalog;
+  papi::GroupProbe probe;
+  probe.presets = &catalog;
+  events::GroupDefinition group;
+  group.name = "mine";
+  group.where = "hwperf.yml:7:9: collectors.papi.groups";
+  group.members = {{"faults", "page_faults", events::Unit::count, {}},
+                   {"sum", "x_sum", events::Unit::count, {}}};
+  group.members[0].candidates.resize(1);
+  group.members[0].candidates[0].event = "perf::PAGE-FAULTS";
+  group.members[1].candidates.resize(1);
+  group.members[1].candidates[0].event = "PAPI_X_SUM";
+  CHECK_THROWS_WITH(papi::countable_groups({group}, probe, false),
+                    Catch::Contains("hwperf.yml:7:9: collectors.papi.groups: group mine cannot be "
+                                    "counted here: sum (PAPI_X_SUM: PAPI derives PAPI_X_SUM"));
+  // As a default group it is skipped, never split.
+  CHECK(papi::countable_groups({group}, probe, true).empty());
+}
