@@ -68,10 +68,13 @@ const std::vector<KeyText>& config_texts() {
       {"collectors.papi.events",
        "PAPI presets or native events with qualifiers, each a name or `{event, metric, help}` "
        "(`metric` without `hwperf_<level>_` and `_total`); unknown names stop startup",
-       "", "", "the default set: the kernel's generic events, best effort"},
+       "", "",
+       "with no groups listed either: perf::CONTEXT-SWITCHES, CPU-MIGRATIONS, PAGE-FAULTS, best "
+       "effort (the rest of the default counts are the default groups); with groups listed: none"},
       {"collectors.papi.groups",
        "event groups counted on every selected CPU, each as one kernel group: built-in "
-       "(`ipc`, `branch`, `cache`, `l1d`, `l2`, `freq`, `topdown`, `software`) or defined under "
+       "(`ipc`, `branch`, `cache`, `l1d`, `l2`, `freq`, `topdown`, `aperf_mperf`, `software`) or "
+       "defined under "
        "`groups` ([groups](collectors/groups.md))",
        "", "", "ipc, branch, cache, freq, best effort, with the default events"},
       {"collectors.rapl.enabled", "read CPU energy ([RAPL](collectors/rapl.md))"},

@@ -38,6 +38,17 @@ std::vector<PapiEventConfig> default_events() {
 
 std::vector<std::string> default_group_names() { return {"ipc", "branch", "cache", "freq"}; }
 
+std::vector<PapiEventConfig> ungrouped_events(const PapiCollectorConfig& config) {
+  if (config.events_given) return config.events;
+  return config.groups_given ? std::vector<PapiEventConfig>{} : default_events();
+}
+
+std::vector<events::GroupDefinition> configured_groups(const PapiCollectorConfig& config,
+                                                       const std::vector<GroupConfig>& user) {
+  return events::group_definitions(config.groups, config.groups_given || config.events_given,
+                                   default_group_names(), user, "collectors.papi.groups");
+}
+
 std::vector<unsigned> select_cpus(const PapiCollectorConfig& config, const Topology& topology) {
   if (config.cpus.all) return topology.cpus();
   const std::string where = config.cpus.mark.to_string();
@@ -76,21 +87,11 @@ struct Prepared {
   std::vector<papi::ExportedGroup> exported;  // the same, as the collector exports them
 };
 
-// What the collector counts: the events listed, or with neither events nor groups listed the
-// default events and groups (best effort); with groups listed but no events, no ungrouped
-// events, and with events listed but no groups, no groups.
 bool default_set(const PapiCollectorConfig& config) {
   return !config.events_given && !config.groups_given;
 }
-std::vector<PapiEventConfig> ungrouped_events(const PapiCollectorConfig& config) {
-  if (config.events_given) return config.events;
-  return config.groups_given ? std::vector<PapiEventConfig>{} : papi::default_events();
-}
-std::vector<events::GroupDefinition> configured_groups(const PapiCollectorConfig& config,
-                                                       const std::vector<GroupConfig>& user) {
-  return events::group_definitions(config.groups, config.groups_given || config.events_given,
-                                   papi::default_group_names(), user, "collectors.papi.groups");
-}
+using papi::configured_groups;
+using papi::ungrouped_events;
 
 papi::GroupProbe group_probe(const PapiCollectorConfig& config, const std::vector<unsigned>& cpus,
                              const PathsConfig& paths) {

@@ -21,10 +21,7 @@ FileNeed files(const Config& config, const Topology& topology) {
   return papi_file_need(config.collectors.papi, topology, config.paths, config.groups);
 }
 std::vector<events::GroupDefinition> papi_groups(const Config& config) {
-  const auto& papi = config.collectors.papi;
-  return events::group_definitions(papi.groups, papi.groups_given || papi.events_given,
-                                   papi::default_group_names(), config.groups,
-                                   "collectors.papi.groups");
+  return papi::configured_groups(config.collectors.papi, config.groups);
 }
 
 // Per-CPU families are summed in rules at the collector's level and every coarser one.
@@ -50,11 +47,7 @@ std::vector<events::RuleScope> rule_scopes(const Config& config) {
 // (hwperf_papi_*) are left out: no event family can take a name of that prefix.
 std::vector<FamilyDeclaration> families(const Config& config, const Topology&) {
   const auto& papi = config.collectors.papi;
-  // What is counted is exactly what was listed; with neither events nor groups, the defaults.
-  const std::vector<PapiEventConfig> events =
-      papi.events_given
-          ? papi.events
-          : (papi.groups_given ? std::vector<PapiEventConfig>{} : papi::default_events());
+  const std::vector<PapiEventConfig> events = papi::ungrouped_events(papi);
   return configured_families(events, papi_groups(config), events::family_level(papi.granularity));
 }
 
