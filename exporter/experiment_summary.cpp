@@ -81,7 +81,7 @@ std::string count_lines(const Sums& sums) {
   return text;
 }
 
-// "CPUs kept busy" from "CPUs kept busy: seconds of CPU time per second.": the metric's help up to
+// "CPUs utilized" from "CPUs utilized: seconds of CPU time per second.": the metric's help up to
 // its explanation, as perf stat names a shadow metric in a few words.
 std::string short_name(const events::GroupMetric& metric) {
   std::string name = metric.help.empty() ? metric.name : metric.help;

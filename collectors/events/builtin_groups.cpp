@@ -146,7 +146,7 @@ const std::vector<GroupRow>& rows() {
         {"cs", "context_switches", {"perf::CONTEXT-SWITCHES"}},
         {"migrations", "cpu_migrations", {"perf::CPU-MIGRATIONS"}},
         {"faults", "page_faults", {"perf::PAGE-FAULTS"}}},
-       {{"cpus_utilized", "clock", "CPUs kept busy: seconds of CPU time per second."},
+       {{"cpus_utilized", "clock", "CPUs utilized: seconds of CPU time per second."},
         {"context_switches_per_cpu_second", "cs / clock",
          "Context switches per second of CPU time."},
         {"cpu_migrations_per_cpu_second", "migrations / clock",

@@ -69,7 +69,7 @@ TEST_CASE("The summary evaluates each group's formulas over the run, per second 
   CHECK(leading_number(line_with(text, "(software: cs / clock)")) == Approx(20));
   CHECK(leading_number(line_with(text, "(software: migrations / clock)")) == Approx(2));
   CHECK(leading_number(line_with(text, "(software: faults / clock)")) == Approx(300));
-  CHECK_THAT(line_with(text, "(software: clock)"), Catch::Contains("CPUs kept busy"));
+  CHECK_THAT(line_with(text, "(software: clock)"), Catch::Contains("CPUs utilized"));
   // The group was on the counters half the time it was enabled.
   CHECK_THAT(line_with(text, "(software: clock)"), Catch::Contains("50.0% of the time"));
   // ipc has no series here: its formula says so instead of a number.

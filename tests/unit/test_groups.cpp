@@ -73,7 +73,7 @@ TEST_CASE("User groups are read with their marks, and checked against the built-
       "  mygroup:\n"
       "    events: {ins: PAPI_TOT_INS, cyc: {event: PAPI_TOT_CYC, metric: my_cycles}}\n"
       "    metrics:\n"
-      "      ipc: {expr: \"ins / cyc\", help: \"Instructions per cycle\"}\n",
+      "      my_ipc: {expr: \"ins / cyc\", help: \"Instructions per cycle\"}\n",
       "hwperf.yml");
   REQUIRE(config.collectors.papi.groups_given);
   REQUIRE(config.collectors.papi.groups.size() == 2);
