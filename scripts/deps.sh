@@ -13,6 +13,7 @@ packages=(
   python3      # the PAPI per-CPU test's memory toucher
   openssl curl # the HTTPS tests: certificates made per test, and a TLS client
   chromium chromium-driver python3-selenium  # the /topology page tested in a real browser
+  linux-perf   # perf stat, the reference experiment mode's summary is compared with
 )
 
 # libpfm4's headers encode perf events for the process targets (collectors/perf). They must match
@@ -28,7 +29,7 @@ command -v kubectl >/dev/null || packages+=(kubernetes-client)
 # --build-only: what compiling the exporter needs, no test tools (deploy/Dockerfile's build stage).
 if [ "${1:-}" = "--build-only" ]; then
   test_only=" papi-tools hwloc catch2 prometheus util-linux python3 openssl curl systemd kubernetes-client "
-  test_only+=" chromium chromium-driver python3-selenium "
+  test_only+=" chromium chromium-driver python3-selenium linux-perf "
   build_packages=()
   for p in "${packages[@]}"; do
     [[ $test_only == *" $p "* ]] || build_packages+=("$p")
