@@ -141,6 +141,8 @@ void append_sample(std::string& out, std::string_view name, std::string_view suf
   out.resize(at + size);
   char* p = out.data() + at;
   const auto put = [&p](std::string_view text) {
+    // An empty view may hold no pointer at all, which memcpy must never be given.
+    if (text.empty()) return;
     std::memcpy(p, text.data(), text.size());
     p += text.size();
   };

@@ -175,8 +175,12 @@ TEST_CASE(
                                          "perf::PAGE-FAULTS)"));
   if (!has_hardware_pmu()) {
     CHECK_THAT(result.out, Catch::Contains("group ipc: NOT countable: ins (perf::INSTRUCTIONS: "));
-    CHECK_THAT(result.out, Catch::Matches("(.|\n)*group ipc: NOT countable: [^\n]*no hardware "
-                                          "PMU(.|\n)*"));
+    // The line itself, found without a regular expression: std::regex recurses once per
+    // character, and the whole report overflows the stack of a sanitizer build.
+    const auto at = result.out.find("group ipc: NOT countable: ");
+    REQUIRE(at != std::string::npos);
+    const std::string line = result.out.substr(at, result.out.find('\n', at) - at);
+    CHECK_THAT(line, Catch::Contains("no hardware PMU"));
   }
 }
 
