@@ -223,8 +223,9 @@ TEST_CASE("a user group the kernel can never put on the counters together is ref
                               "    enabled: false\n");
   // Under the shim the kernel refuses every group member with EINVAL, as it refuses one that
   // does not fit the PMU's counters beside the ones before it.
-  const auto result = test::run_exporter({"--config.file=" + path.string(), "--check-config"}, 30,
-                                         {{"LD_PRELOAD", HWPERF_GROUP_REFUSED_SHIM}});
+  const auto result = test::run_exporter(
+      {"--config.file=" + path.string(), "--check-config"}, 30,
+      {{"LD_PRELOAD", HWPERF_GROUP_REFUSED_SHIM}, {"ASAN_OPTIONS", "verify_asan_link_order=0"}});
   INFO(result.out << result.err);
   CHECK(result.exit_code == 2);
   CHECK_THAT(result.err, Catch::Contains("hwperf.yml:6:14") &&
