@@ -17,6 +17,8 @@ const CollectorServices& services() {
   return shared;
 }
 
+}  // namespace
+
 // Family names across collectors, from what each enabled entry declares before anything is built:
 // the start (build_collectors) and the dry run (collector_check_report) both begin here, so they
 // refuse the same names with the same message, and neither opens a counter for a configuration
@@ -32,8 +34,6 @@ void check_family_names(const Config& config, const Topology& topology) {
   }
   if (!problems.empty()) throw ConfigError(std::move(problems));
 }
-
-}  // namespace
 
 const std::vector<const CollectorEntry*>& collector_registry() {
   // Registry order is scrape order, and the order in which family names are claimed: the

@@ -23,6 +23,11 @@ const std::vector<const CollectorEntry*>& collector_registry();
 // What every enabled collector will hold open, for the startup check of the open-file limit.
 std::vector<FileNeed> collector_file_needs(const Config& config, const Topology& topology);
 
+// Throws ConfigError for a family name two enabled collectors would export, from the names their
+// entries declare; nothing is built or opened. build_collectors and collector_check_report begin
+// with it, and the config fuzzer runs it on every configuration that loads.
+void check_family_names(const Config& config, const Topology& topology);
+
 // Every enabled collector, in registry order. Throws ConfigError, before building any, for a
 // family name two collectors would export (the entries' `families`), as collector_check_report
 // does; then like the collectors' factories.

@@ -295,7 +295,13 @@ TEST_CASE("Container counts on a CPU taken offline and brought back count again"
       counted += sample.value;
     }
     INFO(leaf << ": the child used " << used << " s of CPU 1; counted " << counted << " s");
-    CHECK(counted == Approx(used).epsilon(0.10));
+    // What this test is about is the lower bound: without new descriptors on CPU 1 nothing
+    // would be counted. The cgroup's cpu-clock runs on local_clock() while the cgroup is on the
+    // CPU, where the child's CPU time leaves out IRQ and steal time and the switches in and out;
+    // on a loaded 2-CPU VM that came to 10.6 % more (0.3356 s against 0.3034 s), so the upper
+    // side has more room than the steady-state comparison above.
+    CHECK(counted >= used * 0.9);
+    CHECK(counted <= used * 1.25);
   }
   const std::string text = log.text();
   INFO(text);
