@@ -28,7 +28,7 @@ std::vector<std::string> with(std::vector<std::string> flags,
 
 }  // namespace
 
-TEST_CASE("Experiment mode leaves stdout to the command; --output writes the exposition",
+TEST_CASE("Experiment mode leaves stdout to the command, and --output writes the exposition",
           "[experiment][e2e]") {
   SECTION("by default the command's output alone, the summary on stderr") {
     const auto run = test::run_exporter(with({"--once"}));
@@ -156,7 +156,7 @@ TEST_CASE("Served -- CMD keeps the final counts until a scrape has read them",
   CHECK_THAT(exporter.stderr_text(), Catch::Contains("a scrape read the final counts"));
 }
 
-TEST_CASE("Served -- CMD names the command after its exec; ?target= filters the targets",
+TEST_CASE("Served -- CMD names the command after its exec, and ?target= filters the targets",
           "[experiment][e2e][process]") {
   TempDir dir;
   const auto flag = dir.path() / "stop";

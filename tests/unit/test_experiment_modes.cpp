@@ -109,7 +109,7 @@ TEST_CASE("Query values are split on & and percent-decoded", "[experiment][http]
   CHECK(query_values("target=%zz%4", "target") == std::vector<std::string>{"%zz%4"});
 }
 
-TEST_CASE("?target= serves only the named targets; an unknown name is a 400 listing them",
+TEST_CASE("?target= serves only the named targets, and an unknown name is a 400 listing them",
           "[experiment][router]") {
   const auto exporter = exporter_with_targets();
   const auto all = get(*exporter, "");
