@@ -156,6 +156,15 @@ TEST_CASE("Served -- CMD keeps the final counts until a scrape has read them",
   CHECK_THAT(exporter.stderr_text(), Catch::Contains("a scrape read the final counts"));
 }
 
+TEST_CASE("Served -- CMD waits at most --linger for a scrape, then exits with the status",
+          "[experiment][e2e]") {
+  const auto run = test::run_exporter(
+      {"--web.listen-address=127.0.0.1:0", "--linger=1s", "--", "sh", "-c", "exit 6"});
+  CHECK(run.exit_code == 6);
+  CHECK_THAT(run.err, Catch::Contains("exited with status 6") &&
+                          Catch::Contains("no scrape read the final counts within 1 s"));
+}
+
 TEST_CASE("Served -- CMD names the command after its exec, and ?target= filters the targets",
           "[experiment][e2e][process]") {
   TempDir dir;
