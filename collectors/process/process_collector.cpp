@@ -201,13 +201,15 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
       log::warn(text);
     }
   }
-  // A process that executed another program since the last rescan has its name now.
+  // A process that executed another program since the last rescan has its name now (a match
+  // target may count thousands of processes: looked up, not compared pairwise).
+  std::map<ProcessIdentity, const std::string*> names_before;
+  for (const auto& before : target.counted) names_before.emplace(before.identity, &before.comm);
   for (const auto& process : actions.counted) {
-    for (const auto& before : target.counted) {
-      if (before.identity == process.identity && before.comm != process.comm) {
-        log::info("process target " + config.name + ": pid " +
-                  std::to_string(process.identity.pid) + " runs " + process.comm);
-      }
+    const auto before = names_before.find(process.identity);
+    if (before != names_before.end() && *before->second != process.comm) {
+      log::info("process target " + config.name + ": pid " + std::to_string(process.identity.pid) +
+                " runs " + process.comm);
     }
   }
   target.state = state;
