@@ -32,6 +32,19 @@ class Collector : public Interface {
   // The families collect() exports under configured names, so that CollectorSet can refuse at
   // startup a name another collector exports too. Constant families need not be listed.
   virtual std::vector<FamilyDeclaration> declared_families() const { return {}; }
+  // The configured targets a scrape may name with ?target= (process targets); none by default.
+  virtual std::vector<std::string> target_names() const { return {}; }
+  // Like collect(), for only the listed targets (each one of target_names()). Reads only: a
+  // filter never attaches or opens anything.
+  virtual void collect_targets(std::vector<prometheus::MetricFamily>& out,
+                               const std::vector<std::string>& names) {
+    (void)names;
+    collect(out);
+  }
+  // Looks again, now, at what the collector discovers in the background (process targets rescan
+  // /proc): experiment mode calls it once its command has executed, so that what a scrape shows
+  // of the command (its name after exec) need not wait for the next rescan.
+  virtual void refresh() {}
 };
 
 }  // namespace hwperf

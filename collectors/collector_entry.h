@@ -52,6 +52,11 @@ struct CollectorEntry {
   // name is fixed and its own (rapl: hwperf_rapl_*) has nothing another can collide with.
   std::vector<FamilyDeclaration> (*families)(const Config& config,
                                              const Topology& topology) = nullptr;
+  // Counts the whole machine (every CPU, a cgroup on every CPU, energy), which takes privileges
+  // an ordinary user lacks (CAP_PERFMON or kernel.perf_event_paranoid <= 0; root for RAPL).
+  // Experiment mode started by such a user without a configuration file leaves these out, in
+  // one log line, rather than have each warn about what it cannot open.
+  bool system_wide = false;
 };
 
 // Declared and constant families of a built collector: what CollectorSet::add claims, and what

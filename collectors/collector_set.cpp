@@ -1,6 +1,7 @@
 #include "collectors/collector_set.h"
 
 #include <stdexcept>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -81,7 +82,30 @@ std::vector<prometheus::MetricFamily> CollectorSet::collect_constant() const {
   return families;
 }
 
-std::vector<prometheus::MetricFamily> CollectorSet::collect() const {
+std::vector<std::string> CollectorSet::target_names() const {
+  std::vector<std::string> names;
+  for (const auto& entry : entries_) {
+    for (auto& name : entry->collector->target_names()) names.push_back(std::move(name));
+  }
+  return names;
+}
+
+void CollectorSet::refresh() const {
+  for (const auto& entry : entries_) {
+    try {
+      entry->collector->refresh();
+    } catch (const std::exception& e) {
+      log::warn("collector " + entry->name + ": refresh failed: " + e.what());
+    } catch (...) {
+      log::warn("collector " + entry->name + ": refresh failed: a non-standard exception");
+    }
+  }
+}
+
+std::vector<prometheus::MetricFamily> CollectorSet::collect() const { return collect({}); }
+
+std::vector<prometheus::MetricFamily> CollectorSet::collect(
+    const std::vector<std::string>& targets) const {
   auto success = make_family(success_name(),
                              "Whether the collector succeeded on this scrape (1) or failed (0).",
                              prometheus::MetricType::Gauge);
@@ -89,11 +113,22 @@ std::vector<prometheus::MetricFamily> CollectorSet::collect() const {
                               prometheus::MetricType::Gauge);
   std::vector<prometheus::MetricFamily> families;
   for (const auto& entry : entries_) {
+    std::vector<std::string> own;  // the targets asked for that are this collector's
+    if (!targets.empty()) {
+      for (const auto& name : entry->collector->target_names()) {
+        if (std::find(targets.begin(), targets.end(), name) != targets.end()) own.push_back(name);
+      }
+      if (own.empty()) continue;
+    }
     std::vector<prometheus::MetricFamily> produced;
     std::string failure;
     const auto start = std::chrono::steady_clock::now();
     try {
-      entry->collector->collect(produced);
+      if (targets.empty()) {
+        entry->collector->collect(produced);
+      } else {
+        entry->collector->collect_targets(produced, own);
+      }
     } catch (const std::exception& e) {
       failure = e.what();
       if (failure.empty()) failure = "unknown error";

@@ -45,6 +45,13 @@ class CollectorSet {
 
   // Never throws for a collector's failure; safe to call from several threads at once.
   std::vector<prometheus::MetricFamily> collect() const;
+  // ?target=: only the collectors with targets, each for those of `targets` that are its own
+  // (each must be one of target_names()); collect() when `targets` is empty.
+  std::vector<prometheus::MetricFamily> collect(const std::vector<std::string>& targets) const;
+  // Every collector's target names, in registry order.
+  std::vector<std::string> target_names() const;
+  // Every collector's refresh(); a failure is logged, never thrown.
+  void refresh() const;
   // Every collector's constant families, in registry order; called once, at startup, where a
   // failure is a startup error.
   std::vector<prometheus::MetricFamily> collect_constant() const;

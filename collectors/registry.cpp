@@ -1,5 +1,7 @@
 #include "collectors/registry.h"
 
+#include <algorithm>
+
 #include "collectors/build_info.h"
 #include "collectors/cgroup/cgroup_registration.h"
 #include "collectors/papi/papi_presets.h"
@@ -55,13 +57,24 @@ std::vector<FileNeed> collector_file_needs(const Config& config, const Topology&
   return needs;
 }
 
-CollectorSet build_collectors(const Config& config, const Topology& topology) {
+CollectorSet build_collectors(const Config& config, const Topology& topology,
+                              const std::vector<std::string>& left_out) {
   check_family_names(config, topology);
   CollectorSet set;
   for (const CollectorEntry* entry : collector_registry()) {
-    if (entry->enabled(config)) set.add(entry->make(config, topology, services()));
+    if (!entry->enabled(config)) continue;
+    if (std::find(left_out.begin(), left_out.end(), entry->name) != left_out.end()) continue;
+    set.add(entry->make(config, topology, services()));
   }
   return set;
+}
+
+std::vector<std::string> system_wide_collectors(const Config& config) {
+  std::vector<std::string> names;
+  for (const CollectorEntry* entry : collector_registry()) {
+    if (entry->system_wide && entry->enabled(config)) names.push_back(entry->name);
+  }
+  return names;
 }
 
 std::vector<std::string> collector_check_report(const Config& config, const Topology& topology) {

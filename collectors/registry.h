@@ -31,7 +31,12 @@ void check_family_names(const Config& config, const Topology& topology);
 // Every enabled collector, in registry order. Throws ConfigError, before building any, for a
 // family name two collectors would export (the entries' `families`), as collector_check_report
 // does; then like the collectors' factories.
-CollectorSet build_collectors(const Config& config, const Topology& topology);
+// Those named in `left_out` are not built (experiment mode without privileges).
+CollectorSet build_collectors(const Config& config, const Topology& topology,
+                              const std::vector<std::string>& left_out = {});
+
+// The enabled collectors that count the whole machine (CollectorEntry::system_wide).
+std::vector<std::string> system_wide_collectors(const Config& config);
 
 // --check-config: what each enabled collector can do here, "<collector>: <line>", in registry
 // order. Throws ConfigError first for a family name two collectors would export, with the message

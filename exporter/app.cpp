@@ -25,6 +25,7 @@
 #include "config/web_config.h"
 #include "exporter/cli.h"
 #include "exporter/experiment.h"
+#include "exporter/experiment_run.h"
 #include "exporter/exposition.h"
 #include "exporter/privileges.h"
 #include "exporter/reference.h"
@@ -55,19 +56,6 @@ ExitCode startup_step(Step&& step) {
 }
 
 int code(ExitCode exit_code) { return static_cast<int>(exit_code); }
-
-// What a shell returns for a command it could not run.
-constexpr int kCommandNotRun = 127;
-
-// Experiment mode: the command becomes a process target named after it, counted with the
-// configured (or default) process events.
-void add_command_target(Config& config, const std::string& program) {
-  ProcessTargetConfig target;
-  target.selector = ProcessTargetConfig::Selector::command;
-  target.name = program.substr(program.rfind('/') + 1);
-  config.collectors.process.enabled = true;
-  config.collectors.process.targets.push_back(target);
-}
 
 // The listen address, parsed (and a host name resolved) once, before anything is built, so that a
 // bad address is a configuration error naming where it was written.
@@ -121,8 +109,9 @@ void check_open_files(const CliOptions& cli, const Config& config, const Topolog
 
 // Every collector built and started, their family names checked against each other first (as
 // the dry run's collector_check_report checks them): what a scrape will read.
-std::unique_ptr<Exporter> build_exporter(const Config& config, const Topology& topology) {
-  auto collectors = build_collectors(config, topology);
+std::unique_ptr<Exporter> build_exporter(const Config& config, const Topology& topology,
+                                         const std::vector<std::string>& left_out) {
+  auto collectors = build_collectors(config, topology, left_out);
   return std::make_unique<Exporter>(config.web.telemetry_path, std::move(collectors),
                                     registry_build_info(), &topology);
 }
@@ -174,7 +163,7 @@ int run_exporter(const std::vector<std::string>& args) {
         if (cli.help || cli.version || cli.print_reference) return;
         config = load_config_file(cli.config_file.value_or(""));
         apply_cli(cli, config);
-        if (!cli.command.empty()) add_command_target(config, cli.command.front());
+        if (!cli.command.empty()) add_command_targets(cli, config);
         listen_address = resolve_listen_address(config.web);
         if (cli.web_config_file) {
           web_config = load_web_config(*cli.web_config_file);
@@ -276,44 +265,36 @@ int run_exporter(const std::vector<std::string>& args) {
   }
 
   std::unique_ptr<Exporter> exporter;
-  std::unique_ptr<Experiment> experiment;
+  std::vector<std::unique_ptr<Experiment>> experiments;
   std::vector<events::RuleScope> summary_scopes;  // the groups whose formulas the summary shows
+  std::unique_ptr<std::ostream> output;           // --once: where the exposition goes
   if (const auto failed = startup_step([&] {
         if (cli.once && !cli.command.empty()) summary_scopes = collector_rule_scopes(config);
-        if (!cli.command.empty()) {
-          // Forked before any thread exists; it waits until its counters are open.
-          experiment = std::make_unique<Experiment>(cli.command);
-          config.collectors.process.targets.back().pid = experiment->pid();
-        }
+        // Forked before any thread exists; each waits until its counters are open.
+        if (!cli.command.empty()) experiments = start_experiments(cli, config);
+        // Opened after the fork, so that the command does not inherit the file.
+        if (cli.once) output = open_output(cli);
         check_open_files(cli, config, *topology);
-        exporter = build_exporter(config, *topology);
+        exporter = build_exporter(config, *topology, collectors_left_out(cli, config));
       });
       failed != ExitCode::ok) {
     return code(failed);
   }
   topology.reset();  // every collector took what it needs
 
-  const auto experiment_start = std::chrono::steady_clock::now();
+  if (cli.once && !experiments.empty()) {
+    return run_once(experiments, *exporter, summary_scopes, cli, output.get());
+  }
+  if (cli.once) {
+    *output << serialize(exporter->gather(), ExpositionFormat::text_0_0_4) << std::flush;
+    return code(ExitCode::ok);
+  }
+  Experiment* experiment = experiments.empty() ? nullptr : experiments.front().get();
   if (experiment) {
     if (const auto failed = startup_step([&] { experiment->release(); }); failed != ExitCode::ok) {
-      return kCommandNotRun;
+      return experiment->wait();  // 127 not found, 126 not executable, as a shell says
     }
-  }
-  if (cli.once && experiment) {
-    const int status = experiment->wait();
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - experiment_start).count();
-    const auto families = exporter->gather();
-    std::cout << serialize(families, ExpositionFormat::text_0_0_4) << std::flush;
-    std::cerr << experiment_summary(families, summary_scopes, experiment->target_name(),
-                                    experiment->command_line(), status, seconds)
-              << std::flush;
-    return status;
-  }
-
-  if (cli.once) {
-    std::cout << serialize(exporter->gather(), ExpositionFormat::text_0_0_4) << std::flush;
-    return code(ExitCode::ok);
+    exporter->refresh();  // executed: the collectors see the command's name now
   }
 
   std::unique_ptr<HttpServer> server;
@@ -376,9 +357,10 @@ int run_exporter(const std::vector<std::string>& args) {
     if (signal_number == SIGCHLD) {
       if (experiment) {
         if (const auto status = experiment->poll()) {
-          log::info(experiment->command_line() + " exited with status " + std::to_string(*status) +
-                    "; shutting down");
+          log::info(experiment->command_line() + " exited with status " + std::to_string(*status));
           exit_status = *status;
+          linger(*exporter, signals, cli.linger_ms, config.web.telemetry_path);
+          log::info("shutting down");
           break;
         }
       }

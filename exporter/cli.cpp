@@ -1,5 +1,6 @@
 #include "exporter/cli.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -64,8 +65,26 @@ const std::vector<CliFlag>& cli_flags() {
          ""},
         {"--once", nullptr,
          "collect once, print the exposition to stdout and exit; with -- CMD, once CMD has "
-         "ended, with its exit status",
+         "ended, print a summary on stderr (the exposition only with --output) and exit with "
+         "CMD's status",
          ""},
+        {"--output", "FILE", "with --once, write the exposition to FILE (- for stdout)",
+         "stdout; with -- CMD, none"},
+        {"--summary.format", "FORMAT",
+         "with --once -- CMD, the summary on stderr as " +
+             join_names(kSummaryFormatNames, ", ", " or ") + " (one row per event and metric)",
+         "text"},
+        {"--repeat", "N",
+         "with --once -- CMD, run CMD N times (at most " + std::to_string(kMaxRepeat) +
+             "), one after the other, and summarise each event and metric as the mean of the "
+             "runs and their relative spread (standard deviation / mean); the runs are the "
+             "targets NAME.1 to NAME.N",
+         "1"},
+        {"--linger", "DURATION",
+         "with -- CMD (served), once CMD has ended, keep serving its final counts until a scrape "
+         "of the metrics path has read them, at most this long (0 to exit at once); then exit "
+         "with CMD's status",
+         "30s"},
         {"--print-rules", nullptr,
          std::string("print Prometheus recording rules for the formulas of the event groups the "
                      "configuration counts (the defaults without one) and exit 0, or 2 on a "
@@ -123,6 +142,7 @@ constexpr std::pair<const char*, std::optional<std::string> CliOptions::*> kText
     {"--path.devfs", &CliOptions::devfs},
     {"--web.config.file", &CliOptions::web_config_file},
     {"--runtime.user", &CliOptions::runtime_user},
+    {"--output", &CliOptions::output},
 };
 
 // Flags without a value, which set their option.
@@ -202,6 +222,23 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
         options.request_timeout_ms = parse_timeout(arg, *value, problems);
       } else if (arg == "--web.keep-alive-timeout") {
         options.keep_alive_timeout_ms = parse_timeout(arg, *value, problems);
+      } else if (arg == "--summary.format") {
+        if (const auto format = parse_name(kSummaryFormatNames, *value)) {
+          options.summary_format = *format;
+        } else {
+          problems.push_back(arg + "=" + *value + ": expected " +
+                             join_names(kSummaryFormatNames, ", ", " or "));
+        }
+      } else if (arg == "--repeat") {
+        options.repeat = parse_count(arg, *value, 1, kMaxRepeat, problems).value_or(1);
+      } else if (arg == "--linger") {
+        const auto parsed = parse_duration_ms(*value);
+        if (!parsed || *parsed > kMaxLingerMs) {
+          problems.push_back(arg + "=" + *value + ": expected a duration from 0s to " +
+                             std::to_string(kMaxLingerMs / 60000) + "m, such as 30s or 2m");
+        } else {
+          options.linger_ms = static_cast<unsigned>(*parsed);
+        }
       }
     } catch (const ConfigError& e) {
       problems.insert(problems.end(), e.problems().begin(), e.problems().end());
@@ -216,6 +253,21 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
   }
   if (options.check_config && options.once) {
     problems.push_back("--check-config and --once cannot be combined");
+  }
+  // The flags of experiment mode, where they mean something.
+  const auto given = [&](const char* flag) {
+    return std::any_of(args.begin(),
+                       args.end() - static_cast<std::ptrdiff_t>(options.command.size()),
+                       [&](const std::string& arg) { return arg.rfind(flag, 0) == 0; });
+  };
+  const bool once_command = options.once && !options.command.empty();
+  if (given("--output") && !options.once) problems.push_back("--output needs --once");
+  for (const char* flag : {"--summary.format", "--repeat"}) {
+    if (given(flag) && !once_command)
+      problems.push_back(std::string(flag) + " needs --once -- CMD");
+  }
+  if (given("--linger") && (options.once || options.command.empty())) {
+    problems.push_back("--linger needs -- CMD without --once");
   }
   if (options.print_rules && (options.check_config || options.once)) {
     problems.push_back("--print-rules cannot be combined with --check-config or --once");
@@ -241,8 +293,11 @@ std::string usage_text() {
       "usage: hwperf_exporter [flags] [-- CMD ARGS...]\n\n"
       "Prometheus/OpenMetrics exporter for hardware performance counters (PAPI) and CPU energy "
       "(RAPL).\nWith -- CMD ARGS..., runs CMD as a process target counted from its first "
-      "instruction\n(collectors.process events), serves while it runs and exits with its status; "
-      "with --once,\nprints the exposition of the run and a summary on stderr.\n\nFlags:\n";
+      "instruction\n(collectors.process events), serves while it runs (and until a scrape has read "
+      "its "
+      "end,\n--linger) and exits with its status; with --once, leaves stdout to CMD and prints "
+      "a\nsummary of the run on stderr (--summary.format, --repeat; the exposition with "
+      "--output).\n\nFlags:\n";
   for (const auto& flag : cli_flags()) {
     if (flag.hidden) continue;
     std::string left = std::string("  ") + flag.name;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "exporter/experiment.h"
 
 namespace hwperf {
 
@@ -26,6 +27,10 @@ struct CliOptions {
   std::optional<unsigned> keep_alive_timeout_ms;
   // After `--`: a command to run as a process target (experiment mode).
   std::vector<std::string> command;
+  std::optional<std::string> output;  // --once: where the exposition goes ("-": stdout)
+  SummaryFormat summary_format = SummaryFormat::text;
+  unsigned repeat = 1;             // --once -- CMD: runs of the command
+  unsigned linger_ms = 30 * 1000;  // served -- CMD: how long the final counts wait for a scrape
   bool check_config = false;
   bool once = false;
   bool version = false;
@@ -52,6 +57,10 @@ inline constexpr unsigned kMaxTimeoutMs = 60 * 1000;
 // The window of --print-rules' rates: four scrapes at the default 15 s interval (rate() needs at
 // least two samples in its window, and four ride out a missed scrape).
 inline constexpr const char* kRuleWindow = "1m";
+// --repeat: enough runs for a spread; each run's counters are open from the start.
+inline constexpr unsigned kMaxRepeat = 100;
+// --linger: up to an hour, for the slowest scrape interval anyone uses.
+inline constexpr unsigned kMaxLingerMs = 60 * 60 * 1000;
 
 // Throws ConfigError naming the flag and what it expects.
 CliOptions parse_cli(const std::vector<std::string>& args);

@@ -22,8 +22,10 @@ int exit_code_of(int status) {
 
 }  // namespace
 
-Experiment::Experiment(std::vector<std::string> command) : command_(std::move(command)) {
+Experiment::Experiment(std::vector<std::string> command, std::string target)
+    : command_(std::move(command)), target_(std::move(target)) {
   if (command_.empty()) throw std::runtime_error("-- needs a command to run");
+  if (target_.empty()) target_ = program_name(command_[0]);
   int go[2], error[2];
   if (::pipe2(go, O_CLOEXEC) != 0 || ::pipe2(error, O_CLOEXEC) != 0) {
     throw std::runtime_error(std::string("cannot run the command: pipe: ") + std::strerror(errno));
@@ -51,7 +53,8 @@ Experiment::Experiment(std::vector<std::string> command) : command_(std::move(co
     ::execvp(argv[0], argv.data());
     const int failure = errno;
     (void)!::write(error[1], &failure, sizeof failure);
-    ::_exit(127);
+    // As a shell says it: 127 not found, 126 found but not executable.
+    ::_exit(failure == ENOENT ? 127 : 126);
   }
   ::close(go[0]);
   ::close(error[1]);
@@ -68,9 +71,8 @@ Experiment::~Experiment() {
   }
 }
 
-std::string Experiment::target_name() const {
-  const auto slash = command_[0].rfind('/');
-  return slash == std::string::npos ? command_[0] : command_[0].substr(slash + 1);
+std::string program_name(const std::string& program) {
+  return program.substr(program.rfind('/') + 1);
 }
 
 std::string Experiment::command_line() const { return join(command_, " "); }
@@ -90,7 +92,10 @@ void Experiment::release() {
   if (n == static_cast<ssize_t>(sizeof failure)) {
     wait();
     throw std::runtime_error("cannot run " + command_[0] + ": " + std::strerror(failure) +
-                             (failure == ENOENT ? " (not found in PATH)" : ""));
+                             (failure == ENOENT ? " (not found in PATH)"
+                              : failure == EACCES
+                                  ? " (not executable: chmod +x, or a file system mounted noexec)"
+                                  : ""));
   }
 }
 

@@ -13,23 +13,28 @@
 #include <prometheus/metric_family.h>
 
 #include "collectors/registry.h"  // events::RuleScope, through the registry entries
+#include "common/enum_names.h"
 
 namespace hwperf {
 
+// A command's file name, the process target's name in experiment mode ("sh" for /bin/sh).
+std::string program_name(const std::string& program);
+
 class Experiment {
  public:
-  // Forks the child, which waits. Throws std::runtime_error when it cannot.
-  explicit Experiment(std::vector<std::string> command);
+  // Forks the child, which waits. Throws std::runtime_error when it cannot. `target`: the
+  // process target that counts it, program_name() of the command when "".
+  explicit Experiment(std::vector<std::string> command, std::string target = "");
   ~Experiment();
   Experiment(const Experiment&) = delete;
   Experiment& operator=(const Experiment&) = delete;
 
   pid_t pid() const { return pid_; }
-  // The target's name: the command's file name ("sh" for /bin/sh).
-  std::string target_name() const;
+  const std::string& target_name() const { return target_; }
   std::string command_line() const;
-  // Lets the child execute the command. Throws std::runtime_error when exec failed (the child
-  // exited 127), naming the command and the error.
+  // Lets the child execute the command. Throws std::runtime_error when exec failed, naming the
+  // command and the error; the child then exited as a shell would (wait(): 127 when the command
+  // was not found, 126 when it could not be executed).
   void release();
   // The child's exit code (128 + signal when a signal ended it), once it has ended.
   int wait();
@@ -38,6 +43,7 @@ class Experiment {
 
  private:
   std::vector<std::string> command_;
+  std::string target_;
   pid_t pid_ = -1;
   int go_fd_ = -1;     // written to once: the child may exec
   int error_fd_ = -1;  // the child writes its exec errno here; closed by a successful exec
@@ -45,12 +51,55 @@ class Experiment {
   int status_ = 0;
 };
 
-// perf-stat-like lines for stderr: each event the target counted (and the group that counted
-// it), then, as perf stat prints its shadow metrics, every formula of the event groups of the
-// `scopes` whose families are the process targets' (collector_rule_scopes), evaluated over the
-// whole run: each variable is its member's count in the target's series of that group, per
-// second of `seconds`. A group whose events were not counted says so. Then the command's status
-// and the time it ran.
+// How the summary of `--once -- CMD` is written on stderr (--summary.format): perf-stat-like
+// text for a person, CSV or JSON for a notebook.
+enum class SummaryFormat { text, csv, json };
+inline constexpr EnumName<SummaryFormat> kSummaryFormatNames[] = {
+    {SummaryFormat::text, "text"}, {SummaryFormat::csv, "csv"}, {SummaryFormat::json, "json"}};
+
+// One line of the summary over every run: an event the target counted (in a group, or
+// ungrouped) or a formula of an event group, with its value in each run (nothing where a
+// formula's divisor was 0; `counted` false when the group was not counted at all).
+struct SummaryLine {
+  enum class Kind { event, metric };
+  Kind kind = Kind::event;
+  std::string name;      // "page_faults", or a metric's short name ("CPUs utilized")
+  std::string group;     // "" for an ungrouped event
+  std::string formula;   // a metric's formula text
+  bool seconds = false;  // an event counted in seconds (printed with decimals)
+  bool counted = true;
+  std::vector<std::optional<double>> values;  // one per run
+  std::string note;                           // multiplexing, as the last run saw it
+};
+
+struct ExperimentRun {
+  int exit_code = 0;
+  double seconds = 0;
+};
+
+// What `--once -- CMD` (and `--repeat=N`) measured, ready to be written in any SummaryFormat.
+struct ExperimentSummary {
+  std::string command_line;
+  std::vector<SummaryLine> lines;
+  std::vector<ExperimentRun> runs;
+  std::string note;  // why the kernel counted less than configured, "" when it did not
+};
+
+// Adds one run to `summary`: each event `target` counted (and the group that counted it), then,
+// as perf stat prints its shadow metrics, every formula of the event groups of the `scopes` whose
+// families are the process targets' (collector_rule_scopes), evaluated over the run: each
+// variable is its member's count in the target's series of that group, per second of `seconds`.
+void add_run(ExperimentSummary& summary, const std::vector<prometheus::MetricFamily>& families,
+             const std::vector<events::RuleScope>& scopes, const std::string& target,
+             ExperimentRun run);
+
+// The summary in `format`. Over several runs each value is their mean, with the relative spread
+// (standard deviation / mean) that perf stat -r prints as "+- x%".
+std::string format_summary(const ExperimentSummary& summary, SummaryFormat format);
+// What `--once -- CMD` exits with: the first run's status that is not 0, else 0.
+int summary_exit_code(const ExperimentSummary& summary);
+
+// The text summary of one run (format_summary of add_run's summary).
 std::string experiment_summary(const std::vector<prometheus::MetricFamily>& families,
                                const std::vector<events::RuleScope>& scopes,
                                const std::string& target, const std::string& command_line,

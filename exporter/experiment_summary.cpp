@@ -1,6 +1,6 @@
-// The summary of `--once -- CMD` on stderr, as perf stat prints it: the counts, then the derived
+// What the summary of `--once -- CMD` says, as perf stat says it: the counts, then the derived
 // metrics of the event groups (perf stat's "shadow" metrics), each formula written once in the
-// events layer and evaluated here over the whole run.
+// events layer and evaluated here over each run. experiment_report.cpp writes it.
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -15,17 +15,6 @@ namespace hwperf {
 namespace {
 
 constexpr std::string_view kLevel = "process";
-
-std::string grouped(double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.0f", value);
-  std::string digits = text, out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 std::string label_of(const prometheus::ClientMetric& metric, const std::string& name) {
   for (const auto& label : metric.label) {
@@ -61,24 +50,37 @@ bool is_event_count(const std::string& family) {
   return family != counter_name({kLevel, "read_errors"});
 }
 
-std::string count_lines(const Sums& sums) {
+// The line of (kind, name, group, formula), added when no run had it yet: the runs of --repeat
+// add to the same lines.
+SummaryLine& line_of(ExperimentSummary& summary, SummaryLine::Kind kind, const std::string& name,
+                     const std::string& group, const std::string& formula) {
+  for (auto& line : summary.lines) {
+    if (line.kind == kind && line.name == name && line.group == group && line.formula == formula) {
+      return line;
+    }
+  }
+  SummaryLine line;
+  line.kind = kind;
+  line.name = name;
+  line.group = group;
+  line.formula = formula;
+  // A line a later run adds has no value in the runs before it.
+  line.values.resize(summary.runs.size());
+  summary.lines.push_back(std::move(line));
+  return summary.lines.back();
+}
+
+void add_counts(ExperimentSummary& summary, const Sums& sums) {
   const std::string prefix = "hwperf_" + std::string(kLevel) + "_";
-  std::string text;
   for (const auto& [key, value] : sums) {
     const auto& [family, group] = key;
     if (!is_event_count(family)) continue;
     std::string name = family.substr(prefix.size());
     name = name.substr(0, name.size() - std::string("_total").size());
-    if (!group.empty()) name += "  [" + group + "]";
-    char line[200];
-    if (ends_with(family, "_seconds_total")) {
-      std::snprintf(line, sizeof line, "%20.6f  %s\n", value, name.c_str());
-    } else {
-      std::snprintf(line, sizeof line, "%20s  %s\n", grouped(value).c_str(), name.c_str());
-    }
-    text += line;
+    auto& line = line_of(summary, SummaryLine::Kind::event, name, group, "");
+    line.seconds = ends_with(family, "_seconds_total");
+    line.values.back() = value;
   }
-  return text;
 }
 
 // "CPUs utilized" from "CPUs utilized: seconds of CPU time per second.": the metric's help up to
@@ -88,13 +90,6 @@ std::string short_name(const events::GroupMetric& metric) {
   if (const auto colon = name.find(": "); colon != std::string::npos) name.resize(colon);
   if (ends_with(name, ".")) name.pop_back();
   return name;
-}
-
-std::string value_text(double value) {
-  if (value >= 1e6 || value <= -1e6) return grouped(value);
-  char text[64];
-  std::snprintf(text, sizeof text, "%.3f", value);
-  return text;
 }
 
 // The share of the run the group was on the counters, when the kernel multiplexed it.
@@ -109,7 +104,8 @@ std::string multiplexed_note(const Sums& sums, const std::string& group) {
   return text;
 }
 
-std::string group_lines(const Sums& sums, const events::GroupDefinition& group, double seconds) {
+void add_group(ExperimentSummary& summary, const Sums& sums, const events::GroupDefinition& group,
+               double seconds) {
   // Each variable is its member's count per second of the run; a member with no series in this
   // group was not counted (the group is counted whole or not at all).
   std::map<std::string, double> values;
@@ -123,19 +119,14 @@ std::string group_lines(const Sums& sums, const events::GroupDefinition& group, 
     values[member.variable] = seconds > 0 ? found->second / seconds : 0;
   }
   const std::string note = counted ? multiplexed_note(sums, group.name) : "";
-  std::string text;
   for (const auto& metric : group.metrics) {
-    std::optional<double> value;
-    if (counted) value = metric.formula.evaluate(values);
+    auto& line = line_of(summary, SummaryLine::Kind::metric, short_name(metric), group.name,
+                         metric.formula.text());
+    line.counted = line.counted && counted;
+    line.note = note;
     // No value where a divisor was 0 (no cycles: no IPC, rather than an infinite one).
-    const std::string shown = !counted ? "not counted" : value ? value_text(*value) : "-";
-    char line[400];
-    std::snprintf(line, sizeof line, "%20s  %s  (%s: %s)%s\n", shown.c_str(),
-                  short_name(metric).c_str(), group.name.c_str(), metric.formula.text().c_str(),
-                  note.c_str());
-    text += line;
+    if (counted) line.values.back() = metric.formula.evaluate(values);
   }
-  return text;
 }
 
 // Why the kernel counted less than configured (hwperf_process_domain_narrowed's reason).
@@ -151,25 +142,28 @@ std::string narrowed_reason(const std::vector<prometheus::MetricFamily>& familie
 
 }  // namespace
 
+void add_run(ExperimentSummary& summary, const std::vector<prometheus::MetricFamily>& families,
+             const std::vector<events::RuleScope>& scopes, const std::string& target,
+             ExperimentRun run) {
+  summary.runs.push_back(run);
+  for (auto& line : summary.lines) line.values.emplace_back();
+  const Sums sums = target_sums(families, target);
+  add_counts(summary, sums);
+  for (const auto& scope : scopes) {
+    if (scope.family_level != kLevel) continue;
+    for (const auto& group : scope.groups) add_group(summary, sums, group, run.seconds);
+  }
+  if (const auto note = narrowed_reason(families); !note.empty()) summary.note = note;
+}
+
 std::string experiment_summary(const std::vector<prometheus::MetricFamily>& families,
                                const std::vector<events::RuleScope>& scopes,
                                const std::string& target, const std::string& command_line,
                                int exit_code, double seconds) {
-  const Sums sums = target_sums(families, target);
-  std::string text = "\n Performance counter stats for '" + command_line + "':\n\n";
-  text += count_lines(sums);
-  std::string derived;
-  for (const auto& scope : scopes) {
-    if (scope.family_level != kLevel) continue;
-    for (const auto& group : scope.groups) derived += group_lines(sums, group, seconds);
-  }
-  if (!derived.empty()) text += "\n" + derived;
-  char line[160];
-  std::snprintf(line, sizeof line, "\n%20.6f  seconds elapsed; exit status %d\n", seconds,
-                exit_code);
-  text += line;
-  if (const auto note = narrowed_reason(families); !note.empty()) text += "  note: " + note + "\n";
-  return text;
+  ExperimentSummary summary;
+  summary.command_line = command_line;
+  add_run(summary, families, scopes, target, {exit_code, seconds});
+  return format_summary(summary, SummaryFormat::text);
 }
 
 }  // namespace hwperf

@@ -1,10 +1,14 @@
 #include "exporter/router.h"
 
+#include <algorithm>
 #include <iterator>
 
 #include "collectors/build_info.h"
 #include "config/config.h"
+#include "common/text.h"
+#include "exporter/gzip.h"
 #include "exporter/topology_page.h"
+#include "web/query.h"
 
 namespace hwperf {
 namespace {
@@ -72,6 +76,47 @@ std::string Exporter::exposition(ExpositionFormat format, bool gzip) const {
   return body;
 }
 
+std::string Exporter::target_exposition(ExpositionFormat format, bool gzip,
+                                        const std::vector<std::string>& targets) const {
+  std::string body;
+  append_families(body, {build_info_}, format);
+  append_families(body, collectors_.collect(targets), format);
+  body += end_of_exposition(format);
+  return gzip ? gzip_compress(body) : body;
+}
+
+HttpResponse Exporter::telemetry(const HttpRequest& request) const {
+  const std::uint64_t ticket = ++scrapes_begun_;
+  const auto targets = query_values(request.query, "target");
+  if (!targets.empty()) {
+    const auto known = collectors_.target_names();
+    for (const auto& target : targets) {
+      if (std::find(known.begin(), known.end(), target) != known.end()) continue;
+      return HttpResponse{400,
+                          kTextPlain,
+                          {},
+                          "unknown target \"" + target + "\"; " +
+                              (known.empty() ? std::string("no targets are configured")
+                                             : "the configured targets are: " + join(known)) +
+                              "\n"};
+    }
+  }
+  const auto format = negotiate_format(request.accept);
+  HttpResponse response;
+  response.content_type = content_type(format);
+  const bool gzip = accepts_gzip(request.accept_encoding);
+  response.body =
+      targets.empty() ? exposition(format, gzip) : target_exposition(format, gzip, targets);
+  response.headers.emplace_back("Vary", "Accept, Accept-Encoding");
+  if (gzip) response.headers.emplace_back("Content-Encoding", "gzip");
+  // The latest scrape answered, by when it began: one that began before a mark and ends after
+  // it must not count as having read what came after the mark.
+  std::uint64_t answered = scrapes_answered_.load();
+  while (answered < ticket && !scrapes_answered_.compare_exchange_weak(answered, ticket)) {
+  }
+  return response;
+}
+
 bool Exporter::serves(std::string_view path) const {
   return path == kHealthPath || path == telemetry_path_ || path == "/" || serves_topology(path);
 }
@@ -80,16 +125,7 @@ HttpResponse Exporter::route(const HttpRequest& request) const {
   if (request.path == kHealthPath) {
     return HttpResponse{200, kTextPlain, {}, "OK\n"};
   }
-  if (request.path == telemetry_path_) {
-    const auto format = negotiate_format(request.accept);
-    HttpResponse response;
-    response.content_type = content_type(format);
-    const bool gzip = accepts_gzip(request.accept_encoding);
-    response.body = exposition(format, gzip);
-    response.headers.emplace_back("Vary", "Accept, Accept-Encoding");
-    if (gzip) response.headers.emplace_back("Content-Encoding", "gzip");
-    return response;
-  }
+  if (request.path == telemetry_path_) return telemetry(request);
   if (serves_topology(request.path)) {
     // The JSON reads through the scrape's own collection (the same locks, the same collectors).
     return topology_page_->respond(request, [this] { return collectors_.collect(); });

@@ -91,6 +91,7 @@ class RunningExporter : NoCopy {
   // Waits for the process to end by itself (killed after `timeout_seconds`: -1); its status.
   int wait_exit(int timeout_seconds);
   std::string stderr_text() const;  // everything the process logged so far
+  std::string stdout_text() const;  // everything it (and experiment mode's command) printed
 
  private:
   int pid_ = -1;
@@ -102,6 +103,10 @@ class RunningExporter : NoCopy {
 // Runs `command` with /bin/sh, stderr joined to stdout; *exit_code is its status (-1 when it did
 // not exit normally).
 std::string run_shell(const std::string& command, int* exit_code);
+// What /usr/bin/python3 prints running `script` over `input`, a file whose path is sys.argv[1]
+// (for output read by python3's own json and csv modules); `script` holds no single quote.
+// *exit_code is python's status.
+std::string run_python(const std::string& script, const std::string& input, int* exit_code);
 
 // Certificates for HTTPS tests, made in `dir` with the openssl command: a CA, a certificate for
 // the server at 127.0.0.1 and one for a client (DNS name prometheus.example), both signed by the

@@ -225,6 +225,16 @@ int RunningExporter::wait_exit(int timeout_seconds) {
   return exit_code_;
 }
 
+std::string run_python(const std::string& script, const std::string& input, int* exit_code) {
+  TempDir dir;
+  const auto path = dir.write("input", input);
+  return run_shell("/usr/bin/python3 -c '" + script + "' " + path.string(), exit_code);
+}
+
+std::string RunningExporter::stdout_text() const {
+  return read_file(stderr_path_.string() + ".out");
+}
+
 std::string RunningExporter::stderr_text() const {
   std::ifstream in(stderr_path_, std::ios::binary);
   std::ostringstream text;

@@ -17,6 +17,7 @@ struct HttpRequest {
   std::string accept_encoding;
   std::string authorization;  // the Authorization header, "" when absent
   bool has_body = false;      // a Content-Length above 0 or a Transfer-Encoding
+  std::string query{};        // after '?', as sent (not decoded); "" when absent
 };
 
 struct HttpResponse {

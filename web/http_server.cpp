@@ -229,6 +229,7 @@ struct HttpServer::Impl {
     HttpRequest request;
     request.method = info->request_method ? info->request_method : "";
     request.path = info->local_uri ? info->local_uri : "/";
+    request.query = info->query_string ? info->query_string : "";
     const char* accept = mg_get_header(connection, "Accept");
     const char* encoding = mg_get_header(connection, "Accept-Encoding");
     request.accept = accept ? accept : "";

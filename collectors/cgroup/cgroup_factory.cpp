@@ -246,10 +246,16 @@ std::vector<events::RuleScope> rule_scopes(const Config& config) {
 namespace hwperf {
 
 const CollectorEntry& cgroup_collector_entry() {
-  static const CollectorEntry entry = {
-      "cgroup",       &cgroup::enabled,     &make_with_presets<&cgroup::make_cgroup_collector>,
-      &cgroup::check, &cgroup::file_need,   nullptr,
-      nullptr,        &cgroup::rule_scopes, &cgroup::families};
+  static const CollectorEntry entry = {"cgroup",
+                                       &cgroup::enabled,
+                                       &make_with_presets<&cgroup::make_cgroup_collector>,
+                                       &cgroup::check,
+                                       &cgroup::file_need,
+                                       nullptr,
+                                       nullptr,
+                                       &cgroup::rule_scopes,
+                                       &cgroup::families,
+                                       true};
   return entry;
 }
 

@@ -55,8 +55,8 @@ std::vector<FamilyDeclaration> families(const Config& config, const Topology&) {
 
 const CollectorEntry& papi_collector_entry() {
   static const CollectorEntry entry = {
-      "papi",       &enabled, &make, &check, &files, "papi_version", &papi_library_version,
-      &rule_scopes, &families};
+      "papi",       &enabled,  &make, &check, &files, "papi_version", &papi_library_version,
+      &rule_scopes, &families, true};
   return entry;
 }
 

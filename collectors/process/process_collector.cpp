@@ -158,8 +158,11 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
     if (error == 0) {
       target.plan.attached(process.identity, since);
       actions.counted.push_back(process);
+      // Before its exec the command is still a copy of the exporter, with its name: the name
+      // it takes is logged by the rescan that first sees it (below).
       log::info("process target " + config.name + ": counting pid " +
-                std::to_string(process.identity.pid) + " (" + process.comm + ", " +
+                std::to_string(process.identity.pid) + " (" +
+                (options.enable_on_exec ? std::string("from its exec") : process.comm) + ", " +
                 std::to_string(threads.size()) + " threads)");
       continue;
     }
@@ -198,6 +201,17 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
       log::warn(text);
     }
   }
+  // A process that executed another program since the last rescan has its name now (a match
+  // target may count thousands of processes: looked up, not compared pairwise).
+  std::map<ProcessIdentity, const std::string*> names_before;
+  for (const auto& before : target.counted) names_before.emplace(before.identity, &before.comm);
+  for (const auto& process : actions.counted) {
+    const auto before = names_before.find(process.identity);
+    if (before != names_before.end() && *before->second != process.comm) {
+      log::info("process target " + config.name + ": pid " + std::to_string(process.identity.pid) +
+                " runs " + process.comm);
+    }
+  }
   target.state = state;
   target.reason = std::move(reason);
   target.counted = std::move(actions.counted);
@@ -208,6 +222,12 @@ std::vector<FamilyDeclaration> ProcessCollector::declared_families() const {
   std::vector<FamilyDeclaration> declared;
   for (const auto& family : plan_.families) declared.push_back({family.name, family.where});
   return declared;
+}
+
+std::vector<std::string> ProcessCollector::target_names() const {
+  std::vector<std::string> names;
+  for (const auto& target : settings_.targets) names.push_back(target.name);
+  return names;
 }
 
 void ProcessCollector::collect(std::vector<prometheus::MetricFamily>& out) {

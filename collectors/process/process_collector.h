@@ -51,9 +51,12 @@ class ProcessCollector final : public Collector {
   // Looks at /proc once and attaches or detaches what changed; the background thread calls it
   // every rescan interval, and the constructor once, so that the first scrape already counts.
   void rescan();
+  void refresh() override { rescan(); }
+  // The configured targets' names, for ?target=.
+  std::vector<std::string> target_names() const override;
   // Only the configured targets whose names are listed, for ?target= (all when empty).
   void collect_targets(std::vector<prometheus::MetricFamily>& out,
-                       const std::vector<std::string>& names);
+                       const std::vector<std::string>& names) override;
   const std::vector<ProcessEvent>& events() const { return settings_.events; }
   const std::vector<perf::CountedGroup>& groups() const { return settings_.groups; }
   const std::vector<std::string>& group_lines() const { return settings_.group_lines; }

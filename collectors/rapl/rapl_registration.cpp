@@ -24,8 +24,8 @@ FileNeed files(const Config&, const Topology& topology) {
 }  // namespace
 
 const CollectorEntry& rapl_collector_entry() {
-  static const CollectorEntry entry = {"rapl", &enabled, &make,   &check,
-                                       &files, nullptr,  nullptr, nullptr};
+  static const CollectorEntry entry = {"rapl",  &enabled, &make,   &check,  &files,
+                                       nullptr, nullptr,  nullptr, nullptr, true};
   return entry;
 }
 

@@ -9,6 +9,8 @@
 //                                   grandchild touches PAGES pages; prints "pages N" when both
 //                                   have ended.
 //   workload touch PAGES            touches PAGES pages at once and exits (for --once -- CMD).
+//   workload spin MS                spins MS ms of CPU at once, prints "ns N" (what it used) and
+//                                   exits (for served -- CMD).
 // It prints "ready" once the state before "go" is set up.
 #include <pthread.h>
 #include <sched.h>
@@ -139,6 +141,11 @@ int main(int argc, char** argv) {
     waitpid(child, &status, 0);
     std::cout << "pages " << pages << " status " << status << std::endl;
     wait_for("exit");
+    return 0;
+  }
+  if (mode == "spin" && argc == 3) {
+    const auto used = spin(static_cast<unsigned>(std::strtoul(argv[2], nullptr, 10)));
+    std::cout << "ns " << used << std::endl;
     return 0;
   }
   if (mode == "touch" && argc == 3) {

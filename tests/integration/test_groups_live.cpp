@@ -140,9 +140,9 @@ TEST_CASE("A process target counts a user group as one kernel group read once, a
   const std::string loop = "i=0; while [ $i -lt " + std::to_string(runs) + " ]; do " +
                            HWPERF_TEST_WORKLOAD + " touch " + std::to_string(pages) +
                            "; i=$((i+1)); done";
-  const auto run =
-      test::run_exporter({"--config.file=" + config.string(), "--once", "--", "sh", "-c", loop},
-                         60 * HWPERF_SLOWDOWN, traced_by_shim(log));
+  const auto run = test::run_exporter(
+      {"--config.file=" + config.string(), "--once", "--output=-", "--", "sh", "-c", loop},
+      60 * HWPERF_SLOWDOWN, traced_by_shim(log));
   INFO(run.err);
   REQUIRE(run.exit_code == 0);
 

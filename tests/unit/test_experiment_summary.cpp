@@ -9,6 +9,7 @@
 #include "collectors/events/rules.h"
 #include "collectors/metrics.h"
 #include "exporter/experiment.h"
+#include "tests/support.h"
 
 using namespace hwperf;
 
@@ -41,6 +42,28 @@ std::string line_with(const std::string& text, const std::string& part) {
 }
 
 double leading_number(const std::string& line) { return std::stod(line); }
+
+// Two runs of `sh`, as --repeat=2 names them: page faults 100 and 300, task clock 1 s and 3 s
+// over 2 s each, so the "CPUs utilized" of the software group is 0.5 and 1.5.
+ExperimentSummary two_runs() {
+  std::vector<prometheus::MetricFamily> families;
+  std::vector<std::pair<Labels, double>> faults, clock, switches, migrations;
+  for (const auto& [target, factor] : {std::pair<std::string, double>{"sh.1", 1}, {"sh.2", 3}}) {
+    const Labels labels = {{"target", target}, {"group", "software"}};
+    faults.push_back({labels, 100 * factor});
+    clock.push_back({labels, factor});
+    switches.push_back({labels, 10 * factor});
+    migrations.push_back({labels, factor});
+  }
+  families = {counter_family("page_faults", faults), counter_family("task_clock_seconds", clock),
+              counter_family("context_switches", switches),
+              counter_family("cpu_migrations", migrations)};
+  ExperimentSummary summary;
+  summary.command_line = "sh -c \"spin, then stop\"";
+  add_run(summary, families, {process_scope({"software"})}, "sh.1", {0, 2.0});
+  add_run(summary, families, {process_scope({"software"})}, "sh.2", {3, 2.0});
+  return summary;
+}
 
 }  // namespace
 
@@ -97,4 +120,48 @@ TEST_CASE("The summary shows no value where a formula's divisor is 0, and only p
   REQUIRE_FALSE(ipc.empty());
   CHECK(ipc.find_first_not_of(' ') == ipc.find("-  "));
   CHECK_THAT(text, !Catch::Contains("(branch:"));
+}
+
+TEST_CASE("The summary of several runs: mean and relative spread per event and metric",
+          "[experiment]") {
+  const auto summary = two_runs();
+  CHECK(summary_exit_code(summary) == 3);
+  const std::string text = format_summary(summary, SummaryFormat::text);
+  INFO(text);
+  // Page faults 100 and 300: mean 200, sample standard deviation 141.42, 70.71 % of the mean.
+  CHECK_THAT(text,
+             Catch::Contains("(2 runs):") &&
+                 Catch::Contains("                 200  page_faults  [software]  ( +- 70.71% )") &&
+                 Catch::Contains("exit status 0, 3"));
+  // CPUs utilized 0.5 and 1.5: mean 1, the same spread.
+  CHECK_THAT(text, Catch::Contains("1.000  CPUs utilized  (software: clock)  ( +- 70.71% )"));
+}
+
+TEST_CASE("The CSV and JSON summaries are what python3's csv and json modules read",
+          "[experiment]") {
+  const auto summary = two_runs();
+  int exit_code = -1;
+  const std::string csv = test::run_python(
+      "import csv,sys\n"
+      "rows = list(csv.DictReader(open(sys.argv[1])))\n"
+      "r = [x for x in rows if x[\"kind\"] == \"event\" and x[\"name\"] == \"page_faults\"][0]\n"
+      "m = [x for x in rows if x[\"kind\"] == \"metric\" and x[\"formula\"] == \"clock\"][0]\n"
+      "e = [x for x in rows if x[\"kind\"] == \"exit_status\"][0]\n"
+      "print(r[\"mean\"], round(float(r[\"relative_stddev\"]), 4), r[\"runs\"], m[\"mean\"], "
+      "e[\"mean\"])",
+      format_summary(summary, SummaryFormat::csv), &exit_code);
+  INFO(format_summary(summary, SummaryFormat::csv));
+  CHECK(exit_code == 0);
+  CHECK(csv == "200 0.7071 2 1 3\n");
+  const std::string json = test::run_python(
+      "import json,sys\n"
+      "s = json.load(open(sys.argv[1]))\n"
+      "e = [x for x in s[\"events\"] if x[\"name\"] == \"page_faults\"][0]\n"
+      "m = [x for x in s[\"metrics\"] if x[\"formula\"] == \"clock\"][0]\n"
+      "print(s[\"command\"], s[\"exit_status\"], len(s[\"runs\"]), e[\"values\"], e[\"mean\"], "
+      "m[\"values\"], m[\"counted\"])",
+      format_summary(summary, SummaryFormat::json), &exit_code);
+  INFO(format_summary(summary, SummaryFormat::json));
+  CHECK(exit_code == 0);
+  CHECK(json == "sh -c \"spin, then stop\" 3 2 [100, 300] 200 [0.5, 1.5] True\n");
 }

@@ -1,0 +1,228 @@
+// The summary of `--once -- CMD` written out (--summary.format): perf stat's text for a person,
+// CSV and JSON for a notebook. Over several runs (--repeat) each value is the mean of the runs
+// that have one, with the relative spread, sample standard deviation / mean, beside it.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/text.h"
+#include "exporter/experiment.h"
+#include "exporter/topology_page.h"  // json_string
+
+namespace hwperf {
+namespace {
+
+struct Stats {
+  std::size_t runs = 0;  // runs with a value
+  double mean = 0;
+  double stddev = 0;  // sample standard deviation (N - 1); 0 for one run
+  double relative() const { return mean != 0 ? stddev / std::fabs(mean) : 0; }
+};
+
+Stats stats_of(const std::vector<std::optional<double>>& values) {
+  Stats stats;
+  double sum = 0;
+  for (const auto& value : values) {
+    if (!value) continue;
+    ++stats.runs;
+    sum += *value;
+  }
+  if (stats.runs == 0) return stats;
+  stats.mean = sum / static_cast<double>(stats.runs);
+  if (stats.runs < 2) return stats;
+  double squares = 0;
+  for (const auto& value : values) {
+    if (value) squares += (*value - stats.mean) * (*value - stats.mean);
+  }
+  stats.stddev = std::sqrt(squares / static_cast<double>(stats.runs - 1));
+  return stats;
+}
+
+std::vector<std::optional<double>> elapsed(const ExperimentSummary& summary) {
+  std::vector<std::optional<double>> seconds;
+  for (const auto& run : summary.runs) seconds.emplace_back(run.seconds);
+  return seconds;
+}
+
+std::string grouped(double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.0f", value);
+  std::string digits = text, out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-') out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string value_text(double value) {
+  if (value >= 1e6 || value <= -1e6) return grouped(value);
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f", value);
+  return text;
+}
+
+// "  ( +-  1.23% )" after a value over several runs, as perf stat -r prints it.
+std::string spread_text(const ExperimentSummary& summary, const Stats& stats) {
+  if (summary.runs.size() < 2 || stats.runs == 0) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, "  ( +- %5.2f%% )", 100 * stats.relative());
+  return text;
+}
+
+std::string text_summary(const ExperimentSummary& summary) {
+  const std::size_t runs = summary.runs.size();
+  std::string text = "\n Performance counter stats for '" + summary.command_line + "'" +
+                     (runs > 1 ? " (" + std::to_string(runs) + " runs)" : "") + ":\n\n";
+  std::string derived;
+  for (const auto& line : summary.lines) {
+    const Stats stats = stats_of(line.values);
+    char out[512];
+    if (line.kind == SummaryLine::Kind::event) {
+      const std::string name = line.name + (line.group.empty() ? "" : "  [" + line.group + "]");
+      if (line.seconds) {
+        std::snprintf(out, sizeof out, "%20.6f  %s", stats.mean, name.c_str());
+      } else {
+        std::snprintf(out, sizeof out, "%20s  %s", grouped(stats.mean).c_str(), name.c_str());
+      }
+      text += out + spread_text(summary, stats) + "\n";
+      continue;
+    }
+    const std::string shown = !line.counted     ? "not counted"
+                              : stats.runs == 0 ? "-"
+                                                : value_text(stats.mean);
+    std::snprintf(out, sizeof out, "%20s  %s  (%s: %s)%s", shown.c_str(), line.name.c_str(),
+                  line.group.c_str(), line.formula.c_str(), line.note.c_str());
+    derived += out + spread_text(summary, stats) + "\n";
+  }
+  if (!derived.empty()) text += "\n" + derived;
+  const Stats seconds = stats_of(elapsed(summary));
+  std::string statuses;
+  for (const auto& run : summary.runs) {
+    const std::string status = std::to_string(run.exit_code);
+    if (statuses.find(status) == std::string::npos)
+      statuses += (statuses.empty() ? "" : ", ") + status;
+  }
+  char line[160];
+  std::snprintf(line, sizeof line, "\n%20.6f  seconds elapsed%s; exit status %s\n", seconds.mean,
+                spread_text(summary, seconds).c_str(), statuses.c_str());
+  text += line;
+  if (!summary.note.empty()) text += "  note: " + summary.note + "\n";
+  return text;
+}
+
+// A number as JSON and CSV write it: round-trips a double; null (JSON) or empty (CSV) when
+// there is none.
+std::string number(double value) {
+  if (!std::isfinite(value)) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (const char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string csv_row(const std::vector<std::string>& fields) {
+  std::string row;
+  for (const auto& field : fields) row += (row.empty() ? "" : ",") + csv_field(field);
+  return row + "\n";
+}
+
+std::vector<std::string> stats_fields(const Stats& stats) {
+  if (stats.runs == 0) return {"", "", "", "0"};
+  return {number(stats.mean), number(stats.stddev), number(stats.relative()),
+          std::to_string(stats.runs)};
+}
+
+std::string csv_summary(const ExperimentSummary& summary) {
+  std::string text = csv_row(
+      {"kind", "name", "group", "formula", "unit", "mean", "stddev", "relative_stddev", "runs"});
+  for (const auto& line : summary.lines) {
+    const bool event = line.kind == SummaryLine::Kind::event;
+    std::vector<std::string> fields = {event ? "event" : "metric", line.name, line.group,
+                                       line.formula, line.seconds ? "seconds" : ""};
+    for (auto& field : stats_fields(stats_of(line.values))) fields.push_back(std::move(field));
+    text += csv_row(fields);
+  }
+  std::vector<std::string> fields = {"elapsed", "seconds elapsed", "", "", "seconds"};
+  for (auto& field : stats_fields(stats_of(elapsed(summary)))) fields.push_back(std::move(field));
+  text += csv_row(fields);
+  return text + csv_row({"exit_status", "exit status", "", "", "",
+                         std::to_string(summary_exit_code(summary)), "", "",
+                         std::to_string(summary.runs.size())});
+}
+
+std::string json_number(std::optional<double> value) {
+  const std::string text = value ? number(*value) : "";
+  return text.empty() ? "null" : text;
+}
+
+std::string json_stats(const std::vector<std::optional<double>>& values) {
+  const Stats stats = stats_of(values);
+  std::string text = "\"values\":[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    text += (i > 0 ? "," : "") + json_number(values[i]);
+  }
+  text +=
+      "],\"mean\":" + json_number(stats.runs ? std::optional<double>(stats.mean) : std::nullopt);
+  text +=
+      ",\"stddev\":" + json_number(stats.runs ? std::optional<double>(stats.stddev) : std::nullopt);
+  text += ",\"relative_stddev\":" +
+          json_number(stats.runs ? std::optional<double>(stats.relative()) : std::nullopt);
+  return text;
+}
+
+std::string json_summary(const ExperimentSummary& summary) {
+  std::string events, metrics;
+  for (const auto& line : summary.lines) {
+    std::string item =
+        "{\"name\":" + json_string(line.name) + ",\"group\":" + json_string(line.group) + ",";
+    if (line.kind == SummaryLine::Kind::event) {
+      item += "\"unit\":" + json_string(line.seconds ? "seconds" : "") + "," +
+              json_stats(line.values) + "}";
+      events += (events.empty() ? "" : ",\n  ") + item;
+    } else {
+      item += "\"formula\":" + json_string(line.formula) +
+              ",\"counted\":" + (line.counted ? "true" : "false") + "," + json_stats(line.values) +
+              "}";
+      metrics += (metrics.empty() ? "" : ",\n  ") + item;
+    }
+  }
+  std::string runs;
+  for (const auto& run : summary.runs) {
+    runs += std::string(runs.empty() ? "" : ",") +
+            "{\"exit_status\":" + std::to_string(run.exit_code) +
+            ",\"seconds\":" + json_number(run.seconds) + "}";
+  }
+  return "{\"command\":" + json_string(summary.command_line) +
+         ",\n \"exit_status\":" + std::to_string(summary_exit_code(summary)) + ",\n \"runs\":[" +
+         runs + "],\n \"elapsed\":{" + json_stats(elapsed(summary)) + "},\n \"events\":[\n  " +
+         events + "],\n \"metrics\":[\n  " + metrics +
+         "],\n \"note\":" + json_string(summary.note) + "}\n";
+}
+
+}  // namespace
+
+int summary_exit_code(const ExperimentSummary& summary) {
+  for (const auto& run : summary.runs) {
+    if (run.exit_code != 0) return run.exit_code;
+  }
+  return 0;
+}
+
+std::string format_summary(const ExperimentSummary& summary, SummaryFormat format) {
+  switch (format) {
+    case SummaryFormat::csv: return csv_summary(summary);
+    case SummaryFormat::json: return json_summary(summary);
+    case SummaryFormat::text: break;
+  }
+  return text_summary(summary);
+}
+
+}  // namespace hwperf
