@@ -16,45 +16,66 @@
 namespace hwperf::uncore {
 namespace {
 
-constexpr std::size_t kQuantities = 5;
-
 struct OpenedCounter {
   PlannedCounter planned;
   std::size_t handle = 0;
+  Labels labels;  // of its series; counters with equal labels are summed (boxes of a package)
 };
 
 struct FamilySpec {
   Quantity quantity;
-  std::array<const char*, 3> parts;  // the name's words, before "_total"
-  const char* label;                 // "package" (summed over boxes) or "cpu"
+  std::initializer_list<std::string_view> parts;  // the name's words, before "_total"
   const char* help;
 };
 
+// Static storage: each initializer_list's array lives as long as the table.
 const FamilySpec kFamilies[] = {
     {Quantity::memory_read,
-     {{"memory", "read", "bytes"}},
-     "package",
+     {"memory", "read", "bytes"},
      "Bytes read from memory by the package's memory controllers (IMC or UMC CAS commands times "
      "the bytes each moves) since the exporter started."},
     {Quantity::memory_write,
-     {{"memory", "write", "bytes"}},
-     "package",
+     {"memory", "write", "bytes"},
      "Bytes written to memory by the package's memory controllers since the exporter started."},
     {Quantity::aperf,
-     {{"msr", "aperf", "cycles"}},
-     "cpu",
+     {"msr", "aperf", "cycles"},
      "Actual performance cycles (APERF: the clock the CPU really ran at, only while not idle) "
      "since the exporter started."},
     {Quantity::mperf,
-     {{"msr", "mperf", "cycles"}},
-     "cpu",
+     {"msr", "mperf", "cycles"},
      "Maximum performance cycles (MPERF: at the TSC rate, only while not idle) since the exporter "
      "started; rate(aperf) / rate(mperf) * TSC rate is the effective clock."},
     {Quantity::tsc,
-     {{"msr", "tsc", "cycles"}},
-     "cpu",
+     {"msr", "tsc", "cycles"},
      "Time stamp counter cycles since the exporter started: its rate is the TSC frequency."},
+    {Quantity::cstate_core,
+     {"cstate", "core", "residency", "cycles"},
+     "TSC cycles the core spent in the C-state `state` (cstate_core PMU) since the exporter "
+     "started; divided by the rate of hwperf_msr_tsc_cycles_total, the share of time."},
+    {Quantity::cstate_package,
+     {"cstate", "package", "residency", "cycles"},
+     "TSC cycles the package spent in the package C-state `state` (cstate_pkg PMU) since the "
+     "exporter started."},
 };
+
+// The labels of a counter's series: what it is summed over is what it does not name.
+Labels labels_of(const PlannedCounter& counter) {
+  const std::string package = std::to_string(counter.package);
+  switch (counter.quantity) {
+    case Quantity::memory_read:
+    case Quantity::memory_write: return {{"package", package}};
+    case Quantity::aperf:
+    case Quantity::mperf:
+    // Per-CPU series carry their package too, so that rules sum them per package without a join
+    // (the family has as many series either way).
+    case Quantity::tsc: return {{"cpu", std::to_string(counter.cpu)}, {"package", package}};
+    case Quantity::cstate_core:
+      return {
+          {"core", std::to_string(counter.core)}, {"package", package}, {"state", counter.state}};
+    case Quantity::cstate_package: return {{"package", package}, {"state", counter.state}};
+  }
+  return {};
+}
 
 std::string open_problem(const PlannedCounter& counter, int error, const std::string& procfs) {
   std::string what = "perf_event_open(" + counter.encoding.name + ", cpu " +
@@ -77,7 +98,7 @@ class UncoreCollector final : public Collector {
         resctrl_(std::move(resctrl.counters)) {
     for (const FamilySpec& spec : kFamilies) {
       templates_[static_cast<std::size_t>(spec.quantity)] =
-          make_counter_family({spec.parts[0], spec.parts[1], spec.parts[2]}, spec.help);
+          make_counter_family(spec.parts, spec.help);
     }
     auto available = make_gauge_family(
         {"uncore", "source", "available"},
@@ -103,21 +124,17 @@ class UncoreCollector final : public Collector {
   }
 
   void collect(std::vector<prometheus::MetricFamily>& out) override {
-    // Per quantity, the total per package or CPU; a key with a failed read is left out of this
+    // Per quantity, the total per label set; a label set with a failed read is left out of this
     // scrape rather than exported short of a box.
-    std::array<std::map<unsigned, std::uint64_t>, kQuantities> totals;
-    std::array<std::set<unsigned>, kQuantities> failed;
-    std::map<unsigned, unsigned> package_of;  // of each key, CPU or package
+    std::array<std::map<Labels, std::uint64_t>, kQuantityCount> totals;
+    std::array<std::set<Labels>, kQuantityCount> failed;
     {
       const std::lock_guard<std::mutex> lock(mutex_);
       for (const OpenedCounter& counter : counters_) {
         const auto index = static_cast<std::size_t>(counter.planned.quantity);
-        const unsigned key = index <= static_cast<std::size_t>(Quantity::memory_write)
-                                 ? counter.planned.package
-                                 : counter.planned.cpu;
         const auto reading = backend_->read(counter.handle);
         if (!reading.ok()) {
-          if (failed[index].insert(key).second) {
+          if (failed[index].insert(counter.labels).second) {
             log::warn("uncore: reading " + counter.planned.encoding.name + " on cpu " +
                       std::to_string(counter.planned.cpu) + ": " + errno_text(reading.error));
           }
@@ -125,23 +142,15 @@ class UncoreCollector final : public Collector {
         }
         // Unsigned 64-bit arithmetic until the sample: a CAS count times 64 bytes overflows only
         // after 2^58 commands.
-        totals[index][key] += reading.value * counter.planned.bytes_per_count;
-        package_of[key] = counter.planned.package;
+        totals[index][counter.labels] += reading.value * counter.planned.bytes_per_count;
       }
       resctrl_families_.collect(resctrl_, out);
     }
     for (const FamilySpec& spec : kFamilies) {
       const auto index = static_cast<std::size_t>(spec.quantity);
       prometheus::MetricFamily family = templates_[index];
-      for (const auto& [key, total] : totals[index]) {
-        if (failed[index].count(key) != 0) continue;
-        Labels labels = {{spec.label, std::to_string(key)}};
-        // Per-CPU series carry their package too, so that rules sum them per package without a
-        // join (the family has as many series either way).
-        if (std::string_view(spec.label) == "cpu") {
-          labels.emplace_back("package", std::to_string(package_of[key]));
-        }
-        add_counter(family, labels, total);
+      for (const auto& [labels, total] : totals[index]) {
+        if (failed[index].count(labels) == 0) add_counter(family, labels, total);
       }
       append_unless_empty(out, std::move(family));
     }
@@ -152,7 +161,7 @@ class UncoreCollector final : public Collector {
   std::unique_ptr<CounterBackend> backend_;
   std::vector<ResctrlCounter> resctrl_;
   ResctrlFamilies resctrl_families_;
-  std::array<prometheus::MetricFamily, kQuantities> templates_;  // names and HELP, no samples
+  std::array<prometheus::MetricFamily, kQuantityCount> templates_;  // names and HELP, no samples
   std::vector<prometheus::MetricFamily> constant_;
   std::mutex mutex_;  // scrapes overlap; one reads the counters at a time
 };
@@ -178,7 +187,7 @@ std::unique_ptr<Collector> make_uncore_collector(UncorePlan plan,
         mine.clear();
         break;
       }
-      mine.push_back({counter, handle.value});
+      mine.push_back({counter, handle.value, labels_of(counter)});
     }
     opened.insert(opened.end(), mine.begin(), mine.end());
   }

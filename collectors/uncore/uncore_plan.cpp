@@ -173,8 +173,8 @@ void plan_memory(const std::string& devices, const Topology& topology, UncorePla
         if (!event.problem.empty()) problem = event.problem;
         if (!problem.empty()) break;
         for (const HardwareThread* thread : threads) {
-          counters.push_back(
-              {quantity, event.encoding, thread->cpu, thread->package, event.bytes_per_count});
+          counters.push_back({quantity, event.encoding, thread->cpu, thread->package,
+                              event.bytes_per_count, "", 0});
         }
       }
       if (!problem.empty()) break;
@@ -218,10 +218,54 @@ void plan_msr(const std::string& devices, const Topology& topology, UncorePlan& 
       continue;
     }
     for (const HardwareThread& thread : topology.threads()) {
-      plan.counters.push_back({quantity, event.encoding, thread.cpu, thread.package, 1});
+      plan.counters.push_back({quantity, event.encoding, thread.cpu, thread.package, 1, "", 0});
     }
     state.detail = "every CPU";
   }
+}
+
+// The cstate PMUs (arch/x86/events/intel/cstate.c; AMD has none): every events/<state>-residency,
+// format event:config:0-63, opened on each CPU the cpumask names (per core or per package).
+void plan_cstate(const std::string& devices, const Topology& topology, Quantity quantity,
+                 const char* pmu, UncorePlan& plan) {
+  SourceState& state = plan.sources[static_cast<std::size_t>(quantity)];
+  state.pmu = pmu;
+  const std::string dir = devices + "/" + pmu;
+  if (!fs::exists(dir + "/type")) {
+    state.reason = kReasonAbsent;
+    state.detail = dir +
+                   "/type is missing: no C-state residency counters (AMD, a VM, or a CPU "
+                   "intel_cstate does not know)";
+    return;
+  }
+  std::vector<std::string> events;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir + "/events", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (ends_with(name, "-residency")) events.push_back(name);
+  }
+  std::sort(events.begin(), events.end());
+  std::string problem;
+  const auto threads = cpumask_threads(dir, topology, problem);
+  if (events.empty() && problem.empty()) problem = dir + "/events lists no *-residency event";
+  std::vector<PlannedCounter> counters;
+  for (const std::string& name : events) {
+    if (!problem.empty()) break;
+    const auto event = encode(dir, pmu, name.c_str(), nullptr, 0, false);
+    problem = event.problem;
+    for (const HardwareThread* thread : threads) {
+      const std::string state_name = name.substr(0, name.size() - std::string("-residency").size());
+      counters.push_back(
+          {quantity, event.encoding, thread->cpu, thread->package, 1, state_name, thread->core});
+    }
+  }
+  if (!problem.empty()) {
+    state.reason = kReasonUnusable;
+    state.detail = problem;
+    return;
+  }
+  state.detail = std::to_string(threads.size()) + " CPU(s)";
+  plan.counters.insert(plan.counters.end(), counters.begin(), counters.end());
 }
 
 }  // namespace
@@ -233,6 +277,8 @@ const char* source_name(Quantity quantity) {
     case Quantity::aperf: return "msr_aperf";
     case Quantity::mperf: return "msr_mperf";
     case Quantity::tsc: return "msr_tsc";
+    case Quantity::cstate_core: return "cstate_core";
+    case Quantity::cstate_package: return "cstate_pkg";
   }
   return "unknown";
 }
@@ -262,13 +308,16 @@ std::optional<std::uint64_t> bytes_per_count(std::string_view scale_text, std::s
 
 UncorePlan plan_uncore(const std::string& sysfs_root, const Topology& topology) {
   UncorePlan plan;
-  for (Quantity quantity : {Quantity::memory_read, Quantity::memory_write, Quantity::aperf,
-                            Quantity::mperf, Quantity::tsc}) {
+  for (Quantity quantity :
+       {Quantity::memory_read, Quantity::memory_write, Quantity::aperf, Quantity::mperf,
+        Quantity::tsc, Quantity::cstate_core, Quantity::cstate_package}) {
     plan.sources.push_back({quantity, "", kReasonOk, ""});
   }
   const std::string devices = devices_dir(sysfs_root);
   plan_memory(devices, topology, plan);
   plan_msr(devices, topology, plan);
+  plan_cstate(devices, topology, Quantity::cstate_core, "cstate_core", plan);
+  plan_cstate(devices, topology, Quantity::cstate_package, "cstate_pkg", plan);
   return plan;
 }
 

@@ -14,7 +14,8 @@
 namespace hwperf::uncore {
 
 // What one counter measures; each is one family.
-enum class Quantity { memory_read, memory_write, aperf, mperf, tsc };
+enum class Quantity { memory_read, memory_write, aperf, mperf, tsc, cstate_core, cstate_package };
+inline constexpr std::size_t kQuantityCount = 7;
 
 // The availability gauge's `source` label for each quantity ("memory_read", "msr_aperf", ...).
 const char* source_name(Quantity quantity);
@@ -27,6 +28,9 @@ struct PlannedCounter {
   // Memory counters: bytes per count, an exact integer (64 for one CAS of a 64-byte line), from
   // the kernel's .scale and .unit. Cycle counters: 1.
   std::uint64_t bytes_per_count = 1;
+  // C-state residency counters: the state ("c6" of c6-residency) and, per core, the core id.
+  std::string state;
+  unsigned core = 0;
 };
 
 // Why a quantity is or is not counted here: the availability gauge's `reason` label.
@@ -49,7 +53,9 @@ struct UncorePlan {
   std::vector<SourceState> sources;  // one per Quantity, in enum order
 };
 
-// Reads <sysfs_root>/bus/event_source/devices. Memory bandwidth comes from the first PMU family
+// Reads <sysfs_root>/bus/event_source/devices. C-state residency comes from `cstate_core` (one
+// CPU per core in its cpumask) and `cstate_pkg` (one per package), every *-residency event they
+// list. Memory bandwidth comes from the first PMU family
 // found of: Intel server IMC boxes `uncore_imc_<N>` (events cas_count_read/cas_count_write),
 // Intel client `uncore_imc` (data_reads/data_writes), AMD Zen 4+ `amd_umc_<N>`; the others
 // (`uncore_imc_free_running_<N>` counts the same traffic again) are left alone. Never throws for

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -124,7 +125,7 @@ TEST_CASE(
                    {{"source", "memory_read"}, {"pmu", "uncore_imc"}, {"reason", "ok"}}) == 1);
   }
   // --check-config names the PMU and the CPU each package is counted on.
-  REQUIRE(report.size() == 5);
+  REQUIRE(report.size() == uncore::kQuantityCount);
   CHECK(report[0].find("uncore_imc, 8 box(es)") != std::string::npos);
   CHECK(report[0].find("package 0 on cpu 0; package 1 on cpu 56") != std::string::npos);
 }
@@ -187,7 +188,7 @@ TEST_CASE("missing PMUs and refused opens are states, exported and reported", "[
     }
     CHECK(find_samples(samples, "hwperf_memory_read_bytes_total").empty());
     CHECK(find_samples(samples, "hwperf_msr_tsc_cycles_total").empty());
-    REQUIRE(report.size() == 5);
+    REQUIRE(report.size() == uncore::kQuantityCount);
     CHECK(report[0].find("not counted (absent)") != std::string::npos);
   }
   SECTION("an msr PMU with tsc only (a VM): aperf and mperf absent, tsc per CPU") {
@@ -221,4 +222,66 @@ TEST_CASE("missing PMUs and refused opens are states, exported and reported", "[
                    {{"source", "memory_write"}, {"reason", "permission_denied"}}) == 0);
     CHECK(find_samples(samples, "hwperf_memory_write_bytes_total").empty());
   }
+}
+
+TEST_CASE("C-state residency per core and per package from the cstate PMUs' cpumask CPUs",
+          "[uncore]") {
+  // 2 packages x 2 cores x 2 threads: CPUs 0-3 in package 0, 4-7 in package 1.
+  const Topology topology = synthetic("pack:2 core:2 pu:2");
+  TempDir root;
+  write_cstate(root, "cstate_core", 30, "0,2,4,6", kCoreCstates);
+  write_cstate(root, "cstate_pkg", 31, "0,4", kPackageCstates);
+  auto state = std::make_shared<FakeState>();
+  auto collector = uncore::make_uncore_collector(
+      uncore::plan_uncore((root.path() / "sys").string(), topology),
+      std::make_unique<FakeBackend>(state), (root.path() / "proc").string());
+  REQUIRE(state->opened.size() == 4 * std::size(kCoreCstates) + 2 * std::size(kPackageCstates));
+
+  // Expected series from what was opened: per core (its first thread's core id and package) or
+  // per package, with the state named by the event.
+  std::map<std::map<std::string, std::string>, std::uint64_t> core_expected, package_expected;
+  for (std::size_t handle = 0; handle < state->opened.size(); ++handle) {
+    const Opened& open = state->opened[handle];
+    const HardwareThread* thread = topology.find(open.cpu);
+    REQUIRE(thread != nullptr);
+    const bool per_core = open.event.name.rfind("cstate_core/", 0) == 0;
+    CHECK(open.event.type == (per_core ? 30u : 31u));
+    const std::string event = open.event.name.substr(open.event.name.find('/') + 1);
+    const std::string name = event.substr(0, event.find("-residency"));
+    bool known = false;
+    for (const CstateEvent& e :
+         per_core
+             ? std::vector<CstateEvent>(std::begin(kCoreCstates), std::end(kCoreCstates))
+             : std::vector<CstateEvent>(std::begin(kPackageCstates), std::end(kPackageCstates))) {
+      if (name == e.state) {
+        CHECK(open.event.config == e.code);
+        known = true;
+      }
+    }
+    CHECK(known);
+    state->counts[handle] = 5000 + 17 * handle;
+    if (per_core) {
+      CHECK((open.cpu % 2) == 0);  // the cpumask's CPU: the core's first thread
+      core_expected[{{"core", std::to_string(thread->core)},
+                     {"package", std::to_string(thread->package)},
+                     {"state", name}}] += state->counts[handle];
+    } else {
+      CHECK((open.cpu == 0 || open.cpu == 4));
+      package_expected[{{"package", std::to_string(thread->package)}, {"state", name}}] +=
+          state->counts[handle];
+    }
+  }
+  const auto samples = scrape(*collector);
+  CHECK(find_samples(samples, "hwperf_cstate_core_residency_cycles_total").size() ==
+        core_expected.size());
+  for (const auto& [labels, cycles] : core_expected) {
+    CHECK(value_of(samples, "hwperf_cstate_core_residency_cycles_total", labels) ==
+          static_cast<double>(cycles));
+  }
+  for (const auto& [labels, cycles] : package_expected) {
+    CHECK(value_of(samples, "hwperf_cstate_package_residency_cycles_total", labels) ==
+          static_cast<double>(cycles));
+  }
+  CHECK(value_of(samples, "hwperf_uncore_source_available",
+                 {{"source", "cstate_pkg"}, {"pmu", "cstate_pkg"}, {"reason", "ok"}}) == 1);
 }

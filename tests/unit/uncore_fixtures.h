@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -86,6 +87,35 @@ inline void write_msr(const TempDir& root, bool with_aperf_mperf) {
   if (with_aperf_mperf) {
     root.write(dir + "events/aperf", "event=0x01\n");
     root.write(dir + "events/mperf", "event=0x02\n");
+  }
+}
+
+// The cstate PMUs, arch/x86/events/intel/cstate.c (v6.6): the comment at the top lists the
+// counters and their perf codes (core: C1 0x00, C3 0x01, C6 0x02, C7 0x03; package: C2 0x00,
+// C3 0x01, C6 0x02, C7 0x03, C8 0x04, C9 0x05, C10 0x06); the events are named
+// "c<N>-residency" and written "event=0x.." (DEFINE_CSTATE_FORMAT_ATTR: event config:0-63);
+// cstate_core's cpumask names one CPU per core, cstate_pkg's one per package.
+struct CstateEvent {
+  const char* state;
+  std::uint64_t code;
+};
+inline constexpr CstateEvent kCoreCstates[] = {
+    {"c1", 0x00}, {"c3", 0x01}, {"c6", 0x02}, {"c7", 0x03}};
+inline constexpr CstateEvent kPackageCstates[] = {{"c2", 0x00}, {"c3", 0x01}, {"c6", 0x02},
+                                                  {"c7", 0x03}, {"c8", 0x04}, {"c9", 0x05},
+                                                  {"c10", 0x06}};
+
+template <std::size_t N>
+void write_cstate(const TempDir& root, const std::string& pmu, unsigned type,
+                  const std::string& cpumask, const CstateEvent (&events)[N]) {
+  const std::string dir = pmu_path(pmu);
+  root.write(dir + "type", std::to_string(type) + "\n");
+  root.write(dir + "cpumask", cpumask + "\n");
+  root.write(dir + "format/event", "config:0-63\n");
+  for (const CstateEvent& event : events) {
+    char code[8];
+    std::snprintf(code, sizeof code, "0x%02x", static_cast<unsigned>(event.code));
+    root.write(dir + "events/" + event.state + "-residency", std::string("event=") + code + "\n");
   }
 }
 
