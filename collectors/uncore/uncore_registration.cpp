@@ -28,8 +28,12 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
                       : "resctrl: not counted (" + resctrl.reason + "): " + resctrl.detail);
   return lines;
 }
+// Perf counters and the resctrl files held open (those are opened here and closed again).
 FileNeed files(const Config& config, const Topology& topology) {
-  const auto count = uncore::plan_uncore(config.paths.sysfs, topology).counters.size();
+  const std::string& sysfs = config.paths.sysfs;
+  const auto count =
+      uncore::plan_uncore(sysfs, topology).counters.size() +
+      uncore::open_resctrl(sysfs, uncore::l3_packages(sysfs, topology)).counters.size();
   return {"uncore: " + std::to_string(count) + " counters", static_cast<unsigned long>(count)};
 }
 
