@@ -289,16 +289,9 @@ std::optional<std::uint64_t> bytes_per_count(std::string_view scale_text, std::s
       {"B", 1.0}, {"Bytes", 1.0}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
   const auto found = kUnitBytes.find(trim(unit));
   if (found == kUnitBytes.end()) return std::nullopt;
-  const std::string text(trim(scale_text));
-  double scale = 0;
-  std::size_t used = 0;
-  try {
-    scale = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  if (used != text.size() || !(scale > 0) || !std::isfinite(scale)) return std::nullopt;
-  const double bytes = scale * found->second;
+  const auto scale = perf::parse_event_scale(scale_text);
+  if (!scale) return std::nullopt;
+  const double bytes = *scale * found->second;
   const double rounded = std::round(bytes);
   if (rounded < 1 || rounded > 1048576.0 || std::fabs(bytes - rounded) > 1e-9 * rounded) {
     return std::nullopt;
