@@ -5,7 +5,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <string_view>
 #include <utility>
 
 #include "collectors/metrics.h"
@@ -24,36 +23,28 @@ struct OpenedCounter {
 
 struct FamilySpec {
   Quantity quantity;
-  std::initializer_list<std::string_view> parts;  // the name's words, before "_total"
+  const char* name;  // after "hwperf_", before "_total"
   const char* help;
 };
 
-// Static storage: each initializer_list's array lives as long as the table.
 const FamilySpec kFamilies[] = {
-    {Quantity::memory_read,
-     {"memory", "read", "bytes"},
+    {Quantity::memory_read, "memory_read_bytes",
      "Bytes read from memory by the package's memory controllers (IMC or UMC CAS commands times "
      "the bytes each moves) since the exporter started."},
-    {Quantity::memory_write,
-     {"memory", "write", "bytes"},
+    {Quantity::memory_write, "memory_write_bytes",
      "Bytes written to memory by the package's memory controllers since the exporter started."},
-    {Quantity::aperf,
-     {"msr", "aperf", "cycles"},
+    {Quantity::aperf, "msr_aperf_cycles",
      "Actual performance cycles (APERF: the clock the CPU really ran at, only while not idle) "
      "since the exporter started."},
-    {Quantity::mperf,
-     {"msr", "mperf", "cycles"},
+    {Quantity::mperf, "msr_mperf_cycles",
      "Maximum performance cycles (MPERF: at the TSC rate, only while not idle) since the exporter "
      "started; rate(aperf) / rate(mperf) * TSC rate is the effective clock."},
-    {Quantity::tsc,
-     {"msr", "tsc", "cycles"},
+    {Quantity::tsc, "msr_tsc_cycles",
      "Time stamp counter cycles since the exporter started: its rate is the TSC frequency."},
-    {Quantity::cstate_core,
-     {"cstate", "core", "residency", "cycles"},
+    {Quantity::cstate_core, "cstate_core_residency_cycles",
      "TSC cycles the core spent in the C-state `state` (cstate_core PMU) since the exporter "
      "started; divided by the rate of hwperf_msr_tsc_cycles_total, the share of time."},
-    {Quantity::cstate_package,
-     {"cstate", "package", "residency", "cycles"},
+    {Quantity::cstate_package, "cstate_package_residency_cycles",
      "TSC cycles the package spent in the package C-state `state` (cstate_pkg PMU) since the "
      "exporter started."},
 };
@@ -98,7 +89,7 @@ class UncoreCollector final : public Collector {
         resctrl_(std::move(resctrl.counters)) {
     for (const FamilySpec& spec : kFamilies) {
       templates_[static_cast<std::size_t>(spec.quantity)] =
-          make_counter_family(spec.parts, spec.help);
+          make_counter_family({spec.name}, spec.help);
     }
     auto available = make_gauge_family(
         {"uncore", "source", "available"},
