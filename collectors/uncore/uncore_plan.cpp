@@ -42,6 +42,10 @@ constexpr MemoryFamily kMemoryFamilies[] = {
     // (tools/perf/pmu-events/arch/x86/amdzen4/memory-controller.json: umc_cas_cmd.rd/.wr are
     // EventCode 0x0a with RdWrMask 0x1/0x2); one CAS moves one 64-byte line.
     {"amd_umc", true, nullptr, nullptr, "event=0x0a,rdwrmask=0x1", "event=0x0a,rdwrmask=0x2", 64},
+    // Intel client parts from Tiger Lake on have only free-running IMC counters
+    // (arch/x86/events/intel/uncore_snb.c, tgl_uncore_imc_events: data_read/data_write with
+    // .scale and .unit). Last, because on servers they count what uncore_imc_<N> counts.
+    {"uncore_imc_free_running", true, "data_read", "data_write", nullptr, nullptr, 0},
 };
 
 std::string devices_dir(const std::string& sysfs_root) {
@@ -191,8 +195,9 @@ void plan_memory(const std::string& devices, const Topology& topology, UncorePla
   }
   read.reason = write.reason = kReasonAbsent;
   read.detail = write.detail =
-      "no memory controller PMU (uncore_imc_<N>, uncore_imc, amd_umc_<N>) under " + devices +
-      ": a VM, a CPU the kernel has no uncore driver for, or a kernel older than the CPU";
+      "no memory controller PMU (uncore_imc_<N>, uncore_imc, amd_umc_<N>, "
+      "uncore_imc_free_running_<N>) under " +
+      devices + ": a VM, a CPU the kernel has no uncore driver for, or a kernel older than the CPU";
 }
 
 // The msr PMU (arch/x86/events/msr.c) counts per CPU and has no cpumask: one counter per CPU.

@@ -57,8 +57,9 @@ struct UncorePlan {
 // CPU per core in its cpumask) and `cstate_pkg` (one per package), every *-residency event they
 // list. Memory bandwidth comes from the first PMU family
 // found of: Intel server IMC boxes `uncore_imc_<N>` (events cas_count_read/cas_count_write),
-// Intel client `uncore_imc` (data_reads/data_writes), AMD Zen 4+ `amd_umc_<N>`; the others
-// (`uncore_imc_free_running_<N>` counts the same traffic again) are left alone. Never throws for
+// Intel client `uncore_imc` (data_reads/data_writes), AMD Zen 4+ `amd_umc_<N>`, Intel client
+// `uncore_imc_free_running_<N>` (data_read/data_write; on servers it counts what
+// uncore_imc_<N> counts, so it is used only when nothing before it is there). Never throws for
 // what the machine lacks: that is a SourceState.
 UncorePlan plan_uncore(const std::string& sysfs_root, const Topology& topology);
 

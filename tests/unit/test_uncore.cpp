@@ -39,7 +39,7 @@ constexpr std::uint64_t config_of(std::uint64_t event, std::uint64_t umask) {
 }
 
 // Bytes per CAS as the kernel states them: .scale in .unit (MiB).
-double spr_bytes_per_cas() { return std::stod(kSprCasScale) * 1024.0 * 1024.0; }
+double imc_bytes_per_count() { return std::stod(kImcMiBPerCount) * 1024.0 * 1024.0; }
 
 }  // namespace
 
@@ -117,9 +117,9 @@ TEST_CASE(
     for (unsigned package : {0u, 1u}) {
       const std::map<std::string, std::string> labels = {{"package", std::to_string(package)}};
       CHECK(value_of(samples, "hwperf_memory_read_bytes_total", labels) ==
-            static_cast<double>(cas[{package, true}]) * spr_bytes_per_cas());
+            static_cast<double>(cas[{package, true}]) * imc_bytes_per_count());
       CHECK(value_of(samples, "hwperf_memory_write_bytes_total", labels) ==
-            static_cast<double>(cas[{package, false}]) * spr_bytes_per_cas());
+            static_cast<double>(cas[{package, false}]) * imc_bytes_per_count());
     }
     CHECK(value_of(samples, "hwperf_uncore_source_available",
                    {{"source", "memory_read"}, {"pmu", "uncore_imc"}, {"reason", "ok"}}) == 1);
@@ -165,6 +165,36 @@ TEST_CASE("a two-socket Zen 4: amd_umc boxes of each socket give bytes per packa
     CHECK(value_of(samples, "hwperf_memory_write_bytes_total", labels) ==
           static_cast<double>(cas[{package, false}] * kBytesPerCas));
   }
+}
+
+TEST_CASE("a Tiger Lake client: its free-running IMC counters, used when no other IMC is there",
+          "[uncore]") {
+  const Topology topology = synthetic("pack:1 core:4 pu:2");
+  TempDir root;
+  write_tgl_imc(root, 2);
+  auto state = std::make_shared<FakeState>();
+  auto collector = uncore::make_uncore_collector(
+      uncore::plan_uncore((root.path() / "sys").string(), topology),
+      std::make_unique<FakeBackend>(state), (root.path() / "proc").string());
+  REQUIRE(state->opened.size() == 2 * 2);
+  std::uint64_t read_cas = 0, write_cas = 0;
+  for (std::size_t handle = 0; handle < state->opened.size(); ++handle) {
+    const Opened& open = state->opened[handle];
+    CHECK(open.cpu == 0);
+    const bool read = open.event.name.find("data_read") != std::string::npos;
+    CHECK(open.event.config == config_of(0xff, read ? 0x20 : 0x30));
+    state->counts[handle] = 123457 * (handle + 1);
+    (read ? read_cas : write_cas) += state->counts[handle];
+  }
+  const auto samples = scrape(*collector);
+  CHECK(value_of(samples, "hwperf_memory_read_bytes_total", {{"package", "0"}}) ==
+        static_cast<double>(read_cas) * imc_bytes_per_count());
+  CHECK(value_of(samples, "hwperf_memory_write_bytes_total", {{"package", "0"}}) ==
+        static_cast<double>(write_cas) * imc_bytes_per_count());
+  CHECK(
+      value_of(samples, "hwperf_uncore_source_available",
+               {{"source", "memory_read"}, {"pmu", "uncore_imc_free_running"}, {"reason", "ok"}}) ==
+      1);
 }
 
 TEST_CASE("missing PMUs and refused opens are states, exported and reported", "[uncore]") {

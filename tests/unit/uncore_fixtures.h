@@ -31,7 +31,8 @@ inline std::string pmu_path(const std::string& pmu) {
 // and every box's cpumask names one CPU per package (uncore_pmu_attr cpumask).
 inline constexpr std::uint64_t kSprCasReadEvent = 0x05, kSprCasReadUmask = 0xcf;
 inline constexpr std::uint64_t kSprCasWriteEvent = 0x05, kSprCasWriteUmask = 0xf0;
-inline constexpr const char* kSprCasScale = "6.103515625e-5";
+// Both SPR and TGL write this .scale, in MiB (64 bytes per count).
+inline constexpr const char* kImcMiBPerCount = "6.103515625e-5";
 inline constexpr unsigned kSprBoxType0 = 40;  // dynamic types: each box its own
 
 inline void write_spr_imc(const TempDir& root, unsigned boxes, const std::string& cpumask) {
@@ -46,10 +47,10 @@ inline void write_spr_imc(const TempDir& root, unsigned boxes, const std::string
     root.write(dir + "format/thresh8", "config:24-31\n");
     root.write(dir + "events/clockticks", "event=0x01,umask=0x00\n");
     root.write(dir + "events/cas_count_read", "event=0x05,umask=0xcf\n");
-    root.write(dir + "events/cas_count_read.scale", std::string(kSprCasScale) + "\n");
+    root.write(dir + "events/cas_count_read.scale", std::string(kImcMiBPerCount) + "\n");
     root.write(dir + "events/cas_count_read.unit", "MiB\n");
     root.write(dir + "events/cas_count_write", "event=0x05,umask=0xf0\n");
-    root.write(dir + "events/cas_count_write.scale", std::string(kSprCasScale) + "\n");
+    root.write(dir + "events/cas_count_write.scale", std::string(kImcMiBPerCount) + "\n");
     root.write(dir + "events/cas_count_write.unit", "MiB\n");
   }
   // The free-running IMC counters count the same traffic: the collector must leave them alone.
@@ -74,6 +75,27 @@ inline void write_zen4_umc(const TempDir& root, unsigned first_box, unsigned box
     root.write(dir + "cpumask", cpumask + "\n");
     root.write(dir + "format/event", "config:0-7\n");
     root.write(dir + "format/rdwrmask", "config:8-9\n");
+  }
+}
+
+// Tiger Lake client IMC, arch/x86/events/intel/uncore_snb.c (v6.6): only free-running counters,
+// PMUs uncore_imc_free_running_<N>, tgl_uncore_imc_events data_read "event=0xff,umask=0x20" and
+// data_write "event=0xff,umask=0x30", each with .scale "6.103515625e-5" and .unit "MiB"; event
+// and umask fill config:0-7 and config:8-15.
+inline void write_tgl_imc(const TempDir& root, unsigned boxes) {
+  for (unsigned box = 0; box < boxes; ++box) {
+    const std::string dir = pmu_path("uncore_imc_free_running_" + std::to_string(box));
+    root.write(dir + "type", std::to_string(16 + box) + "\n");
+    root.write(dir + "cpumask", "0\n");
+    root.write(dir + "format/event", "config:0-7\n");
+    root.write(dir + "format/umask", "config:8-15\n");
+    for (const char* event : {"data_read", "data_write"}) {
+      const bool read = std::string(event) == "data_read";
+      root.write(dir + "events/" + event,
+                 read ? "event=0xff,umask=0x20\n" : "event=0xff,umask=0x30\n");
+      root.write(dir + "events/" + event + ".scale", std::string(kImcMiBPerCount) + "\n");
+      root.write(dir + "events/" + event + ".unit", "MiB\n");
+    }
   }
 }
 
