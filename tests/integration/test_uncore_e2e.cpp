@@ -11,7 +11,7 @@
 using namespace hwperf;
 using namespace hwperf::test;
 
-TEST_CASE("--check-config reports the uncore PMUs found per package", "[uncore]") {
+TEST_CASE("the binary's --check-config reports the uncore PMUs found per package", "[uncore]") {
   constexpr unsigned kCoresPerPackage = 56;
   TempDir root;
   uncore_fixture::write_spr_imc(root, 8, "0," + std::to_string(kCoresPerPackage));
