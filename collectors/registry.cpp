@@ -9,6 +9,7 @@
 #include "collectors/process/process_registration.h"
 #include "collectors/rapl/rapl_registration.h"
 #include "collectors/topology/topology_registration.h"
+#include "collectors/uncore/uncore_registration.h"
 #include "config/errors.h"
 
 namespace hwperf {
@@ -42,7 +43,7 @@ const std::vector<const CollectorEntry*>& collector_registry() {
   // topology's families first.
   static const std::vector<const CollectorEntry*> entries = {
       &topology_collector_entry(), &papi_collector_entry(),   &rapl_collector_entry(),
-      &process_collector_entry(),  &cgroup_collector_entry(),
+      &process_collector_entry(),  &cgroup_collector_entry(), &uncore_collector_entry(),
   };
   return entries;
 }

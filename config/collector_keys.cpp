@@ -457,7 +457,10 @@ Key collectors_section(Problems& problems, CollectorsConfig& collectors) {
              dump_value(cgroup.max_cgroups)},
             between_key(problems, "rescan_interval_seconds",
                         "collectors.cgroup.rescan_interval_seconds", cgroup.rescan_interval_seconds,
-                        kMinRescanIntervalSeconds, kMaxRescanIntervalSeconds, "seconds")})});
+                        kMinRescanIntervalSeconds, kMaxRescanIntervalSeconds, "seconds")}),
+       section(problems, "uncore", "collectors.uncore",
+               {bool_key(problems, "enabled", "collectors.uncore.enabled",
+                         collectors.uncore.enabled)})});
 }
 
 }  // namespace hwperf::config_schema

@@ -235,12 +235,20 @@ struct CgroupCollectorConfig {
   double rescan_interval_seconds = 3;
 };
 
+// The uncore collector (collectors/uncore): memory controller PMUs and the msr PMU. Off by default:
+// its system-wide events need kernel.perf_event_paranoid <= 0 or CAP_PERFMON, and the msr PMU
+// holds three descriptors per CPU.
+struct UncoreCollectorConfig {
+  bool enabled = false;
+};
+
 struct CollectorsConfig {
   TopologyCollectorConfig topology;
   PapiCollectorConfig papi;
   RaplCollectorConfig rapl;
   ProcessCollectorConfig process;
   CgroupCollectorConfig cgroup;
+  UncoreCollectorConfig uncore;
 };
 
 struct Config {

@@ -140,6 +140,9 @@ const std::vector<KeyText>& config_texts() {
        "how often the hierarchy is walked in the background for cgroups that appear and go", "",
        "a number from " + format_number(kMinRescanIntervalSeconds) + " to " +
            format_number(kMaxRescanIntervalSeconds)},
+      {"collectors.uncore.enabled",
+       "count memory traffic per package (IMC, UMC) and aperf/mperf/tsc per CPU from the "
+       "kernel's perf PMUs ([uncore](collectors/uncore.md)); needs root or CAP_PERFMON"},
   };
   return texts;
 }

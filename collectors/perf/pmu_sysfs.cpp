@@ -1,5 +1,6 @@
 #include "collectors/perf/pmu_sysfs.h"
 
+#include <cmath>
 #include <filesystem>
 #include <cstring>
 #include <stdexcept>
@@ -9,6 +10,20 @@
 
 namespace hwperf::perf {
 namespace fs = std::filesystem;
+
+std::optional<double> parse_event_scale(std::string_view text) {
+  const std::string trimmed(trim(text));
+  if (trimmed.empty()) return std::nullopt;
+  std::size_t used = 0;
+  double scale = 0;
+  try {
+    scale = std::stod(trimmed, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != trimmed.size() || !(scale > 0) || !std::isfinite(scale)) return std::nullopt;
+  return scale;
+}
 
 std::map<std::string, std::string> read_formats(const std::string& pmu_dir) {
   std::map<std::string, std::string> formats;

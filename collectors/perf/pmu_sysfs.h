@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,11 @@ struct PerfEventConfig {
 // `formats` maps term name to that file's text. Throws std::invalid_argument naming the term.
 PerfEventConfig parse_perf_event(std::string_view text,
                                  const std::map<std::string, std::string>& formats);
+
+// An event's .scale file ("2.3283064365386962890625e-10", "6.103515625e-5"): a finite number
+// above 0 written as the whole text (surrounding whitespace aside); nothing otherwise. The RAPL
+// perf source and the uncore collector read every .scale through this.
+std::optional<double> parse_event_scale(std::string_view text);
 
 // <pmu_dir>/format/*: term name -> the file's text ("config:0-7"); empty when unreadable.
 std::map<std::string, std::string> read_formats(const std::string& pmu_dir);

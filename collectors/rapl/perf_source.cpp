@@ -124,17 +124,9 @@ std::optional<PmuEvent> describe_event(const std::string& pmu_dir, const std::st
 }  // namespace
 
 std::optional<std::uint64_t> counts_per_joule_from_scale(std::string_view scale_text) {
-  const std::string text(trim(scale_text));
-  if (text.empty()) return std::nullopt;
-  std::size_t used = 0;
-  double scale = 0;
-  try {
-    scale = std::stod(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  if (used != text.size() || !(scale > 0) || !std::isfinite(scale) || scale > 1)
-    return std::nullopt;
+  const auto parsed = perf::parse_event_scale(scale_text);
+  if (!parsed || *parsed > 1) return std::nullopt;
+  const double scale = *parsed;
   const double reciprocal = 1.0 / scale;
   const double rounded = std::round(reciprocal);
   // Up to 2^62 counts per joule, so that EnergyTotal's remainder arithmetic cannot overflow.

@@ -37,12 +37,12 @@ done
 
 step "promtool check config deploy/prometheus.yml (with its rule files)"
 promtool check config "$src/deploy/prometheus.yml" || fail "deploy/prometheus.yml"
-for rules in rules.yml group_rules.yml container_energy.rules.yml; do
+for rules in rules.yml group_rules.yml container_energy.rules.yml uncore.rules.yml; do
   grep -q "prometheus/$rules" "$src/deploy/prometheus.yml" || fail "deploy/prometheus.yml does not load prometheus/$rules"
 done
 
 step "promtool check rules / test rules deploy/prometheus/"
-for rules in rules.yml group_rules.yml container_energy.rules.yml; do
+for rules in rules.yml group_rules.yml container_energy.rules.yml uncore.rules.yml; do
   promtool check rules "$src/deploy/prometheus/$rules" || fail "deploy/prometheus/$rules"
 done
 (cd "$src/deploy/prometheus" && promtool test rules rules_test.yml) || fail "deploy/prometheus/rules_test.yml"

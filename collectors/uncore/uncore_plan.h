@@ -1,0 +1,74 @@
+// What the uncore collector will count on this machine, found in sysfs alone (no counter opened):
+// the kernel's own perf PMUs under <sysfs>/bus/event_source/devices, one counter per PMU box per
+// CPU its cpumask names (one CPU per package for uncore PMUs), or per CPU for the `msr` PMU,
+// which has no cpumask. --check-config prints this plan; the collector opens it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectors/perf/perf_event.h"
+#include "topology/topology.h"
+
+namespace hwperf::uncore {
+
+// What one counter measures; each is one family.
+enum class Quantity { memory_read, memory_write, aperf, mperf, tsc, cstate_core, cstate_package };
+inline constexpr std::size_t kQuantityCount = 7;
+
+// The availability gauge's `source` label for each quantity ("memory_read", "msr_aperf", ...).
+const char* source_name(Quantity quantity);
+
+struct PlannedCounter {
+  Quantity quantity = Quantity::tsc;
+  perf::EventEncoding encoding;  // name: "uncore_imc_3/cas_count_read/"
+  unsigned cpu = 0;
+  unsigned package = 0;
+  // Memory counters: bytes per count, an exact integer (64 for one CAS of a 64-byte line), from
+  // the kernel's .scale and .unit. Cycle counters: 1.
+  std::uint64_t bytes_per_count = 1;
+  // C-state residency counters: the state ("c6" of c6-residency) and, per core, the core id.
+  std::string state;
+  unsigned core = 0;
+};
+
+// Why a quantity is or is not counted here: the availability gauge's `reason` label.
+inline constexpr const char* kReasonOk = "ok";
+inline constexpr const char* kReasonAbsent = "absent";  // no such PMU or event in sysfs
+inline constexpr const char* kReasonPermission = "permission_denied";
+inline constexpr const char* kReasonOpenFailed = "open_failed";
+inline constexpr const char* kReasonUnusable =
+    "unusable";  // a file the kernel wrote we cannot read
+
+struct SourceState {
+  Quantity quantity = Quantity::tsc;
+  std::string pmu;  // "uncore_imc", "amd_umc", "msr"; "" when none was found
+  std::string reason = kReasonOk;
+  std::string detail;  // for the log and --check-config: path, event, remedy
+};
+
+struct UncorePlan {
+  std::vector<PlannedCounter> counters;
+  std::vector<SourceState> sources;  // one per Quantity, in enum order
+};
+
+// Reads <sysfs_root>/bus/event_source/devices. C-state residency comes from `cstate_core` (one
+// CPU per core in its cpumask) and `cstate_pkg` (one per package), every *-residency event they
+// list. Memory bandwidth comes from the first PMU family
+// found of: Intel server IMC boxes `uncore_imc_<N>` (events cas_count_read/cas_count_write),
+// Intel client `uncore_imc` (data_reads/data_writes), AMD Zen 4+ `amd_umc_<N>`, Intel client
+// `uncore_imc_free_running_<N>` (data_read/data_write; on servers it counts what
+// uncore_imc_<N> counts, so it is used only when nothing before it is there). Never throws for
+// what the machine lacks: that is a SourceState.
+UncorePlan plan_uncore(const std::string& sysfs_root, const Topology& topology);
+
+// Bytes per count from an event's .scale and .unit texts ("6.103515625e-5", "MiB" -> 64); nothing
+// unless their product is a whole number of bytes (so that totals stay exact in integers).
+std::optional<std::uint64_t> bytes_per_count(std::string_view scale, std::string_view unit);
+
+// --check-config lines: per quantity, the PMU and events found and the CPU each package is
+// counted on, or why not.
+std::vector<std::string> describe_plan(const UncorePlan& plan);
+
+}  // namespace hwperf::uncore

@@ -1,0 +1,10 @@
+// The uncore collector's entry in the collector registry (collectors/collector_entry.h).
+#pragma once
+
+#include "collectors/collector_entry.h"
+
+namespace hwperf {
+
+const CollectorEntry& uncore_collector_entry();
+
+}  // namespace hwperf
