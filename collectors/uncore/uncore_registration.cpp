@@ -40,8 +40,9 @@ FileNeed files(const Config& config, const Topology& topology) {
 }  // namespace
 
 const CollectorEntry& uncore_collector_entry() {
-  static const CollectorEntry entry = {"uncore", &enabled, &make,   &check,
-                                       &files,   nullptr,  nullptr, nullptr};
+  // Its PMUs count the whole package and the msr PMU every CPU: system-wide privileges.
+  static const CollectorEntry entry = {"uncore", &enabled, &make,   &check,  &files,
+                                       nullptr,  nullptr,  nullptr, nullptr, true};
   return entry;
 }
 

@@ -126,7 +126,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a 401 takes as long for an unknown user as for a known one with a cost-5 hash",
-          "[web][e2e]") {
+          "[web][e2e][serial]") {
   const AuthenticatedExporter setup(5);  // htpasswd -B's default cost
   test::RunningExporter exporter(setup.args());
   std::vector<double> unknown, known;
