@@ -458,9 +458,14 @@ Key collectors_section(Problems& problems, CollectorsConfig& collectors) {
             between_key(problems, "rescan_interval_seconds",
                         "collectors.cgroup.rescan_interval_seconds", cgroup.rescan_interval_seconds,
                         kMinRescanIntervalSeconds, kMaxRescanIntervalSeconds, "seconds")}),
-       section(problems, "uncore", "collectors.uncore",
-               {bool_key(problems, "enabled", "collectors.uncore.enabled",
-                         collectors.uncore.enabled)})});
+       section(
+           problems, "uncore", "collectors.uncore",
+           {bool_key(problems, "enabled", "collectors.uncore.enabled", collectors.uncore.enabled),
+            zero_or_between_key(problems, "peak_memory_bytes_per_second",
+                                "collectors.uncore.peak_memory_bytes_per_second",
+                                collectors.uncore.peak_memory_bytes_per_second,
+                                kMinPeakMemoryBytesPerSecond, kMaxPeakMemoryBytesPerSecond,
+                                "not exported", "bytes per second")})});
 }
 
 }  // namespace hwperf::config_schema

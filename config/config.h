@@ -240,7 +240,15 @@ struct CgroupCollectorConfig {
 // holds three descriptors per CPU.
 struct UncoreCollectorConfig {
   bool enabled = false;
+  // What one package's memory can move, from its channels and their speed, which the PMUs do not
+  // say: exported so that a rule can give the share of it in use. 0: not exported.
+  double peak_memory_bytes_per_second = 0;
 };
+
+// 1 MB/s is no memory system; 100 TB/s is a hundred times today's HBM, so a larger figure is a
+// typo (bits for bytes, an extra exponent).
+inline constexpr double kMinPeakMemoryBytesPerSecond = 1e6;
+inline constexpr double kMaxPeakMemoryBytesPerSecond = 1e14;
 
 struct CollectorsConfig {
   TopologyCollectorConfig topology;

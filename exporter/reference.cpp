@@ -143,6 +143,13 @@ const std::vector<KeyText>& config_texts() {
       {"collectors.uncore.enabled",
        "count memory traffic per package (IMC, UMC) and aperf/mperf/tsc per CPU from the "
        "kernel's perf PMUs ([uncore](collectors/uncore.md)); needs root or CAP_PERFMON"},
+      {"collectors.uncore.peak_memory_bytes_per_second",
+       "what one package's memory can move per second (channels x transfers per second x 8 "
+       "bytes), exported as hwperf_memory_peak_bytes_per_second for the share-of-peak rule; 0 "
+       "exports nothing ([uncore](collectors/uncore.md#peak-bandwidth))",
+       "",
+       "0, or a number from " + format_number(kMinPeakMemoryBytesPerSecond) + " to " +
+           format_number(kMaxPeakMemoryBytesPerSecond)},
   };
   return texts;
 }

@@ -83,7 +83,8 @@ std::string open_problem(const PlannedCounter& counter, int error, const std::st
 class UncoreCollector final : public Collector {
  public:
   UncoreCollector(std::vector<OpenedCounter> counters, const std::vector<SourceState>& sources,
-                  std::unique_ptr<CounterBackend> backend, ResctrlSource resctrl)
+                  std::unique_ptr<CounterBackend> backend, ResctrlSource resctrl,
+                  double peak_memory_bytes_per_second)
       : counters_(std::move(counters)),
         backend_(std::move(backend)),
         resctrl_(std::move(resctrl.counters)) {
@@ -106,6 +107,7 @@ class UncoreCollector final : public Collector {
     add_gauge(available, {{"source", "resctrl"}, {"pmu", "resctrl"}, {"reason", resctrl.reason}},
               resctrl.reason == kReasonOk ? 1.0 : 0.0);
     constant_.push_back(std::move(available));
+    if (peak_memory_bytes_per_second > 0) add_peak_family(peak_memory_bytes_per_second);
   }
 
   std::string name() const override { return "uncore"; }
@@ -148,6 +150,25 @@ class UncoreCollector final : public Collector {
   }
 
  private:
+  // Only where memory traffic is counted: a share of the peak needs both.
+  void add_peak_family(double bytes_per_second) {
+    std::set<std::string> packages;
+    for (const OpenedCounter& counter : counters_) {
+      if (counter.planned.quantity == Quantity::memory_read) {
+        packages.insert(std::to_string(counter.planned.package));
+      }
+    }
+    auto peak = make_gauge_family(
+        {"memory", "peak", "bytes", "per", "second"},
+        "What the package's memory can move per second, as configured "
+        "(collectors.uncore.peak_memory_bytes_per_second): the denominator of the share of peak "
+        "bandwidth in use.");
+    for (const std::string& package : packages) {
+      add_gauge(peak, {{"package", package}}, bytes_per_second);
+    }
+    append_unless_empty(constant_, std::move(peak));
+  }
+
   std::vector<OpenedCounter> counters_;
   std::unique_ptr<CounterBackend> backend_;
   std::vector<ResctrlCounter> resctrl_;
@@ -162,7 +183,8 @@ class UncoreCollector final : public Collector {
 std::unique_ptr<Collector> make_uncore_collector(UncorePlan plan,
                                                  std::unique_ptr<CounterBackend> backend,
                                                  const std::string& procfs_root,
-                                                 ResctrlSource resctrl) {
+                                                 ResctrlSource resctrl,
+                                                 double peak_memory_bytes_per_second) {
   std::vector<OpenedCounter> opened;
   for (SourceState& state : plan.sources) {
     if (state.reason != kReasonOk) continue;
@@ -191,7 +213,7 @@ std::unique_ptr<Collector> make_uncore_collector(UncorePlan plan,
     log::warn("uncore: not counting resctrl (" + resctrl.reason + "): " + resctrl.detail);
   }
   return std::make_unique<UncoreCollector>(std::move(opened), plan.sources, std::move(backend),
-                                           std::move(resctrl));
+                                           std::move(resctrl), peak_memory_bytes_per_second);
 }
 
 }  // namespace hwperf::uncore

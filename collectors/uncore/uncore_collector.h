@@ -7,6 +7,7 @@
 //   aperf_mperf group exports hwperf_cpu_aperf_cycles_total, and both may be enabled)
 //   the resctrl families (resctrl.h) when `resctrl` has counters
 //   hwperf_uncore_source_available{source,pmu,reason}
+//   hwperf_memory_peak_bytes_per_second{package} when a peak is configured
 #pragma once
 
 #include <memory>
@@ -24,9 +25,12 @@ namespace hwperf::uncore {
 // opened is not counted at all (a package sum missing a box would be a wrong number), and its
 // state says why: permission_denied (with kernel.perf_event_paranoid from `procfs_root` and the
 // remedy) or open_failed. Logs each quantity not counted, once. Never throws for the machine.
+// With `peak_memory_bytes_per_second` above 0, every package whose memory traffic is counted also
+// gets hwperf_memory_peak_bytes_per_second{package}, a constant gauge.
 std::unique_ptr<Collector> make_uncore_collector(UncorePlan plan,
                                                  std::unique_ptr<CounterBackend> backend,
                                                  const std::string& procfs_root,
-                                                 ResctrlSource resctrl = {});
+                                                 ResctrlSource resctrl = {},
+                                                 double peak_memory_bytes_per_second = 0);
 
 }  // namespace hwperf::uncore

@@ -14,7 +14,8 @@ std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
   const std::string& sysfs = config.paths.sysfs;
   return uncore::make_uncore_collector(
       uncore::plan_uncore(sysfs, topology), uncore::make_perf_backend(), config.paths.procfs,
-      uncore::open_resctrl(sysfs, uncore::l3_packages(sysfs, topology)));
+      uncore::open_resctrl(sysfs, uncore::l3_packages(sysfs, topology)),
+      config.collectors.uncore.peak_memory_bytes_per_second);
 }
 // What sysfs describes, per quantity and package: the dry run opens no perf counter (the
 // resctrl files it looks at are plain reads).

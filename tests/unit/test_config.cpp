@@ -125,6 +125,13 @@ TEST_CASE("bad configuration files name file, line and column", "[config]") {
        "bad.yml:3:34: collectors.rapl.wrap_guard_interval_seconds: expected at most 3600 seconds"},
       {"collectors:\n  rapl:\n    max_power_watts: 1e9\n",
        "bad.yml:3:22: collectors.rapl.max_power_watts: expected at most 100000 watt"},
+      // GB/s written where bytes per second are meant, and bits counted as bytes twice over.
+      {"collectors:\n  uncore:\n    peak_memory_bytes_per_second: 460.8\n",
+       "bad.yml:3:35: collectors.uncore.peak_memory_bytes_per_second: expected 0 (not exported) or "
+       "at least 1e+06 bytes per second"},
+      {"collectors:\n  uncore:\n    peak_memory_bytes_per_second: 3.7e15\n",
+       "bad.yml:3:35: collectors.uncore.peak_memory_bytes_per_second: expected at most 1e+14 bytes "
+       "per second"},
       {"topology:\n  source: \"synthetic:pack:1000 core:1000 pu:100\"\n",
        "bad.yml:2:11: topology.source: the synthetic description stands for more than 65536 CPUs"},
       {"collectors:\n  papi:\n    events:\n      - " + std::string(8192, 'X') + "\n",

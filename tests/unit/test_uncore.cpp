@@ -167,6 +167,39 @@ TEST_CASE("a two-socket Zen 4: amd_umc boxes of each socket give bytes per packa
   }
 }
 
+TEST_CASE("a configured peak bandwidth is exported for each package whose memory is counted",
+          "[uncore]") {
+  TempDir root;
+  write_zen4_umc(root, 0, 2, "0");
+  write_zen4_umc(root, 2, 2, "32");
+  const Topology topology = synthetic("pack:2 core:16 pu:2");
+  const double peak = GENERATE(0.0, 460.8e9, 1e6);
+  CAPTURE(peak);
+  auto collector =
+      uncore::make_uncore_collector(uncore::plan_uncore((root.path() / "sys").string(), topology),
+                                    std::make_unique<FakeBackend>(std::make_shared<FakeState>()),
+                                    (root.path() / "proc").string(), {}, peak);
+  const auto samples = scrape(*collector);
+  const auto peaks = find_samples(samples, "hwperf_memory_peak_bytes_per_second");
+  if (peak == 0) {
+    CHECK(peaks.empty());
+  } else {
+    REQUIRE(peaks.size() == 2);
+    for (unsigned package : {0u, 1u}) {
+      CHECK(value_of(samples, "hwperf_memory_peak_bytes_per_second",
+                     {{"package", std::to_string(package)}}) == peak);
+    }
+  }
+  // No memory PMU: no peak either, since no share of it can be computed.
+  TempDir bare;
+  write_msr(bare, true);
+  auto without_memory =
+      uncore::make_uncore_collector(uncore::plan_uncore((bare.path() / "sys").string(), topology),
+                                    std::make_unique<FakeBackend>(std::make_shared<FakeState>()),
+                                    (bare.path() / "proc").string(), {}, 460.8e9);
+  CHECK(find_samples(scrape(*without_memory), "hwperf_memory_peak_bytes_per_second").empty());
+}
+
 TEST_CASE("a Tiger Lake client: its free-running IMC counters, used when no other IMC is there",
           "[uncore]") {
   const Topology topology = synthetic("pack:1 core:4 pu:2");
