@@ -103,10 +103,12 @@ class RunningExporter : NoCopy {
 // Runs `command` with /bin/sh, stderr joined to stdout; *exit_code is its status (-1 when it did
 // not exit normally).
 std::string run_shell(const std::string& command, int* exit_code);
-// What /usr/bin/python3 prints running `script` over `input`, a file whose path is sys.argv[1]
-// (for output read by python3's own json and csv modules); `script` holds no single quote.
-// *exit_code is python's status.
-std::string run_python(const std::string& script, const std::string& input, int* exit_code);
+// What /usr/bin/python3 prints running `body` over `input` read by python's own csv module (as
+// `rows`, csv.DictReader's dicts) or json module (as `s`), so that a test checks that a reader
+// other than ours accepts what we write. `body` holds no single quote. When python fails, the
+// result is "python3 exited N: " and what it said, which no expected output equals.
+std::string read_csv_with_python(const std::string& body, const std::string& input);
+std::string read_json_with_python(const std::string& body, const std::string& input);
 
 // Certificates for HTTPS tests, made in `dir` with the openssl command: a CA, a certificate for
 // the server at 127.0.0.1 and one for a client (DNS name prometheus.example), both signed by the

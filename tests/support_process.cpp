@@ -225,10 +225,27 @@ int RunningExporter::wait_exit(int timeout_seconds) {
   return exit_code_;
 }
 
-std::string run_python(const std::string& script, const std::string& input, int* exit_code) {
+namespace {
+
+std::string run_python(const std::string& script, const std::string& input) {
   TempDir dir;
   const auto path = dir.write("input", input);
-  return run_shell("/usr/bin/python3 -c '" + script + "' " + path.string(), exit_code);
+  int exit_code = -1;
+  std::string output =
+      run_shell("/usr/bin/python3 -c '" + script + "' " + path.string(), &exit_code);
+  if (exit_code != 0) return "python3 exited " + std::to_string(exit_code) + ": " + output;
+  return output;
+}
+
+}  // namespace
+
+std::string read_csv_with_python(const std::string& body, const std::string& input) {
+  return run_python("import csv,sys\nrows = list(csv.DictReader(open(sys.argv[1])))\n" + body,
+                    input);
+}
+
+std::string read_json_with_python(const std::string& body, const std::string& input) {
+  return run_python("import json,sys\ns = json.load(open(sys.argv[1]))\n" + body, input);
 }
 
 std::string RunningExporter::stdout_text() const {

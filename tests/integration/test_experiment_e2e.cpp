@@ -67,38 +67,29 @@ TEST_CASE("Experiment mode leaves stdout to the command, and --output writes the
 }
 
 TEST_CASE("The summary as CSV and JSON, and over repeated runs", "[experiment][e2e]") {
-  int exit_code = -1;
   SECTION("CSV") {
     const auto run =
         test::run_exporter(with({"--once", "--log.level=error", "--summary.format=csv"}));
     REQUIRE(run.exit_code == 0);
-    const std::string read = test::run_python(
-        "import csv,sys\n"
-        "rows = list(csv.DictReader(open(sys.argv[1])))\n"
-        "clock = [r for r in rows if r[\"name\"] == \"task_clock_seconds\"][0]\n"
-        "print(float(clock[\"mean\"]) > 0, clock[\"unit\"], rows[-1][\"kind\"], "
-        "rows[-1][\"mean\"])",
-        run.err, &exit_code);
     INFO(run.err);
-    CHECK(exit_code == 0);
-    CHECK(read == "True seconds exit_status 0\n");
+    CHECK(test::read_csv_with_python(
+              "clock = [r for r in rows if r[\"name\"] == \"task_clock_seconds\"][0]\n"
+              "print(float(clock[\"mean\"]) > 0, clock[\"unit\"], rows[-1][\"kind\"], "
+              "rows[-1][\"mean\"])",
+              run.err) == "True seconds exit_status 0\n");
   }
   SECTION("JSON over five runs: a mean and a spread per event and metric") {
     const auto run = test::run_exporter(
         with({"--once", "--log.level=error", "--summary.format=json", "--repeat=5"}));
     REQUIRE(run.exit_code == 0);
     CHECK(run.out == "hello\nhello\nhello\nhello\nhello\n");
-    const std::string read = test::run_python(
-        "import json,sys\n"
-        "s = json.load(open(sys.argv[1]))\n"
-        "lines = s[\"events\"] + s[\"metrics\"]\n"
-        "counted = [l for l in lines if l[\"mean\"] is not None]\n"
-        "print(len(s[\"runs\"]), len(counted) > 0, all(len(l[\"values\"]) == 5 for l in lines),"
-        " all(l[\"relative_stddev\"] >= 0 for l in counted))",
-        run.err, &exit_code);
     INFO(run.err);
-    CHECK(exit_code == 0);
-    CHECK(read == "5 True True True\n");
+    CHECK(test::read_json_with_python(
+              "lines = s[\"events\"] + s[\"metrics\"]\n"
+              "counted = [l for l in lines if l[\"mean\"] is not None]\n"
+              "print(len(s[\"runs\"]), len(counted) > 0, all(len(l[\"values\"]) == 5 for l in "
+              "lines), all(l[\"relative_stddev\"] >= 0 for l in counted))",
+              run.err) == "5 True True True\n");
   }
   SECTION("text over five runs, as perf stat -r prints it") {
     const auto run = test::run_exporter(with({"--once", "--repeat=5"}));

@@ -140,28 +140,30 @@ TEST_CASE("The summary of several runs: mean and relative spread per event and m
 TEST_CASE("The CSV and JSON summaries are what python3's csv and json modules read",
           "[experiment]") {
   const auto summary = two_runs();
-  int exit_code = -1;
-  const std::string csv = test::run_python(
-      "import csv,sys\n"
-      "rows = list(csv.DictReader(open(sys.argv[1])))\n"
-      "r = [x for x in rows if x[\"kind\"] == \"event\" and x[\"name\"] == \"page_faults\"][0]\n"
-      "m = [x for x in rows if x[\"kind\"] == \"metric\" and x[\"formula\"] == \"clock\"][0]\n"
-      "e = [x for x in rows if x[\"kind\"] == \"exit_status\"][0]\n"
-      "print(r[\"mean\"], round(float(r[\"relative_stddev\"]), 4), r[\"runs\"], m[\"mean\"], "
-      "e[\"mean\"])",
-      format_summary(summary, SummaryFormat::csv), &exit_code);
-  INFO(format_summary(summary, SummaryFormat::csv));
-  CHECK(exit_code == 0);
-  CHECK(csv == "200 0.7071 2 1 3\n");
-  const std::string json = test::run_python(
-      "import json,sys\n"
-      "s = json.load(open(sys.argv[1]))\n"
-      "e = [x for x in s[\"events\"] if x[\"name\"] == \"page_faults\"][0]\n"
-      "m = [x for x in s[\"metrics\"] if x[\"formula\"] == \"clock\"][0]\n"
-      "print(s[\"command\"], s[\"exit_status\"], len(s[\"runs\"]), e[\"values\"], e[\"mean\"], "
-      "m[\"values\"], m[\"counted\"])",
-      format_summary(summary, SummaryFormat::json), &exit_code);
-  INFO(format_summary(summary, SummaryFormat::json));
-  CHECK(exit_code == 0);
-  CHECK(json == "sh -c \"spin, then stop\" 3 2 [100, 300] 200 [0.5, 1.5] True\n");
+  struct Reading {
+    SummaryFormat format;
+    std::string (*read_with_python)(const std::string& body, const std::string& input);
+    const char* body;  // over `rows` (CSV) or `s` (JSON)
+    const char* expected;
+  };
+  const Reading readings[] = {
+      {SummaryFormat::csv, &test::read_csv_with_python,
+       "r = [x for x in rows if x[\"kind\"] == \"event\" and x[\"name\"] == \"page_faults\"][0]\n"
+       "m = [x for x in rows if x[\"kind\"] == \"metric\" and x[\"formula\"] == \"clock\"][0]\n"
+       "e = [x for x in rows if x[\"kind\"] == \"exit_status\"][0]\n"
+       "print(r[\"mean\"], round(float(r[\"relative_stddev\"]), 4), r[\"runs\"], m[\"mean\"], "
+       "e[\"mean\"])",
+       "200 0.7071 2 1 3\n"},
+      {SummaryFormat::json, &test::read_json_with_python,
+       "e = [x for x in s[\"events\"] if x[\"name\"] == \"page_faults\"][0]\n"
+       "m = [x for x in s[\"metrics\"] if x[\"formula\"] == \"clock\"][0]\n"
+       "print(s[\"command\"], s[\"exit_status\"], len(s[\"runs\"]), e[\"values\"], e[\"mean\"], "
+       "m[\"values\"], m[\"counted\"])",
+       "sh -c \"spin, then stop\" 3 2 [100, 300] 200 [0.5, 1.5] True\n"},
+  };
+  for (const Reading& reading : readings) {
+    const std::string text = format_summary(summary, reading.format);
+    INFO(text);
+    CHECK(reading.read_with_python(reading.body, text) == reading.expected);
+  }
 }
