@@ -42,7 +42,8 @@ for tool in podman:podman runc:runc mmdebstrap:mmdebstrap curl:curl; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
   echo "container-test: installing ${missing[*]}" >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  . scripts/apt.sh
+  apt_install "${missing[@]}"
 fi
 
 mkdir -p "$work"

@@ -25,8 +25,8 @@ root=$work/root
 started=$SECONDS
 export DEBIAN_FRONTEND=noninteractive
 if ! command -v mmdebstrap >/dev/null; then
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null
+  . scripts/apt.sh
+  apt_install mmdebstrap
 fi
 mkdir -p "$work/apt-archives"
 if [ ! -f "$work/rootfs.tar" ]; then

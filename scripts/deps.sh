@@ -46,10 +46,10 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+. "$(dirname "$0")/apt.sh"
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]}" >&2
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
 fi
 
 # Debian 12's libpfm4 (4.13.0) does not know Emerald Rapids, Granite Rapids or Zen 5; on those
@@ -91,6 +91,7 @@ if [ "${VERSION_CODENAME:-}" = bookworm ]; then
       rm -f "$work"/debs/*.deb
     fi
     fetch_deb "$work/trixie.list" libpfm4/trixie libpfm4-dev/trixie
+    apt_recover
     $sudo dpkg -i "$work"/debs/libpfm4_*.deb "$work"/debs/libpfm4-dev_*.deb >/dev/null
     echo "deps.sh: installed Debian 13's libpfm4 and libpfm4-dev $(dpkg-query -W -f='${Version}' libpfm4)" \
          "(Debian 12's does not know Emerald Rapids, Granite Rapids or Zen 5)" >&2

@@ -4,9 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v clang-format >/dev/null; then
-  sudo_if_needed=$([ "$(id -u)" -eq 0 ] || echo sudo)
-  $sudo_if_needed apt-get update -qq
-  $sudo_if_needed apt-get install -y -qq clang-format >/dev/null
+  . scripts/apt.sh
+  apt_install clang-format
 fi
 git ls-files '*.cpp' '*.h' '*.hpp' '*.c' | xargs clang-format --dry-run -Werror
 echo "format-check: $(git ls-files '*.cpp' '*.h' '*.hpp' '*.c' | wc -l) files match .clang-format"

@@ -8,9 +8,8 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 scripts/deps.sh
 if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo apt-get install -y -qq --no-install-recommends clang libclang-rt-dev >/dev/null 2>&1 ||
-    $sudo apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >/dev/null
+  . scripts/apt.sh
+  apt_install clang libclang-rt-dev 2>/dev/null || apt_install clang libclang-rt-14-dev
 fi
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHWPERF_FUZZ=ON -DHWPERF_BUILD_TESTS=OFF >/dev/null
