@@ -83,12 +83,12 @@ struct hwperf_region_name {
 /* Accumulated over every completed begin/end pair of one region, on one thread, on one CPU
  * (the CPU the thread was on at the region's end). */
 struct hwperf_region_slot {
-  uint32_t seq;    /* seqlock: odd while being written */
-  uint32_t region; /* index into the name table */
-  int32_t tid;     /* the thread's Linux TID */
-  int32_t cpu;     /* the CPU the counts are attributed to */
-  uint64_t calls;  /* completed begin/end pairs */
-  uint64_t time_ns; /* CLOCK_MONOTONIC time inside the region */
+  uint32_t seq;                              /* seqlock: odd while being written */
+  uint32_t region;                           /* index into the name table */
+  int32_t tid;                               /* the thread's Linux TID */
+  int32_t cpu;                               /* the CPU the counts are attributed to */
+  uint64_t calls;                            /* completed begin/end pairs */
+  uint64_t time_ns;                          /* CLOCK_MONOTONIC time inside the region */
   uint64_t counts[HWPERF_REGION_MAX_EVENTS]; /* per event of the header, scaled by neither */
 };
 
