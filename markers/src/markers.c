@@ -49,8 +49,8 @@ static pthread_key_t g_thread_key;
  * unprivileged user), so later threads ask for user space only at once. */
 static _Atomic int g_user_only;
 
-#define NAME_CACHE 32u  /* per thread, direct-mapped by the name's address */
-#define SLOT_CACHE 64u  /* per thread, direct-mapped by (region, cpu) */
+#define NAME_CACHE 32u /* per thread, direct-mapped by the name's address */
+#define SLOT_CACHE 64u /* per thread, direct-mapped by (region, cpu) */
 #define NO_REGION UINT32_MAX
 
 struct frame {
@@ -61,8 +61,8 @@ struct frame {
 
 struct thread_state {
   int32_t tid;
-  int leader;                              /* perf group leader fd, -1 when nothing opened */
-  int fds[HWPERF_REGION_MAX_EVENTS];       /* -1 for events that failed to open */
+  int leader;                                /* perf group leader fd, -1 when nothing opened */
+  int fds[HWPERF_REGION_MAX_EVENTS];         /* -1 for events that failed to open */
   int value_index[HWPERF_REGION_MAX_EVENTS]; /* position in the group read, -1: not counted */
   unsigned depth;
   unsigned overflow; /* begins past the depth bound whose ends must be ignored */
@@ -98,8 +98,8 @@ static uint64_t align64(uint64_t value) { return (value + 63u) & ~(uint64_t)63u;
 
 uint64_t hwperf_markers_layout(uint64_t* names_offset, uint64_t* slots_offset) {
   *names_offset = align64(sizeof(struct hwperf_region_header));
-  *slots_offset = align64(*names_offset + (uint64_t)HWPERF_REGION_MAX_REGIONS *
-                                              sizeof(struct hwperf_region_name));
+  *slots_offset = align64(*names_offset +
+                          (uint64_t)HWPERF_REGION_MAX_REGIONS * sizeof(struct hwperf_region_name));
   return align64(*slots_offset +
                  (uint64_t)HWPERF_REGION_MAX_SLOTS * sizeof(struct hwperf_region_slot));
 }
@@ -136,8 +136,7 @@ static uint32_t parse_events(const char* list, struct hwperf_region_event* event
     size_t length = end != NULL ? (size_t)(end - p) : strlen(p);
     int found = 0;
     for (size_t i = 0; i < sizeof known_events / sizeof known_events[0]; ++i) {
-      if (strlen(known_events[i].name) == length &&
-          memcmp(known_events[i].name, p, length) == 0) {
+      if (strlen(known_events[i].name) == length && memcmp(known_events[i].name, p, length) == 0) {
         found = 1;
         if (count == HWPERF_REGION_MAX_EVENTS) {
           fprintf(stderr, "hwperf_markers: %s names more than %u events; counting the first %u\n",
@@ -223,9 +222,8 @@ static struct hwperf_region_header* map_inherited(const char* text) {
       h->event_count <= HWPERF_REGION_MAX_EVENTS && h->max_regions >= 1 &&
       h->max_regions <= HWPERF_REGION_MAX_REGIONS && h->max_slots >= 1 &&
       h->max_slots <= HWPERF_REGION_MAX_SLOTS && h->region_count <= h->max_regions &&
-      h->slot_count <= h->max_slots && h->names_offset >= sizeof *h &&
-      h->names_offset % 8 == 0 && h->slots_offset % 8 == 0 &&
-      h->names_offset <= size &&
+      h->slot_count <= h->max_slots && h->names_offset >= sizeof *h && h->names_offset % 8 == 0 &&
+      h->slots_offset % 8 == 0 && h->names_offset <= size &&
       (uint64_t)h->max_regions * sizeof(struct hwperf_region_name) <= size - h->names_offset &&
       h->slots_offset >= sizeof *h && h->slots_offset <= size &&
       (uint64_t)h->max_slots * sizeof(struct hwperf_region_slot) <= size - h->slots_offset;
@@ -331,8 +329,8 @@ static void open_thread_events(struct thread_state* ts) {
   int next_index = 0;
   for (uint32_t i = 0; i < g_event_count; ++i) {
     const struct hwperf_region_event* event = &g_header->events[i];
-    int user_only = event->exclude_kernel != 0 ||
-                    atomic_load_explicit(&g_user_only, memory_order_relaxed) != 0;
+    int user_only =
+        event->exclude_kernel != 0 || atomic_load_explicit(&g_user_only, memory_order_relaxed) != 0;
     int fd = open_event(event, ts->leader, user_only);
     if (fd < 0 && !user_only && (errno == EACCES || errno == EPERM)) {
       fd = open_event(event, ts->leader, 1);
@@ -493,9 +491,10 @@ static void add_to_slot(uint32_t slot, uint64_t calls, uint64_t time_ns, const u
                         atomic_load_explicit(A64(&s->time_ns), memory_order_relaxed) + time_ns,
                         memory_order_relaxed);
   for (uint32_t i = 0; i < g_event_count; ++i) {
-    atomic_store_explicit(A64(&s->counts[i]),
-                          atomic_load_explicit(A64(&s->counts[i]), memory_order_relaxed) + deltas[i],
-                          memory_order_relaxed);
+    atomic_store_explicit(
+        A64(&s->counts[i]),
+        atomic_load_explicit(A64(&s->counts[i]), memory_order_relaxed) + deltas[i],
+        memory_order_relaxed);
   }
   atomic_store_explicit(A32(&s->seq), seq + 2u, memory_order_release);
 }
