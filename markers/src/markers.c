@@ -452,7 +452,7 @@ static uint32_t slot_of(struct thread_state* ts, uint32_t region, int32_t cpu) {
     if (count < g_max_slots) {
       struct hwperf_region_slot* s = &g_slots[count];
       uint32_t seq = atomic_load_explicit(A32(&s->seq), memory_order_relaxed);
-      seq += (seq & 1u) ? 1u : 2u; /* odd, whatever the segment held */
+      seq += (seq & 1u) ? 2u : 1u; /* odd, whatever the segment held */
       atomic_store_explicit(A32(&s->seq), seq, memory_order_relaxed);
       atomic_thread_fence(memory_order_release);
       atomic_store_explicit(A32(&s->region), region, memory_order_relaxed);
