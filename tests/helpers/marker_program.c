@@ -7,6 +7,9 @@
  *   marker_program likwid SPIN_MS SLEEP_MS [wait]  the same through likwid's marker calls
  *   marker_program threads N SPIN_MS [wait]        N threads, thread i pinned to CPU i % CPUs,
  *                                                  each with one region "work"
+ *   marker_program pages MS 0 [wait]               for MS ms, region "page" around the first touch
+ *                                                  of one fresh page (one page fault a call);
+ *                                                  prints "pages CALLS"
  *   marker_program nest DEPTH 0 [wait]             regions "n0" > "n1" > ... DEPTH deep, then
  *                                                  an end of "unopened"; prints "nested DEPTH"
  * With "wait" it prints "ready" when done and exits at the end of its stdin, so that a test can
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -150,6 +154,27 @@ static void threads(int count, unsigned spin_ms) {
   free(workers);
 }
 
+static void pages(unsigned ms) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE), chunk = 1024;
+  const uint64_t until = clock_ns(CLOCK_MONOTONIC) + (uint64_t)ms * 1000000u;
+  unsigned long long calls = 0;
+  while (clock_ns(CLOCK_MONOTONIC) < until) {
+    char* area =
+        mmap(NULL, chunk * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (area == MAP_FAILED) exit(1);
+    /* One fault per page: no huge page may map many at once. */
+    madvise(area, chunk * page, MADV_NOHUGEPAGE);
+    for (size_t i = 0; i < chunk; ++i) {
+      PAPI_hl_region_begin("page");
+      ((volatile char*)area)[i * page] = 1;
+      PAPI_hl_region_end("page");
+      ++calls;
+    }
+    munmap(area, chunk * page);
+  }
+  printf("pages %llu\n", calls);
+}
+
 static void nest(int depth) {
   char names[64][8];
   for (int i = 0; i < depth && i < 64; ++i) {
@@ -167,7 +192,9 @@ int main(int argc, char** argv) {
             argv[0]);
     return 2;
   }
-  if (strcmp(argv[1], "nest") == 0) {
+  if (strcmp(argv[1], "pages") == 0) {
+    pages((unsigned)atoi(argv[2]));
+  } else if (strcmp(argv[1], "nest") == 0) {
     nest(atoi(argv[2]));
   } else if (strcmp(argv[1], "threads") == 0) {
     threads(atoi(argv[2]), (unsigned)atoi(argv[3]));

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -406,6 +407,36 @@ TEST_CASE("Preloaded markers create their own segment from HWPERF_REGIONS_EVENTS
   check_regions(read_slots(base), lines);
   munmap(base, size);
   CHECK(program.finish() == 0);
+}
+
+TEST_CASE("A reader of the live segment never sees a torn slot", "[markers][live]") {
+  // Each call of region "page" faults exactly one page, so every consistent copy of a slot has as
+  // many page faults as calls; the writer stores calls before counts, so a copy taken in the
+  // middle of an update would show fewer faults than calls.
+  Segment segment({page_faults});
+  Program program({"pages", "1500", "0"},
+                  {std::string(HWPERF_REGION_FD_ENV) + "=" + std::to_string(segment.fd())},
+                  segment.fd());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+  std::set<std::uint64_t> seen;
+  std::size_t copies = 0, torn = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    for (const auto& slot : read_slots(segment.base())) {
+      ++copies;
+      if (slot.counts.at(0) != slot.calls) ++torn;
+      seen.insert(slot.calls);
+    }
+  }
+  const auto lines = program.lines();
+  REQUIRE(program.finish() == 0);
+  CHECK(torn == 0);
+  CAPTURE(copies);
+  CHECK(seen.size() > 100);  // the reads raced the writer
+  const auto calls = numbers(lines, "pages");
+  REQUIRE(calls.size() == 1);
+  const Slot page = total(read_slots(segment.base()), "page");
+  CHECK(page.calls == calls[0]);
+  CHECK(page.counts.at(0) == page.calls);
 }
 
 TEST_CASE("Markers nest regions to their depth bound and count the begins beyond it as dropped",
