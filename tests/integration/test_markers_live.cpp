@@ -1,0 +1,491 @@
+// The region marker library (markers/) on this machine's kernel, software events: a program built
+// against libpapi, or against a likwid stand-in whose calls abort (tests/helpers/marker_program.c),
+// runs with libhwperf_markers.so preloaded and reports each region's CPU and wall time by its own
+// clocks; the segment the library wrote must agree with it.
+#include "tests/catch.hpp"
+
+#include <dirent.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "markers/include/hwperf/markers.h"
+#include "markers/include/hwperf/region_segment.h"
+
+extern char** environ;
+
+namespace {
+
+struct EventSpec {
+  std::uint32_t type;
+  std::uint64_t config;
+  const char* name;
+};
+
+const EventSpec task_clock{PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, "task-clock"};
+const EventSpec page_faults{PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, "page-faults"};
+
+std::uint64_t align64(std::uint64_t value) { return (value + 63) & ~std::uint64_t{63}; }
+
+// A segment as the exporter makes one for `-- CMD`: created, sized, sealed, header and events
+// written, then READY.
+class Segment {
+ public:
+  explicit Segment(const std::vector<EventSpec>& events,
+                   std::uint64_t magic = HWPERF_REGION_MAGIC) {
+    fd_ = memfd_create(HWPERF_REGION_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    REQUIRE(fd_ >= 0);
+    const std::uint64_t names = align64(sizeof(hwperf_region_header));
+    const std::uint64_t slots =
+        align64(names + HWPERF_REGION_MAX_REGIONS * sizeof(hwperf_region_name));
+    size_ = align64(slots + HWPERF_REGION_MAX_SLOTS * sizeof(hwperf_region_slot));
+    REQUIRE(ftruncate(fd_, static_cast<off_t>(size_)) == 0);
+    REQUIRE(fcntl(fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0);
+    base_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    REQUIRE(base_ != MAP_FAILED);
+    auto* h = header();
+    h->magic = magic;
+    h->version = HWPERF_REGION_VERSION;
+    h->header_size = sizeof(hwperf_region_header);
+    h->segment_size = size_;
+    h->max_regions = HWPERF_REGION_MAX_REGIONS;
+    h->max_slots = HWPERF_REGION_MAX_SLOTS;
+    h->names_offset = names;
+    h->slots_offset = slots;
+    h->event_count = static_cast<std::uint32_t>(events.size());
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      h->events[i].type = events[i].type;
+      h->events[i].config = events[i].config;
+      std::strncpy(h->events[i].name, events[i].name, HWPERF_REGION_NAME_BYTES - 1);
+    }
+    __atomic_store_n(&h->state, std::uint32_t{HWPERF_REGION_STATE_READY}, __ATOMIC_RELEASE);
+  }
+  ~Segment() {
+    munmap(base_, size_);
+    close(fd_);
+  }
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  int fd() const { return fd_; }
+  const void* base() const { return base_; }
+  hwperf_region_header* header() const { return static_cast<hwperf_region_header*>(base_); }
+
+ private:
+  int fd_ = -1;
+  void* base_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+struct Slot {
+  std::string region;
+  int tid = 0;
+  int cpu = 0;
+  std::uint64_t calls = 0;
+  std::uint64_t time_ns = 0;
+  std::vector<std::uint64_t> counts;
+};
+
+// The slots as the exporter reads them: each copied under its seqlock.
+std::vector<Slot> read_slots(const void* base) {
+  const auto* h = static_cast<const hwperf_region_header*>(base);
+  const auto* names =
+      reinterpret_cast<const hwperf_region_name*>(static_cast<const char*>(base) + h->names_offset);
+  const auto* slots =
+      reinterpret_cast<const hwperf_region_slot*>(static_cast<const char*>(base) + h->slots_offset);
+  const std::uint32_t count = __atomic_load_n(&h->slot_count, __ATOMIC_ACQUIRE);
+  REQUIRE(count <= h->max_slots);
+  std::vector<Slot> result;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    hwperf_region_slot copy{};
+    for (int attempt = 0;; ++attempt) {
+      // The writer is done or idle while the tests read: a slot that never settles is a bug.
+      REQUIRE(attempt < 1000000);
+      const std::uint32_t before = __atomic_load_n(&slots[i].seq, __ATOMIC_ACQUIRE);
+      std::memcpy(&copy, &slots[i], sizeof copy);
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      if (before % 2 == 0 && __atomic_load_n(&slots[i].seq, __ATOMIC_RELAXED) == before) break;
+    }
+    REQUIRE(copy.region < h->region_count);
+    Slot slot;
+    slot.region = names[copy.region].name;
+    slot.tid = copy.tid;
+    slot.cpu = copy.cpu;
+    slot.calls = copy.calls;
+    slot.time_ns = copy.time_ns;
+    slot.counts.assign(copy.counts, copy.counts + h->event_count);
+    result.push_back(slot);
+  }
+  return result;
+}
+
+// One region's slots added up.
+Slot total(const std::vector<Slot>& slots, const std::string& region) {
+  Slot sum;
+  sum.region = region;
+  for (const auto& slot : slots) {
+    if (slot.region != region) continue;
+    sum.calls += slot.calls;
+    sum.time_ns += slot.time_ns;
+    if (sum.counts.size() < slot.counts.size()) sum.counts.resize(slot.counts.size());
+    for (std::size_t i = 0; i < slot.counts.size(); ++i) sum.counts[i] += slot.counts[i];
+  }
+  return sum;
+}
+
+// tests/helpers/marker_program.c with the library preloaded and `environment` added; its stdout
+// read line by line.
+class Program {
+ public:
+  Program(const std::vector<std::string>& args, const std::vector<std::string>& environment,
+          int inherit_fd = -1) {
+    int in[2], out[2];
+    REQUIRE(pipe2(in, O_CLOEXEC) == 0);
+    REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+    std::vector<std::string> env_strings{std::string("LD_PRELOAD=") + HWPERF_MARKERS_LIBRARY};
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry = *e;
+      if (entry.rfind("LD_PRELOAD=", 0) == 0 || entry.rfind("HWPERF_REGIONS_", 0) == 0) continue;
+      env_strings.push_back(entry);
+    }
+    env_strings.insert(env_strings.end(), environment.begin(), environment.end());
+    std::vector<std::string> argv_strings{HWPERF_TEST_MARKER_PROGRAM};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv, envp;
+    for (auto& s : argv_strings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      if (inherit_fd >= 0) fcntl(inherit_fd, F_SETFD, 0);
+      execve(argv[0], argv.data(), envp.data());
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    stdin_ = in[1];
+    stdout_ = fdopen(out[0], "r");
+  }
+  ~Program() {
+    if (stdin_ >= 0) close(stdin_);
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (stdout_ != nullptr) fclose(stdout_);
+  }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  // Lines until "ready" or the end of the output.
+  std::vector<std::string> lines() {
+    std::vector<std::string> result;
+    char buffer[512];
+    while (fgets(buffer, sizeof buffer, stdout_) != nullptr) {
+      std::string line = buffer;
+      if (!line.empty() && line.back() == '\n') line.pop_back();
+      if (line == "ready") break;
+      result.push_back(line);
+    }
+    return result;
+  }
+
+  // Closes its stdin and returns its exit status (-1: did not exit normally).
+  int finish() {
+    close(stdin_);
+    stdin_ = -1;
+    int status = 0;
+    REQUIRE(waitpid(pid_, &status, 0) == pid_);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int stdin_ = -1;
+  std::FILE* stdout_ = nullptr;
+};
+
+// The report line starting with `key`, split into its numbers.
+std::vector<std::uint64_t> numbers(const std::vector<std::string>& lines, const std::string& key) {
+  for (const auto& line : lines) {
+    std::istringstream in(line);
+    std::string word;
+    in >> word;
+    if (word != key) continue;
+    std::vector<std::uint64_t> result;
+    std::uint64_t value;
+    while (in >> value) result.push_back(value);
+    return result;
+  }
+  FAIL("no line '" << key << " ...' in the program's output");
+  return {};
+}
+
+std::string link_of(const std::string& path) {
+  char target[256];
+  const ssize_t n = readlink(path.c_str(), target, sizeof target - 1);
+  return n < 0 ? std::string() : std::string(target, static_cast<std::size_t>(n));
+}
+
+// Checks the regions of `marker_program papi|likwid` against what the program reported: calls
+// exact, task-clock of the spin within 10 % of its thread CPU time, of the sleep under 5 % of
+// its wall time.
+void check_regions(const std::vector<Slot>& slots, const std::vector<std::string>& lines) {
+  const auto compute = numbers(lines, "compute");  // calls, CPU ns
+  const auto sleep = numbers(lines, "sleep");      // calls, wall ns, CPU ns
+  REQUIRE(compute.size() == 2);
+  REQUIRE(sleep.size() == 3);
+  const Slot compute_slots = total(slots, "compute");
+  const Slot sleep_slots = total(slots, "sleep");
+  const Slot all = total(slots, "all");
+  CHECK(compute_slots.calls == compute[0]);
+  CHECK(sleep_slots.calls == sleep[0]);
+  CHECK(all.calls == 1);
+  REQUIRE(!compute_slots.counts.empty());
+  const double spin_cpu = static_cast<double>(compute[1]);
+  CHECK(static_cast<double>(compute_slots.counts[0]) == Approx(spin_cpu).epsilon(0.10));
+  CHECK(static_cast<double>(sleep_slots.counts[0]) < 0.05 * static_cast<double>(sleep[1]));
+  // The region's clock runs around the program's own, inside it.
+  CHECK(sleep_slots.time_ns >= sleep[1]);
+  CHECK(compute_slots.time_ns >= compute[1]);
+  CHECK(all.time_ns >= compute_slots.time_ns + sleep_slots.time_ns);
+  // Every slot is the program's one thread's.
+  const auto tid = numbers(lines, "tid");
+  REQUIRE(tid.size() == 1);
+  for (const auto& slot : slots) CHECK(slot.tid == static_cast<int>(tid[0]));
+}
+
+}  // namespace
+
+TEST_CASE("Preloaded markers count PAPI and likwid regions in the exporter's segment",
+          "[markers][live]") {
+  const std::string api = GENERATE("papi", "likwid");
+  CAPTURE(api);
+  Segment segment({task_clock, page_faults});
+  Program program({api, "400", "300"},
+                  {std::string(HWPERF_REGION_FD_ENV) + "=" + std::to_string(segment.fd())},
+                  segment.fd());
+  const auto lines = program.lines();
+  const pid_t pid = program.pid();
+  REQUIRE(program.finish() == 0);
+  const auto* h = segment.header();
+  CHECK(h->writer_pid == static_cast<std::uint32_t>(pid));
+  CHECK(h->time_origin_ns > 0);
+  CHECK(h->dropped == 0);
+  CHECK(h->region_count == 3);
+  const auto slots = read_slots(segment.base());
+  check_regions(slots, lines);
+  if (api == "likwid") {
+    // likwid_markerGetRegion: calls, events, time (ns) and the first event, for this thread.
+    const auto got = numbers(lines, "likwid_get");
+    const Slot compute = total(slots, "compute");
+    REQUIRE(got.size() == 4);
+    CHECK(got[0] == compute.calls);
+    CHECK(got[1] == 2);
+    CHECK(static_cast<double>(got[2]) == Approx(static_cast<double>(compute.time_ns)).margin(1e3));
+    CHECK(got[3] == compute.counts[0]);
+  }
+}
+
+TEST_CASE("Preloaded markers give each pinned thread its own slot on its CPU", "[markers][live]") {
+  Segment segment({task_clock});
+  Program program({"threads", "4", "200"},
+                  {std::string(HWPERF_REGION_FD_ENV) + "=" + std::to_string(segment.fd())},
+                  segment.fd());
+  const auto lines = program.lines();
+  REQUIRE(program.finish() == 0);
+  const auto slots = read_slots(segment.base());
+  std::map<int, std::vector<std::uint64_t>> threads;  // tid -> pinned CPU, CPU at end, CPU ns
+  for (const auto& line : lines) {
+    std::istringstream in(line);
+    std::string word;
+    long tid;
+    int pinned, ran_on;
+    std::uint64_t cpu_ns;
+    if (in >> word >> tid >> pinned >> ran_on >> cpu_ns && word == "thread") {
+      REQUIRE(pinned >= 0);  // the program could pin it
+      threads[static_cast<int>(tid)] = {static_cast<std::uint64_t>(pinned),
+                                        static_cast<std::uint64_t>(ran_on), cpu_ns};
+    }
+  }
+  REQUIRE(threads.size() == 4);
+  REQUIRE(slots.size() == 4);
+  std::uint64_t threads_cpu = 0, slots_task_clock = 0;
+  std::set<int> tids;
+  for (const auto& slot : slots) {
+    CAPTURE(slot.tid);
+    CHECK(slot.region == "work");
+    REQUIRE(threads.count(slot.tid) == 1);
+    const auto& reported = threads[slot.tid];
+    CHECK(slot.cpu == static_cast<int>(reported[0]));
+    CHECK(slot.cpu == static_cast<int>(reported[1]));
+    CHECK(slot.calls == 1);
+    CHECK(static_cast<double>(slot.counts[0]) ==
+          Approx(static_cast<double>(reported[2])).epsilon(0.10));
+    tids.insert(slot.tid);
+    threads_cpu += reported[2];
+    slots_task_clock += slot.counts[0];
+  }
+  CHECK(tids.size() == 4);
+  CHECK(total(slots, "work").counts[0] == slots_task_clock);
+  CHECK(static_cast<double>(slots_task_clock) ==
+        Approx(static_cast<double>(threads_cpu)).epsilon(0.10));
+}
+
+TEST_CASE("Preloaded markers create their own segment from HWPERF_REGIONS_EVENTS",
+          "[markers][live]") {
+  Program program({"papi", "200", "100", "wait"},
+                  {std::string(HWPERF_REGION_EVENTS_ENV) + "=task-clock"});
+  const auto lines = program.lines();  // the program waits now, its segment open
+  const std::string fd_dir = "/proc/" + std::to_string(program.pid()) + "/fd";
+  std::string found;
+  DIR* dir = opendir(fd_dir.c_str());
+  REQUIRE(dir != nullptr);
+  while (const dirent* entry = readdir(dir)) {
+    const std::string path = fd_dir + "/" + entry->d_name;
+    if (link_of(path) == std::string("/memfd:") + HWPERF_REGION_MEMFD_NAME + " (deleted)") {
+      CHECK(found.empty());  // exactly one
+      found = path;
+    }
+  }
+  closedir(dir);
+  REQUIRE(!found.empty());
+  const int fd = open(found.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  struct stat st {};
+  REQUIRE(fstat(fd, &st) == 0);
+  const auto size = static_cast<std::size_t>(st.st_size);
+  REQUIRE(size >= sizeof(hwperf_region_header));
+  void* base = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  REQUIRE(base != MAP_FAILED);
+  const auto* h = static_cast<const hwperf_region_header*>(base);
+  CHECK(h->magic == HWPERF_REGION_MAGIC);
+  CHECK(h->version == HWPERF_REGION_VERSION);
+  CHECK(h->header_size == sizeof(hwperf_region_header));
+  CHECK(h->segment_size == size);
+  CHECK(__atomic_load_n(&h->state, __ATOMIC_ACQUIRE) == HWPERF_REGION_STATE_READY);
+  CHECK(h->writer_pid == static_cast<std::uint32_t>(program.pid()));
+  CHECK(h->names_offset % 64 == 0);
+  CHECK(h->slots_offset % 64 == 0);
+  CHECK(h->max_regions == HWPERF_REGION_MAX_REGIONS);
+  CHECK(h->max_slots == HWPERF_REGION_MAX_SLOTS);
+  REQUIRE(h->event_count == 1);
+  CHECK(h->events[0].type == task_clock.type);
+  CHECK(h->events[0].config == task_clock.config);
+  CHECK(std::string(h->events[0].name) == "task-clock");
+  int seals = -1;
+  {
+    const int again = open(found.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(again >= 0);
+    seals = fcntl(again, F_GET_SEALS);
+    close(again);
+  }
+  CHECK(seals == (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL));
+  check_regions(read_slots(base), lines);
+  munmap(base, size);
+  CHECK(program.finish() == 0);
+}
+
+TEST_CASE("A reader of the live segment never sees a torn slot", "[markers][live]") {
+  // Each call of region "page" faults exactly one page, so every consistent copy of a slot has as
+  // many page faults as calls; the writer stores calls before counts, so a copy taken in the
+  // middle of an update would show fewer faults than calls.
+  Segment segment({page_faults});
+  Program program({"pages", "1500", "0"},
+                  {std::string(HWPERF_REGION_FD_ENV) + "=" + std::to_string(segment.fd())},
+                  segment.fd());
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+  std::set<std::uint64_t> seen;
+  std::size_t copies = 0, torn = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    for (const auto& slot : read_slots(segment.base())) {
+      ++copies;
+      if (slot.counts.at(0) != slot.calls) ++torn;
+      seen.insert(slot.calls);
+    }
+  }
+  const auto lines = program.lines();
+  REQUIRE(program.finish() == 0);
+  CHECK(torn == 0);
+  CAPTURE(copies);
+  CHECK(seen.size() > 2);  // the reads raced the writer (few values when the machine is busy)
+  const auto calls = numbers(lines, "pages");
+  REQUIRE(calls.size() == 1);
+  const Slot page = total(read_slots(segment.base()), "page");
+  CHECK(page.calls == calls[0]);
+  CHECK(page.counts.at(0) == page.calls);
+}
+
+TEST_CASE("Markers nest regions to their depth bound and count the begins beyond it as dropped",
+          "[markers][live]") {
+  Segment segment({task_clock});
+  const int depth = HWPERF_MARKERS_MAX_DEPTH + 4;
+  Program program({"nest", std::to_string(depth), "0"},
+                  {std::string(HWPERF_REGION_FD_ENV) + "=" + std::to_string(segment.fd())},
+                  segment.fd());
+  const auto lines = program.lines();
+  REQUIRE(program.finish() == 0);
+  REQUIRE(numbers(lines, "nested") ==
+          std::vector<std::uint64_t>{static_cast<std::uint64_t>(depth)});
+  const auto slots = read_slots(segment.base());
+  // The begins past the bound are dropped, and so are their ends; every region within it has its
+  // one call, and each encloses the next.
+  CHECK(segment.header()->dropped == static_cast<std::uint32_t>(depth - HWPERF_MARKERS_MAX_DEPTH));
+  REQUIRE(slots.size() == HWPERF_MARKERS_MAX_DEPTH);
+  for (int i = 0; i < HWPERF_MARKERS_MAX_DEPTH; ++i) {
+    const Slot region = total(slots, "n" + std::to_string(i));
+    CAPTURE(i);
+    CHECK(region.calls == 1);
+    if (i > 0) CHECK(region.time_ns <= total(slots, "n" + std::to_string(i - 1)).time_ns);
+  }
+  // The end of a region never begun is not a region.
+  CHECK(total(slots, "unopened").calls == 0);
+}
+
+TEST_CASE("Markers leave a segment that fails validation untouched and the program running",
+          "[markers][live]") {
+  Segment segment({task_clock}, HWPERF_REGION_MAGIC + 1);
+  Program program({"papi", "20", "20"},
+                  {std::string(HWPERF_REGION_FD_ENV) + "=" + std::to_string(segment.fd())},
+                  segment.fd());
+  const auto lines = program.lines();
+  CHECK(program.finish() == 0);
+  CHECK(numbers(lines, "compute").size() == 2);
+  CHECK(segment.header()->writer_pid == 0);
+  CHECK(segment.header()->region_count == 0);
+  CHECK(segment.header()->slot_count == 0);
+}
+
+TEST_CASE("Markers without their environment are no-ops", "[markers][live]") {
+  Program program({"likwid", "20", "20"}, {});
+  const auto lines = program.lines();
+  CHECK(program.finish() == 0);
+  // likwid_markerGetRegion answers zeros: nothing was counted, and no stub aborted the program.
+  const auto got = numbers(lines, "likwid_get");
+  REQUIRE(got.size() == 4);
+  CHECK(got[0] == 0);
+  CHECK(got[1] == 0);
+}
