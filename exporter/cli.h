@@ -31,6 +31,7 @@ struct CliOptions {
   SummaryFormat summary_format = SummaryFormat::text;
   unsigned repeat = 1;             // --once -- CMD: runs of the command
   unsigned linger_ms = 30 * 1000;  // served -- CMD: how long the final counts wait for a scrape
+  bool experiment_regions = false;  // -- CMD: marker library preloaded, region segment passed
   bool check_config = false;
   bool once = false;
   bool version = false;
