@@ -9,7 +9,6 @@
 #include <cstring>
 #include <stdexcept>
 
-
 namespace hwperf {
 namespace {
 
@@ -33,7 +32,8 @@ RegionSegmentLayout region_segment_layout(std::uint32_t max_regions, std::uint32
   layout.names_offset = align64(sizeof(hwperf_region_header));
   layout.slots_offset =
       align64(layout.names_offset + std::uint64_t{max_regions} * sizeof(hwperf_region_name));
-  layout.size = align64(layout.slots_offset + std::uint64_t{max_slots} * sizeof(hwperf_region_slot));
+  layout.size =
+      align64(layout.slots_offset + std::uint64_t{max_slots} * sizeof(hwperf_region_slot));
   return layout;
 }
 
@@ -59,8 +59,8 @@ UniqueMapping& UniqueMapping::operator=(UniqueMapping&& other) noexcept {
 }
 
 UniqueMapping map_file(int fd, std::size_t size, bool writable) {
-  void* address = ::mmap(nullptr, size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
-                         fd, 0);
+  void* address =
+      ::mmap(nullptr, size, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
   if (address == MAP_FAILED) fail("mmap of " + std::to_string(size) + " bytes");
   return UniqueMapping(address, size);
 }

@@ -89,10 +89,24 @@ struct ExperimentRun {
   double seconds = 0;
 };
 
+// One marked region of one run (--experiment.regions), as likwid-perfctr -m prints it: a row per
+// thread, then their sum, from the hwperf_region_thread_* families.
+struct RegionTable {
+  std::size_t run = 0;  // 1-based
+  std::string region;
+  std::vector<std::string> columns;  // "calls", "seconds", then each event's metric
+  struct Row {
+    std::string thread;  // the tid, or "sum"
+    std::vector<double> values;
+  };
+  std::vector<Row> rows;
+};
+
 // What `--once -- CMD` (and `--repeat=N`) measured, ready to be written in any SummaryFormat.
 struct ExperimentSummary {
   std::string command_line;
   std::vector<SummaryLine> lines;
+  std::vector<RegionTable> regions;  // in the text and JSON formats
   std::vector<ExperimentRun> runs;
   std::string note;  // why the kernel counted less than configured, "" when it did not
 };

@@ -35,7 +35,8 @@ std::string marker_library(const std::vector<std::string>& candidates);
 
 // Forks one waiting child per command target (the last ones of the configuration) and binds each
 // target to its child's pid. With --experiment.regions each child also gets the marker library
-// preloaded and a region segment of its own, whose descriptor the target's regions_fd names. Throws std::runtime_error when it cannot fork.
+// preloaded and a region segment of its own, whose descriptor the target's regions_fd names. Throws
+// std::runtime_error when it cannot fork.
 std::vector<std::unique_ptr<Experiment>> start_experiments(const CliOptions& cli, Config& config);
 
 // Where --once writes the exposition: stdout ("-", or by default without -- CMD), a file opened

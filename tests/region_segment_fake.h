@@ -55,7 +55,8 @@ class FakeRegionWriter {
   std::uint32_t add_region(const std::string& name) {
     const std::uint32_t index = header().region_count;
     std::memset(names()[index].name, 0, sizeof names()[index].name);
-    std::memcpy(names()[index].name, name.data(), std::min(name.size(), sizeof(hwperf_region_name)));
+    std::memcpy(names()[index].name, name.data(),
+                std::min(name.size(), sizeof(hwperf_region_name)));
     __atomic_store_n(&header().region_count, index + 1, __ATOMIC_RELEASE);
     return index;
   }

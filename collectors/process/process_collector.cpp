@@ -100,8 +100,8 @@ ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
                             region::segment_event_table(settings_.region_events, left_out));
       if (!left_out.empty()) {
         log::warn("process target " + config.name + ": regions count the first " +
-                  std::to_string(HWPERF_REGION_MAX_EVENTS) + " events only; left out: " +
-                  join(left_out));
+                  std::to_string(HWPERF_REGION_MAX_EVENTS) +
+                  " events only; left out: " + join(left_out));
       }
     }
     targets_.back()->regions = std::make_unique<region::TargetRegions>(
@@ -355,7 +355,7 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
     }
     add_gauge(processes, {{"target", name}}, static_cast<double>(target->counted.size()));
     add_gauge(threads, {{"target", name}}, static_cast<double>(target->threads));
-    if (target->regions) regions->add(name, target->regions->read());
+    if (target->regions) regions->add(name, target->regions->read(), target->regions->own());
   }
   if (regions) regions->append_to(out);
   for (auto& family : counts) out.push_back(std::move(family));

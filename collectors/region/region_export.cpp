@@ -41,11 +41,18 @@ std::vector<RegionEvent> region_events(const std::vector<perf::CountedEvent>& co
     spec.metric = event.metric;
     spec.where = event.where;
     specs.push_back(spec);
-    events.push_back({event.encoding, "", event.event, event.unit});
+    events.push_back({event.encoding, "", "", event.event, event.unit});
   }
-  const auto problems = events::name_families(specs, "region");
-  if (!problems.empty()) throw std::invalid_argument(problems.front());
-  for (std::size_t i = 0; i < events.size(); ++i) events[i].family = specs[i].family;
+  auto thread_specs = specs;
+  for (auto [level, named] :
+       {std::pair{"region", &specs}, std::pair{"region_thread", &thread_specs}}) {
+    const auto problems = events::name_families(*named, level);
+    if (!problems.empty()) throw std::invalid_argument(problems.front());
+  }
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    events[i].family = specs[i].family;
+    events[i].thread_family = thread_specs[i].family;
+  }
   return events;
 }
 
@@ -203,25 +210,45 @@ RegionFamilies::RegionFamilies(const std::vector<RegionEvent>& events,
       dropped_(make_counter_family(
           {"region", "dropped", "begins"},
           "Region begins the marker library could not count (region or slot table full, nesting "
-          "too deep, events failed), as the program reports it.")) {
+          "too deep, events failed), as the program reports it.")),
+      thread_calls_(make_counter_family(
+          {"region", "thread", "calls"},
+          "Completed begin/end pairs of each marked region per thread (tid) of the command.")),
+      thread_seconds_(
+          make_counter_family({"region", "thread", "seconds"},
+                              "Time inside each marked region per thread (tid) of the command.")) {
   for (const auto& event : events_) {
+    const std::string unit = event.unit == events::Unit::nanoseconds
+                                 ? " Seconds, converted from the event's nanoseconds."
+                                 : "";
     counts_.push_back(events::counter_family(
         event.family, "Event " + event.event +
-                          " counted inside each marked region, summed over the target's "
-                          "threads." +
-                          (event.unit == events::Unit::nanoseconds
-                               ? " Seconds, converted from the event's nanoseconds."
-                               : "")));
+                          " counted inside each marked region, summed over the target's threads." +
+                          unit));
+    thread_counts_.push_back(events::counter_family(
+        event.thread_family,
+        "Event " + event.event + " counted inside each marked region per thread (tid)." + unit));
   }
 }
 
-void RegionFamilies::add(const std::string& target, const std::vector<SegmentReading>& readings) {
+void RegionFamilies::add(const std::string& target, const std::vector<SegmentReading>& readings,
+                         bool per_thread) {
   struct Sum {
     std::uint64_t calls = 0;
     std::uint64_t time_ns = 0;
     std::vector<std::uint64_t> counts;
+    void add(const SlotValues& slot, const std::vector<std::optional<std::size_t>>& matched,
+             std::size_t events) {
+      counts.resize(events);
+      calls += slot.calls;
+      time_ns += slot.time_ns;
+      for (std::size_t e = 0; e < slot.counts.size() && e < matched.size(); ++e) {
+        if (matched[e]) counts[*matched[e]] += slot.counts[e];
+      }
+    }
   };
-  std::map<std::pair<std::string, int>, Sum> sums;  // (region, CPU or -1)
+  std::map<std::pair<std::string, int>, Sum> sums;     // (region, CPU or -1)
+  std::map<std::pair<std::string, int>, Sum> threads;  // (region, tid)
   for (const auto& reading : readings) {
     add_gauge(valid_,
               {{"target", target},
@@ -242,6 +269,7 @@ void RegionFamilies::add(const std::string& target, const std::vector<SegmentRea
       if (!slot) continue;
       const auto& name = reading.snapshot.regions[slot->region];
       if (!name) continue;
+      if (per_thread) threads[{*name, slot->tid}].add(*slot, reading.matched, events_.size());
       int cpu = -1;
       if (!cpus_.empty()) {
         const auto known = std::find_if(cpus_.begin(), cpus_.end(), [&](const HardwareThread& t) {
@@ -250,13 +278,7 @@ void RegionFamilies::add(const std::string& target, const std::vector<SegmentRea
         if (known == cpus_.end()) continue;
         cpu = slot->cpu;
       }
-      Sum& sum = sums[{*name, cpu}];
-      sum.counts.resize(events_.size());
-      sum.calls += slot->calls;
-      sum.time_ns += slot->time_ns;
-      for (std::size_t e = 0; e < slot->counts.size() && e < reading.matched.size(); ++e) {
-        if (reading.matched[e]) sum.counts[*reading.matched[e]] += slot->counts[e];
-      }
+      sums[{*name, cpu}].add(*slot, reading.matched, events_.size());
     }
   }
   add_gauge(segments_, {{"target", target}}, static_cast<double>(readings.size()));
@@ -275,16 +297,28 @@ void RegionFamilies::add(const std::string& target, const std::vector<SegmentRea
       events::add_count(counts_[e], labels, sum.counts[e], events_[e].unit);
     }
   }
+  for (const auto& [key, sum] : threads) {
+    const Labels labels = {
+        {"target", target}, {"region", key.first}, {"tid", std::to_string(key.second)}};
+    add_counter(thread_calls_, labels, sum.calls);
+    add_counter(thread_seconds_, labels, nanoseconds_to_seconds(sum.time_ns));
+    for (std::size_t e = 0; e < events_.size(); ++e) {
+      events::add_count(thread_counts_[e], labels, sum.counts[e], events_[e].unit);
+    }
+  }
 }
 
 void RegionFamilies::append_to(std::vector<prometheus::MetricFamily>& out) {
-  out.push_back(std::move(calls_));
-  out.push_back(std::move(seconds_));
-  for (auto& family : counts_) out.push_back(std::move(family));
+  append_unless_empty(out, std::move(calls_));
+  append_unless_empty(out, std::move(seconds_));
+  for (auto& family : counts_) append_unless_empty(out, std::move(family));
   out.push_back(std::move(valid_));
   out.push_back(std::move(segments_));
   append_unless_empty(out, std::move(skipped_));
   append_unless_empty(out, std::move(dropped_));
+  append_unless_empty(out, std::move(thread_calls_));
+  append_unless_empty(out, std::move(thread_seconds_));
+  for (auto& family : thread_counts_) append_unless_empty(out, std::move(family));
 }
 
 }  // namespace hwperf::region

@@ -31,7 +31,8 @@ namespace hwperf::region {
 struct RegionEvent {
   perf::EventEncoding encoding;
   std::string family;
-  std::string event;  // as configured, for HELP and the log
+  std::string thread_family;  // hwperf_region_thread_<metric>_total: per thread, for -- CMD
+  std::string event;          // as configured, for HELP and the log
   events::Unit unit = events::Unit::count;
 };
 
@@ -74,6 +75,8 @@ class TargetRegions {
   // no longer counted.
   void update(const std::vector<ProcessKey>& processes);
   std::vector<SegmentReading> read();
+  // The segment is the command's own (-- CMD): per-thread families are worth their series.
+  bool own() const { return own_.has_value(); }
 
  private:
   struct Segment {
@@ -98,19 +101,22 @@ class TargetRegions {
 };
 
 // Builds the hwperf_region_* families of one scrape. `cpus`: with per_cpu, the machine's CPUs
-// (a slot's CPU gets that CPU's topology labels; a CPU not among them is left out and said so
-// once); empty: one series per region.
+// (a slot's CPU gets that CPU's topology labels; a CPU not among them is left out); empty: one
+// series per region. `per_thread`: also hwperf_region_thread_*{target, region, tid}, the
+// per-thread table of the --once summary, for the segment of a command (whose threads are
+// bounded by its slots) only.
 class RegionFamilies {
  public:
   RegionFamilies(const std::vector<RegionEvent>& events, const std::vector<HardwareThread>& cpus);
-  void add(const std::string& target, const std::vector<SegmentReading>& readings);
+  void add(const std::string& target, const std::vector<SegmentReading>& readings, bool per_thread);
   void append_to(std::vector<prometheus::MetricFamily>& out);
 
  private:
   const std::vector<RegionEvent>& events_;
   const std::vector<HardwareThread>& cpus_;
   prometheus::MetricFamily calls_, seconds_, valid_, segments_, skipped_, dropped_;
-  std::vector<prometheus::MetricFamily> counts_;  // per RegionEvent
+  prometheus::MetricFamily thread_calls_, thread_seconds_;
+  std::vector<prometheus::MetricFamily> counts_, thread_counts_;  // per RegionEvent
 };
 
 }  // namespace hwperf::region

@@ -166,9 +166,8 @@ ReadResult read_segment(const unsigned char* data, std::size_t size) {
   }
   const std::uint64_t magic = load(&header.magic);
   if (magic != HWPERF_REGION_MAGIC) {
-    return refuse(Problem::bad_magic,
-                  "bad magic " + hex(magic) + " (a segment starts with " + hex(HWPERF_REGION_MAGIC) +
-                      ", \"HWPREG01\")");
+    return refuse(Problem::bad_magic, "bad magic " + hex(magic) + " (a segment starts with " +
+                                          hex(HWPERF_REGION_MAGIC) + ", \"HWPREG01\")");
   }
   if (state != HWPERF_REGION_STATE_READY) {
     return refuse(Problem::bad_header, "unknown state " + std::to_string(state));
@@ -186,10 +185,9 @@ ReadResult read_segment(const unsigned char* data, std::size_t size) {
   }
   const std::uint64_t segment_size = load(&header.segment_size);
   if (segment_size != size) {
-    return refuse(Problem::truncated,
-                  (segment_size > size ? "truncated: " : "size mismatch: ") +
-                      std::to_string(size) + " bytes, header says " +
-                      std::to_string(segment_size));
+    return refuse(Problem::truncated, (segment_size > size ? "truncated: " : "size mismatch: ") +
+                                          std::to_string(size) + " bytes, header says " +
+                                          std::to_string(segment_size));
   }
   const std::uint32_t event_count = load(&header.event_count);
   const std::uint32_t max_regions = load(&header.max_regions);
@@ -216,8 +214,10 @@ ReadResult read_segment(const unsigned char* data, std::size_t size) {
                       size)}) {
     if (!problem.empty()) return refuse(Problem::bad_offsets, problem);
   }
-  const std::uint64_t names_end = names_offset + std::uint64_t{max_regions} * sizeof(hwperf_region_name);
-  const std::uint64_t slots_end = slots_offset + std::uint64_t{max_slots} * sizeof(hwperf_region_slot);
+  const std::uint64_t names_end =
+      names_offset + std::uint64_t{max_regions} * sizeof(hwperf_region_name);
+  const std::uint64_t slots_end =
+      slots_offset + std::uint64_t{max_slots} * sizeof(hwperf_region_slot);
   if (names_offset < slots_end && slots_offset < names_end && max_regions > 0 && max_slots > 0) {
     return refuse(Problem::bad_offsets, "names [" + std::to_string(names_offset) + ", " +
                                             std::to_string(names_end) + ") overlap slots [" +

@@ -19,16 +19,16 @@ namespace hwperf::region {
 // (a handful of values: the numbers are in the log line and the text).
 enum class Problem {
   none,
-  not_ready,     // the creator has not finished the header yet
-  bad_magic,     // not a segment, or scribbled on
-  bad_version,   // a layout this exporter does not know
-  bad_header,    // header_size or alignment
-  truncated,     // segment_size is not what is mapped
-  bad_bounds,    // a count beyond its limit
-  bad_offsets,   // an array past the end, overlapping another, or misaligned
-  bad_slot,      // a slot names a region that was not published
-  not_found,     // (the collector's) no segment found for the process yet
-  open_failed,   // (the collector's) found but refused or unreadable
+  not_ready,    // the creator has not finished the header yet
+  bad_magic,    // not a segment, or scribbled on
+  bad_version,  // a layout this exporter does not know
+  bad_header,   // header_size or alignment
+  truncated,    // segment_size is not what is mapped
+  bad_bounds,   // a count beyond its limit
+  bad_offsets,  // an array past the end, overlapping another, or misaligned
+  bad_slot,     // a slot names a region that was not published
+  not_found,    // (the collector's) no segment found for the process yet
+  open_failed,  // (the collector's) found but refused or unreadable
 };
 inline constexpr EnumName<Problem> kProblemNames[] = {
     {Problem::none, "none"},
@@ -75,7 +75,7 @@ struct Snapshot {
   // Index = slot number; nullopt for a slot skipped this time (its seq stayed odd or kept
   // changing, or its region's name was refused).
   std::vector<std::optional<SlotValues>> slots;
-  std::size_t torn_slots = 0;  // skipped because the writer kept changing them
+  std::size_t torn_slots = 0;      // skipped because the writer kept changing them
   std::vector<std::string> notes;  // per refused name or slot: what and why
 };
 

@@ -41,8 +41,9 @@ SegmentOpening map_segment(UniqueFd fd, const std::string& what) {
   constexpr int needed = F_SEAL_SHRINK | F_SEAL_GROW;
   if (seals < 0 || (seals & needed) != needed) {
     return failed(Problem::open_failed,
-                  what + ": not sealed against shrinking and growing (F_SEAL_SHRINK | "
-                         "F_SEAL_GROW): it could shrink under the mapping");
+                  what +
+                      ": not sealed against shrinking and growing (F_SEAL_SHRINK | "
+                      "F_SEAL_GROW): it could shrink under the mapping");
   }
   if (info.st_size <= 0 || static_cast<std::uint64_t>(info.st_size) > kMaxSegmentBytes) {
     return failed(Problem::open_failed, what + ": " + std::to_string(info.st_size) +

@@ -4,9 +4,11 @@
 // the reason exported. Also how segments are opened: sealed memfds only.
 #include "tests/catch.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -179,9 +181,9 @@ TEST_CASE("A sealed memfd named hwperf-regions is found in a counted process", "
   hwperf_region_event cycles = test::software_event(0, "cycles");
   cycles.type = PERF_TYPE_HARDWARE;
   cycles.config = PERF_COUNT_HW_CPU_CYCLES;
-  publish_region_events(fd.get(), {test::software_event(PERF_COUNT_SW_TASK_CLOCK, "task-clock"),
-                                   cycles,
-                                   test::software_event(PERF_COUNT_SW_PAGE_FAULTS, "page-faults")});
+  publish_region_events(fd.get(),
+                        {test::software_event(PERF_COUNT_SW_TASK_CLOCK, "task-clock"), cycles,
+                         test::software_event(PERF_COUNT_SW_PAGE_FAULTS, "page-faults")});
   FakeRegionWriter writer(fd.get(), layout.size);
   const auto region = writer.add_region("loop");
   writer.set(writer.add_slot(region, 1, 0), 7, 7000, {6000, 123456, 5});
