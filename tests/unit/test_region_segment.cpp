@@ -4,7 +4,10 @@
 #include "tests/catch.hpp"
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <functional>
 #include <limits>
 #include <string>
@@ -332,4 +335,31 @@ TEST_CASE("a reader never returns a slot torn by a concurrent writer", "[region]
   CHECK_FALSE(backwards);
   CHECK(consistent > 0);
   CHECK(changes > 1);  // the writer really ran across the reads
+}
+
+TEST_CASE("the fuzz seed is a valid small segment as this layout writes it", "[region]") {
+  // fuzz/corpus/region_segment/valid_small: regenerate with HWPERF_UPDATE_GOLDEN=1 after a
+  // layout change, so libFuzzer starts from a segment that passes every check.
+  FakeRegionWriter writer(2, 4, two_events());
+  writer.add_region("compute");
+  writer.add_region("sleep");
+  writer.set(writer.add_slot(0, 100, 0), 3, 1500, {1400, 7});
+  writer.set(writer.add_slot(0, 101, 1), 5, 2500, {2400, 9});
+  writer.set(writer.add_slot(1, 100, 1), 1, 3000, {200, 1});
+  const std::string path =
+      std::string(HWPERF_SOURCE_DIR) + "/fuzz/corpus/region_segment/valid_small";
+  const std::string bytes(reinterpret_cast<const char*>(writer.base()), writer.size());
+  if (std::getenv("HWPERF_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  std::ifstream file(path, std::ios::binary);
+  const std::string seed((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  REQUIRE(seed == bytes);
+  std::vector<std::uint64_t> aligned(seed.size() / 8);
+  std::memcpy(aligned.data(), seed.data(), seed.size());
+  const ReadResult result =
+      read_segment(reinterpret_cast<const unsigned char*>(aligned.data()), seed.size());
+  REQUIRE(result.ok());
+  CHECK(result.snapshot.regions.size() == 2);
+  CHECK(result.snapshot.slots.size() == 3);
 }
