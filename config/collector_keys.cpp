@@ -392,6 +392,7 @@ Key collectors_section(Problems& problems, CollectorsConfig& collectors) {
                 enum_key(problems, "domain", "collectors.process.domain", process.domain,
                          kCountingDomainNames),
                 bool_key(problems, "per_cpu", "collectors.process.per_cpu", process.per_cpu),
+                bool_key(problems, "regions", "collectors.process.regions", process.regions),
                 between_key(problems, "rescan_interval_seconds",
                             "collectors.process.rescan_interval_seconds",
                             process.rescan_interval_seconds, kMinRescanIntervalSeconds,

@@ -185,6 +185,10 @@ struct ProcessTargetConfig {
   std::string exe;
   std::string cmdline;
   SourceMark mark;
+  // Selector::command with --experiment.regions: the region segment (a sealed memfd) the
+  // exporter created and passed to the command; the process collector writes its event table
+  // and reads it. -1: none (segments are looked for under procfs when regions is on).
+  int regions_fd = -1;
 };
 
 // Minimum and maximum of collectors.process.rescan_interval_seconds: faster would spend the CPU
@@ -202,6 +206,8 @@ struct ProcessCollectorConfig {
   CountingDomain domain = CountingDomain::all;
   // Each thread counted on each CPU, so counts carry the CPU's topology labels.
   bool per_cpu = false;
+  // Each counted process's region segment (the marker library's) is looked for and exported.
+  bool regions = false;
   double rescan_interval_seconds = 3;
   std::vector<ProcessTargetConfig> targets;
 };

@@ -85,6 +85,13 @@ const std::vector<CliFlag>& cli_flags() {
          "of the metrics path has read them, at most this long (0 to exit at once); then exit "
          "with CMD's status",
          "30s"},
+        {"--experiment.regions", nullptr,
+         "with -- CMD, preload the marker library (libhwperf_markers.so) into CMD, before any "
+         "LD_PRELOAD it has, and hand it a region segment for the events its target counts: "
+         "each region it marks (PAPI_hl_region_begin, LIKWID_MARKER_START) is exported as "
+         "hwperf_region_* and, with --once, summarised per region and thread "
+         "([regions](collectors/region.md))",
+         ""},
         {"--print-rules", nullptr,
          std::string("print Prometheus recording rules for the formulas of the event groups the "
                      "configuration counts (the defaults without one) and exit 0, or 2 on a "
@@ -152,6 +159,7 @@ constexpr std::pair<const char*, bool CliOptions::*> kSwitches[] = {
     {"--version", &CliOptions::version},
     {"--help", &CliOptions::help},
     {"--print-rules", &CliOptions::print_rules},
+    {"--experiment.regions", &CliOptions::experiment_regions},
     {"--print-reference", &CliOptions::print_reference},
 };
 
@@ -265,6 +273,9 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
   for (const char* flag : {"--summary.format", "--repeat"}) {
     if (given(flag) && !once_command)
       problems.push_back(std::string(flag) + " needs --once -- CMD");
+  }
+  if (options.experiment_regions && options.command.empty()) {
+    problems.push_back("--experiment.regions needs -- CMD");
   }
   if (given("--linger") && (options.once || options.command.empty())) {
     problems.push_back("--linger needs -- CMD without --once");

@@ -29,8 +29,9 @@ struct CliOptions {
   std::vector<std::string> command;
   std::optional<std::string> output;  // --once: where the exposition goes ("-": stdout)
   SummaryFormat summary_format = SummaryFormat::text;
-  unsigned repeat = 1;             // --once -- CMD: runs of the command
-  unsigned linger_ms = 30 * 1000;  // served -- CMD: how long the final counts wait for a scrape
+  unsigned repeat = 1;              // --once -- CMD: runs of the command
+  unsigned linger_ms = 30 * 1000;   // served -- CMD: how long the final counts wait for a scrape
+  bool experiment_regions = false;  // -- CMD: marker library preloaded, region segment passed
   bool check_config = false;
   bool once = false;
   bool version = false;

@@ -14,6 +14,29 @@
 namespace hwperf {
 namespace {
 
+// The command's environment: ours, with `setup`'s library first in LD_PRELOAD and its
+// descriptor's number named; built before the fork, so the child only calls exec.
+std::vector<std::string> command_environment(const CommandSetup& setup) {
+  std::vector<std::string> environment;
+  bool preloaded = false;
+  const std::string preload_key = "LD_PRELOAD=";
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    std::string text(*entry);
+    if (!setup.fd_env.empty() && text.rfind(setup.fd_env + "=", 0) == 0) continue;
+    if (!setup.preload.empty() && text.rfind(preload_key, 0) == 0) {
+      const std::string before = text.substr(preload_key.size());
+      text = preload_key + setup.preload + (before.empty() ? "" : ":" + before);
+      preloaded = true;
+    }
+    environment.push_back(std::move(text));
+  }
+  if (!setup.preload.empty() && !preloaded) environment.push_back(preload_key + setup.preload);
+  if (setup.inherited.valid()) {
+    environment.push_back(setup.fd_env + "=" + std::to_string(setup.inherited.get()));
+  }
+  return environment;
+}
+
 int exit_code_of(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -22,9 +45,13 @@ int exit_code_of(int status) {
 
 }  // namespace
 
-Experiment::Experiment(std::vector<std::string> command, std::string target)
-    : command_(std::move(command)), target_(std::move(target)) {
+Experiment::Experiment(std::vector<std::string> command, std::string target, CommandSetup setup)
+    : command_(std::move(command)), target_(std::move(target)), setup_(std::move(setup)) {
   if (command_.empty()) throw std::runtime_error("-- needs a command to run");
+  std::vector<std::string> environment = command_environment(setup_);
+  std::vector<char*> envp;
+  for (auto& entry : environment) envp.push_back(entry.data());
+  envp.push_back(nullptr);
   if (target_.empty()) target_ = program_name(command_[0]);
   int go[2], error[2];
   if (::pipe2(go, O_CLOEXEC) != 0 || ::pipe2(error, O_CLOEXEC) != 0) {
@@ -50,7 +77,10 @@ Experiment::Experiment(std::vector<std::string> command, std::string target)
     std::vector<char*> argv;
     for (auto& word : command_) argv.push_back(word.data());
     argv.push_back(nullptr);
-    ::execvp(argv[0], argv.data());
+    // Cleared in the child only: the exporter's copy stays close-on-exec for anything else it
+    // may run.
+    if (setup_.inherited.valid()) ::fcntl(setup_.inherited.get(), F_SETFD, 0);
+    ::execvpe(argv[0], argv.data(), envp.data());
     const int failure = errno;
     (void)!::write(error[1], &failure, sizeof failure);
     // As a shell says it: 127 not found, 126 found but not executable.

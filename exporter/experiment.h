@@ -14,17 +14,28 @@
 
 #include "collectors/registry.h"  // events::RuleScope, through the registry entries
 #include "common/enum_names.h"
+#include "common/unique_fd.h"
 
 namespace hwperf {
 
 // A command's file name, the process target's name in experiment mode ("sh" for /bin/sh).
 std::string program_name(const std::string& program);
 
+// What the command gets besides its arguments (--experiment.regions): a library preloaded before
+// any LD_PRELOAD it already has, and a descriptor it inherits, its number in an environment
+// variable. The Experiment owns the descriptor for as long as it lives.
+struct CommandSetup {
+  std::string preload;  // "" for none
+  UniqueFd inherited;   // close-on-exec here; left open across the command's exec only
+  std::string fd_env;   // e.g. HWPERF_REGIONS_FD
+};
+
 class Experiment {
  public:
   // Forks the child, which waits. Throws std::runtime_error when it cannot. `target`: the
   // process target that counts it, program_name() of the command when "".
-  explicit Experiment(std::vector<std::string> command, std::string target = "");
+  explicit Experiment(std::vector<std::string> command, std::string target = "",
+                      CommandSetup setup = {});
   ~Experiment();
   Experiment(const Experiment&) = delete;
   Experiment& operator=(const Experiment&) = delete;
@@ -44,6 +55,7 @@ class Experiment {
  private:
   std::vector<std::string> command_;
   std::string target_;
+  CommandSetup setup_;
   pid_t pid_ = -1;
   int go_fd_ = -1;     // written to once: the child may exec
   int error_fd_ = -1;  // the child writes its exec errno here; closed by a successful exec
@@ -77,10 +89,24 @@ struct ExperimentRun {
   double seconds = 0;
 };
 
+// One marked region of one run (--experiment.regions), as likwid-perfctr -m prints it: a row per
+// thread, then their sum, from the hwperf_region_thread_* families.
+struct RegionTable {
+  std::size_t run = 0;  // 1-based
+  std::string region;
+  std::vector<std::string> columns;  // "calls", "seconds", then each event's metric
+  struct Row {
+    std::string thread;  // the tid, or "sum"
+    std::vector<double> values;
+  };
+  std::vector<Row> rows;
+};
+
 // What `--once -- CMD` (and `--repeat=N`) measured, ready to be written in any SummaryFormat.
 struct ExperimentSummary {
   std::string command_line;
   std::vector<SummaryLine> lines;
+  std::vector<RegionTable> regions;  // in the text and JSON formats
   std::vector<ExperimentRun> runs;
   std::string note;  // why the kernel counted less than configured, "" when it did not
 };

@@ -1,6 +1,7 @@
 // The summary of `--once -- CMD` written out (--summary.format): perf stat's text for a person,
 // CSV and JSON for a notebook. Over several runs (--repeat) each value is the mean of the runs
 // that have one, with the relative spread, sample standard deviation / mean, beside it.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -71,6 +72,39 @@ std::string spread_text(const ExperimentSummary& summary, const Stats& stats) {
   return text;
 }
 
+// Each region as likwid-perfctr -m prints it: one row per thread, then the sum.
+std::string regions_text(const ExperimentSummary& summary) {
+  std::string text;
+  for (const auto& table : summary.regions) {
+    text += "\n Region " + table.region +
+            (summary.runs.size() > 1 ? " (run " + std::to_string(table.run) + ")" : "") + ":\n";
+    char cell[96];
+    std::snprintf(cell, sizeof cell, "%12s", "thread");
+    text += cell;
+    for (const auto& column : table.columns) {
+      const int width = static_cast<int>(std::max<std::size_t>(column.size(), 14));
+      std::snprintf(cell, sizeof cell, "  %*s", width, column.c_str());
+      text += cell;
+    }
+    text += "\n";
+    for (const auto& row : table.rows) {
+      std::snprintf(cell, sizeof cell, "%12s", row.thread.c_str());
+      text += cell;
+      for (std::size_t c = 0; c < row.values.size(); ++c) {
+        const int width = static_cast<int>(std::max<std::size_t>(table.columns[c].size(), 14));
+        if (ends_with(table.columns[c], "seconds")) {
+          std::snprintf(cell, sizeof cell, "  %*.6f", width, row.values[c]);
+        } else {
+          std::snprintf(cell, sizeof cell, "  %*s", width, grouped(row.values[c]).c_str());
+        }
+        text += cell;
+      }
+      text += "\n";
+    }
+  }
+  return text;
+}
+
 std::string text_summary(const ExperimentSummary& summary) {
   const std::size_t runs = summary.runs.size();
   std::string text = "\n Performance counter stats for '" + summary.command_line + "'" +
@@ -109,7 +143,7 @@ std::string text_summary(const ExperimentSummary& summary) {
                 spread_text(summary, seconds).c_str(), statuses.c_str());
   text += line;
   if (!summary.note.empty()) text += "  note: " + summary.note + "\n";
-  return text;
+  return text + regions_text(summary);
 }
 
 // A number as JSON and CSV write it: round-trips a double; null (JSON) or empty (CSV) when
@@ -200,10 +234,28 @@ std::string json_summary(const ExperimentSummary& summary) {
             "{\"exit_status\":" + std::to_string(run.exit_code) +
             ",\"seconds\":" + json_number(run.seconds) + "}";
   }
+  std::string regions;
+  for (const auto& table : summary.regions) {
+    std::string columns, rows;
+    for (const auto& column : table.columns) {
+      columns += (columns.empty() ? "" : ",") + json_string(column);
+    }
+    for (const auto& row : table.rows) {
+      std::string values;
+      for (const double value : row.values)
+        values += (values.empty() ? "" : ",") + json_number(value);
+      rows += std::string(rows.empty() ? "" : ",") + "{\"thread\":" + json_string(row.thread) +
+              ",\"values\":[" + values + "]}";
+    }
+    regions += std::string(regions.empty() ? "" : ",\n  ") +
+               "{\"run\":" + std::to_string(table.run) +
+               ",\"region\":" + json_string(table.region) + ",\"columns\":[" + columns +
+               "],\"rows\":[" + rows + "]}";
+  }
   return "{\"command\":" + json_string(summary.command_line) +
          ",\n \"exit_status\":" + std::to_string(summary_exit_code(summary)) + ",\n \"runs\":[" +
          runs + "],\n \"elapsed\":{" + json_stats(elapsed(summary)) + "},\n \"events\":[\n  " +
-         events + "],\n \"metrics\":[\n  " + metrics +
+         events + "],\n \"metrics\":[\n  " + metrics + "],\n \"regions\":[\n  " + regions +
          "],\n \"note\":" + json_string(summary.note) + "}\n";
 }
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "common/files.h"
+#include "common/region_segment_file.h"
 #include "common/log.h"
 #include "common/sysctl.h"
 #include "common/text.h"
@@ -68,11 +69,33 @@ void add_command_targets(const CliOptions& cli, Config& config) {
   }
 }
 
+std::string marker_library(const std::vector<std::string>& candidates) {
+  for (const auto& path : candidates) {
+    if (::access(path.c_str(), R_OK) == 0) return path;
+  }
+  throw std::runtime_error("--experiment.regions: the marker library is in none of " +
+                           join(candidates, ", ") +
+                           "; build the hwperf_markers target, or install the project");
+}
+
 std::vector<std::unique_ptr<Experiment>> start_experiments(const CliOptions& cli, Config& config) {
   auto& targets = config.collectors.process.targets;
+  std::string preload;
+  if (cli.experiment_regions) {
+    preload = marker_library({HWPERF_MARKERS_BUILD_PATH, HWPERF_MARKERS_INSTALL_PATH});
+    log::info("--experiment.regions: preloading " + preload);
+  }
   std::vector<std::unique_ptr<Experiment>> runs;
   for (std::size_t i = targets.size() - cli.repeat; i < targets.size(); ++i) {
-    runs.push_back(std::make_unique<Experiment>(cli.command, targets[i].name));
+    CommandSetup setup;
+    if (cli.experiment_regions) {
+      // One segment per run, so that each run's regions are counted apart, as its events are.
+      setup.preload = preload;
+      setup.inherited = create_region_segment();
+      setup.fd_env = HWPERF_REGION_FD_ENV;
+      targets[i].regions_fd = setup.inherited.get();
+    }
+    runs.push_back(std::make_unique<Experiment>(cli.command, targets[i].name, std::move(setup)));
     targets[i].pid = runs.back()->pid();
   }
   return runs;

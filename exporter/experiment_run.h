@@ -29,8 +29,14 @@ void add_command_targets(const CliOptions& cli, Config& config);
 // configuration file that enables them is obeyed.
 std::vector<std::string> collectors_left_out(const CliOptions& cli, const Config& config);
 
+// The first of `candidates` (the build tree's marker library, then the installed one) that can be
+// read; throws std::runtime_error naming them all when none can.
+std::string marker_library(const std::vector<std::string>& candidates);
+
 // Forks one waiting child per command target (the last ones of the configuration) and binds each
-// target to its child's pid. Throws std::runtime_error when it cannot fork.
+// target to its child's pid. With --experiment.regions each child also gets the marker library
+// preloaded and a region segment of its own, whose descriptor the target's regions_fd names. Throws
+// std::runtime_error when it cannot fork.
 std::vector<std::unique_ptr<Experiment>> start_experiments(const CliOptions& cli, Config& config);
 
 // Where --once writes the exposition: stdout ("-", or by default without -- CMD), a file opened

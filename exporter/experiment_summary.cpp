@@ -1,6 +1,7 @@
 // What the summary of `--once -- CMD` says, as perf stat says it: the counts, then the derived
 // metrics of the event groups (perf stat's "shadow" metrics), each formula written once in the
 // events layer and evaluated here over each run. experiment_report.cpp writes it.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -140,6 +141,46 @@ std::string narrowed_reason(const std::vector<prometheus::MetricFamily>& familie
   return "";
 }
 
+// The per-thread region families of the target (hwperf_region_thread_*) as one table per region:
+// calls and seconds first, then the events in the order of their families.
+void add_regions(ExperimentSummary& summary, const std::vector<prometheus::MetricFamily>& families,
+                 const std::string& target) {
+  const std::string prefix = metric_name({"region", "thread"}) + "_";
+  std::vector<std::string> columns = {"calls", "seconds"};
+  // region -> tid -> column -> value
+  std::map<std::string, std::map<std::string, std::map<std::string, double>>> values;
+  for (const auto& family : families) {
+    if (family.name.rfind(prefix, 0) != 0 || !ends_with(family.name, "_total")) continue;
+    std::string column = family.name.substr(prefix.size());
+    column.resize(column.size() - std::string("_total").size());
+    if (std::find(columns.begin(), columns.end(), column) == columns.end()) {
+      columns.push_back(column);
+    }
+    for (const auto& metric : family.metric) {
+      if (label_of(metric, "target") != target) continue;
+      values[label_of(metric, "region")][label_of(metric, "tid")][column] = metric.counter.value;
+    }
+  }
+  for (const auto& [region, threads] : values) {
+    RegionTable table;
+    table.run = summary.runs.size();
+    table.region = region;
+    table.columns = columns;
+    RegionTable::Row sum{"sum", std::vector<double>(columns.size(), 0.0)};
+    for (const auto& [tid, by_column] : threads) {
+      RegionTable::Row row{tid, {}};
+      for (std::size_t c = 0; c < columns.size(); ++c) {
+        const auto found = by_column.find(columns[c]);
+        row.values.push_back(found == by_column.end() ? 0.0 : found->second);
+        sum.values[c] += row.values.back();
+      }
+      table.rows.push_back(std::move(row));
+    }
+    table.rows.push_back(std::move(sum));
+    summary.regions.push_back(std::move(table));
+  }
+}
+
 }  // namespace
 
 void add_run(ExperimentSummary& summary, const std::vector<prometheus::MetricFamily>& families,
@@ -154,6 +195,7 @@ void add_run(ExperimentSummary& summary, const std::vector<prometheus::MetricFam
     for (const auto& group : scope.groups) add_group(summary, sums, group, run.seconds);
   }
   if (const auto note = narrowed_reason(families); !note.empty()) summary.note = note;
+  add_regions(summary, families, target);
 }
 
 std::string experiment_summary(const std::vector<prometheus::MetricFamily>& families,

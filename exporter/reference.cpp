@@ -107,6 +107,9 @@ const std::vector<KeyText>& config_texts() {
        "privilege levels counted; user mode only when the kernel allows no more"},
       {"collectors.process.per_cpu",
        "one series per target and CPU, with the CPU's topology labels"},
+      {"collectors.process.regions",
+       "export the marked regions of each counted process that runs with the marker library "
+       "([regions](collectors/region.md))"},
       {"collectors.process.rescan_interval_seconds",
        "how often /proc is looked at in the background for processes that start and end", "",
        "a number from " + format_number(kMinRescanIntervalSeconds) + " to " +

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Fails when an #include crosses the layers upward (docs/development.md, Layout):
 #   common <- config, topology <- collectors/events (with collectors/metrics.h)
-#   <- collectors/perf <- collectors/<name>/ <- collectors/ (registry, collector_set)
+#   <- collectors/perf <- collectors/region <- collectors/<name>/ <- collectors/ (registry, collector_set)
 #   <- exporter/, with web/ beside the collectors.
-# The events layer includes no other collector folder; perf/ includes only events/; a
+# The events layer includes no other collector folder; perf/ includes only events/; region/ (the
+# marker library's segments, which process targets export) only events/ and perf/; a
 # collector's folder includes events/, perf/ and the Collector interface, never another
 # collector's folder, the registry or the collector set, nor exporter/ or web/; exporter/, web/,
 # config/, common/ and topology/ never name a collector's folder (they reach collectors through
@@ -25,12 +26,15 @@ while IFS= read -r hit; do report "$hit (the events layer includes a layer above
     grep -vE '#include "collectors/(events/|metrics\.h")' || true)
 while IFS= read -r hit; do report "$hit (perf/ includes a collector's folder)"; done < <(
   includes collectors/perf | grep -vE '#include "collectors/(events|perf)/|#include "collectors/metrics\.h"' || true)
+while IFS= read -r hit; do report "$hit (region/ includes a collector's folder)"; done < <(
+  includes collectors/region |
+    grep -vE '#include "collectors/(events|perf|region)/|#include "collectors/metrics\.h"' || true)
 for folder in collectors/*/; do
   name=$(basename "$folder")
-  case "$name" in events | perf) continue ;; esac
+  case "$name" in events | perf | region) continue ;; esac
   while IFS= read -r hit; do report "$hit (includes another collector's folder)"; done < <(
     includes "$folder" |
-      grep -vE "#include \"collectors/(${name}|events|perf)/|#include \"collectors/(metrics|collector|collector_entry)\\.h\"" ||
+      grep -vE "#include \"collectors/(${name}|events|perf|region)/|#include \"collectors/(metrics|collector|collector_entry)\\.h\"" ||
       true)
 done
 while IFS= read -r hit; do report "$hit (names a collector's folder)"; done < <(

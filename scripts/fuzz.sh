@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes the parsers that take outside input (the YAML config, the web config with its
-# Authorization header, and Accept/Accept-Encoding) with libFuzzer for a bounded time each.
+# Authorization header, Accept/Accept-Encoding, and the region segment a measured program
+# writes) with libFuzzer for a bounded time each.
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60; CI uses the default)
 # A crash leaves its input in build-fuzz/findings/ and fails the script.
 set -euo pipefail
@@ -13,10 +14,10 @@ if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux
 fi
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHWPERF_FUZZ=ON -DHWPERF_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target fuzz_config fuzz_accept fuzz_web_config
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_config fuzz_accept fuzz_web_config fuzz_region_segment
 mkdir -p build-fuzz/findings
 status=0
-for target in config accept web_config; do
+for target in config accept web_config region_segment; do
   corpus=build-fuzz/corpus/$target
   mkdir -p "$corpus"
   cp -n fuzz/corpus/$target/* "$corpus/" 2>/dev/null || true

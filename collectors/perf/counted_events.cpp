@@ -139,7 +139,10 @@ void resolve_events(const EventRequest& request, ResolvedEvents& resolved,
   }
   const auto naming = events::name_families(named, request.level);
   problems.insert(problems.end(), naming.begin(), naming.end());
-  for (std::size_t i = 0; i < named.size(); ++i) resolved.events[i].family = named[i].family;
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    resolved.events[i].family = named[i].family;
+    resolved.events[i].metric = named[i].metric;
+  }
 }
 
 // Why a group whose members all count alone cannot be opened together; "" when it can.
@@ -201,7 +204,10 @@ void resolve_groups(const EventRequest& request, ResolvedEvents& resolved,
     // Named per group: a member shares its family with the same metric elsewhere.
     const auto naming = events::name_families(named, request.level);
     problems.insert(problems.end(), naming.begin(), naming.end());
-    for (std::size_t i = 0; i < named.size(); ++i) counted.members[i].family = named[i].family;
+    for (std::size_t i = 0; i < named.size(); ++i) {
+      counted.members[i].family = named[i].family;
+      counted.members[i].metric = named[i].metric;
+    }
     std::vector<std::string> names;
     for (const auto& member : counted.members) names.push_back(member.event);
     resolved.group_lines.push_back("group " + group.name + ": countable (" + join(names) + ")");

@@ -26,6 +26,7 @@ struct CountedEvent {
   std::string event;   // as configured
   std::string where;   // file:line:column, or "" for a default event
   std::string family;  // hwperf_<level>_<metric>_total
+  std::string metric;  // the base events::name_families made `family` from: other levels' too
   std::string help;
   events::Unit unit = events::Unit::count;
   EventEncoding encoding;

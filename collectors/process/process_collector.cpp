@@ -29,6 +29,7 @@ struct ProcessCollector::Target {
   std::string reason;
   std::vector<ProcStat> counted;
   std::size_t threads = 0;
+  std::unique_ptr<region::TargetRegions> regions;  // with collectors.process.regions
 };
 
 namespace {
@@ -91,6 +92,20 @@ ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
   if (cpus.empty()) cpus.push_back(-1);
   for (const auto& config : settings_.targets) {
     targets_.push_back(std::make_unique<Target>(config, units, cpus));
+    if (!settings_.regions && config.regions_fd < 0) continue;
+    if (config.regions_fd >= 0) {
+      // The command waits before its exec: the library sees READY from its first instruction.
+      std::vector<std::string> left_out;
+      publish_region_events(config.regions_fd,
+                            region::segment_event_table(settings_.region_events, left_out));
+      if (!left_out.empty()) {
+        log::warn("process target " + config.name + ": regions count the first " +
+                  std::to_string(HWPERF_REGION_MAX_EVENTS) +
+                  " events only; left out: " + join(left_out));
+      }
+    }
+    targets_.back()->regions = std::make_unique<region::TargetRegions>(
+        config.name, settings_.procfs, settings_.region_events, config.regions_fd);
   }
   rescan();
   rescanner_.emplace(std::chrono::duration<double>(settings_.rescan_interval_seconds),
@@ -216,6 +231,15 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
   target.reason = std::move(reason);
   target.counted = std::move(actions.counted);
   target.threads = threads;
+  // The command's own segment is the only one its processes write (they inherit it): looking
+  // under procfs too would count it twice.
+  if (target.regions && config.regions_fd < 0) {
+    std::vector<region::ProcessKey> keys;
+    for (const auto& process : target.counted) {
+      keys.emplace_back(process.identity.pid, process.identity.start_ticks);
+    }
+    target.regions->update(keys);
+  }
 }
 
 std::vector<FamilyDeclaration> ProcessCollector::declared_families() const {
@@ -289,6 +313,10 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
       make_gauge_family({"process", "threads"}, "Threads of the live processes the target counts.");
   auto descriptors = make_gauge_family({"process", "open_counters"},
                                        "Perf event descriptors the target holds open.");
+  std::optional<region::RegionFamilies> regions;
+  for (const auto& target : targets_) {
+    if (target->regions) regions.emplace(settings_.region_events, settings_.cpus);
+  }
   for (auto& target : targets_) {
     const std::string& name = target->plan.config().name;
     if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
@@ -327,7 +355,9 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
     }
     add_gauge(processes, {{"target", name}}, static_cast<double>(target->counted.size()));
     add_gauge(threads, {{"target", name}}, static_cast<double>(target->threads));
+    if (target->regions) regions->add(name, target->regions->read(), target->regions->own());
   }
+  if (regions) regions->append_to(out);
   for (auto& family : counts) out.push_back(std::move(family));
   // Per CPU, an event is enabled while its thread runs anywhere but runs only on its own CPU:
   // the kernel's two times cannot tell multiplexing from time spent on other CPUs there.

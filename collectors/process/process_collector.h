@@ -18,6 +18,7 @@
 #include "collectors/perf/perf_event.h"
 #include "collectors/process/target_counting.h"
 #include "collectors/process/target_plan.h"
+#include "collectors/region/region_export.h"
 #include "common/periodic_thread.h"
 #include "config/config.h"
 #include "topology/topology.h"
@@ -37,6 +38,9 @@ struct ProcessCollectorSettings {
   double rescan_interval_seconds = 3;
   CountingDomain domain = CountingDomain::all;
   std::string domain_note;  // why the domain is narrower than configured, "" when it is not
+  // collectors.process.regions: the hwperf_region_* families, from the events above.
+  bool regions = false;
+  std::vector<region::RegionEvent> region_events;
 };
 
 class ProcessCollector final : public Collector {

@@ -1,5 +1,6 @@
 #include "collectors/process/process_collector.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <set>
@@ -89,6 +90,17 @@ std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
   settings.domain_note = resolved.domain_note;
   if (process.per_cpu) {
     settings.cpus = topology.threads();
+  }
+  const bool command_regions =
+      std::any_of(process.targets.begin(), process.targets.end(),
+                  [](const ProcessTargetConfig& target) { return target.regions_fd >= 0; });
+  settings.regions = process.regions;
+  if (process.regions || command_regions) {
+    std::vector<perf::CountedEvent> counted = settings.events;
+    for (const auto& group : settings.groups) {
+      counted.insert(counted.end(), group.members.begin(), group.members.end());
+    }
+    settings.region_events = region::region_events(counted);
   }
   return std::make_unique<ProcessCollector>(std::move(settings));
 }

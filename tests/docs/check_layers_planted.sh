@@ -15,6 +15,7 @@ planted=(
   'collectors/events/emission.cpp|#include "collectors/perf/perf_event.h"'
   'collectors/metrics.cpp|#include "collectors/collector.h"'
   'collectors/process/proc_scan.cpp|#include "collectors/cgroup/identity.h"'
+  'collectors/region/segment_source.cpp|#include "collectors/process/proc_scan.h"'
   'collectors/rapl/energy.cpp|#include "collectors/registry.h"'
   'exporter/cli.cpp|#include "collectors/papi/papi_factory.h"'
   'common/text.cpp|#include "collectors/metrics.h"'

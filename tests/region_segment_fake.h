@@ -1,0 +1,96 @@
+// A fake writer of region segments, written from the layout header alone (no dependency on the
+// marker library): it publishes names and slots in the order the contract gives the library
+// (name, then region_count with release; slot body, then slot_count with release) and updates
+// slots under their seqlock. Over memory (the reader's unit tests, the fuzz seed) or over a
+// sealed memfd from create_region_segment (the collector's tests).
+#pragma once
+
+#include <linux/perf_event.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/region_segment_file.h"
+#include "common/unique_fd.h"
+
+namespace hwperf::test {
+
+inline hwperf_region_event software_event(std::uint64_t config, const char* name) {
+  hwperf_region_event event{};
+  event.type = PERF_TYPE_SOFTWARE;
+  event.config = config;
+  std::strncpy(event.name, name, sizeof event.name - 1);
+  return event;
+}
+
+class FakeRegionWriter {
+ public:
+  // In memory, header and events written, READY.
+  FakeRegionWriter(std::uint32_t max_regions, std::uint32_t max_slots,
+                   const std::vector<hwperf_region_event>& events)
+      : memory_(region_segment_layout(max_regions, max_slots).size / 8, 0) {
+    base_ = reinterpret_cast<unsigned char*>(memory_.data());
+    size_ = memory_.size() * 8;
+    write_region_header(base_, max_regions, max_slots);
+    write_region_events(base_, events);
+  }
+  // Over a segment someone else created (a memfd), mapped read-write here.
+  explicit FakeRegionWriter(int fd, std::size_t size)
+      : mapping_(map_file(fd, size, true)), base_(mapping_.writable()), size_(size) {}
+
+  unsigned char* base() const { return base_; }
+  std::size_t size() const { return size_; }
+  hwperf_region_header& header() const { return *reinterpret_cast<hwperf_region_header*>(base_); }
+  hwperf_region_name* names() const {
+    return reinterpret_cast<hwperf_region_name*>(base_ + header().names_offset);
+  }
+  hwperf_region_slot* slots() const {
+    return reinterpret_cast<hwperf_region_slot*>(base_ + header().slots_offset);
+  }
+
+  std::uint32_t add_region(const std::string& name) {
+    const std::uint32_t index = header().region_count;
+    std::memset(names()[index].name, 0, sizeof names()[index].name);
+    std::memcpy(names()[index].name, name.data(),
+                std::min(name.size(), sizeof(hwperf_region_name)));
+    __atomic_store_n(&header().region_count, index + 1, __ATOMIC_RELEASE);
+    return index;
+  }
+  std::uint32_t add_slot(std::uint32_t region, std::int32_t tid, std::int32_t cpu) {
+    const std::uint32_t index = header().slot_count;
+    hwperf_region_slot& slot = slots()[index];
+    __atomic_store_n(&slot.seq, 1u, __ATOMIC_RELAXED);
+    slot.region = region;
+    slot.tid = tid;
+    slot.cpu = cpu;
+    __atomic_store_n(&slot.seq, 2u, __ATOMIC_RELEASE);
+    __atomic_store_n(&header().slot_count, index + 1, __ATOMIC_RELEASE);
+    return index;
+  }
+  // One update under the slot's seqlock, as the library's end-of-region does.
+  void set(std::uint32_t index, std::uint64_t calls, std::uint64_t time_ns,
+           const std::vector<std::uint64_t>& counts) {
+    hwperf_region_slot& slot = slots()[index];
+    const std::uint32_t seq = __atomic_load_n(&slot.seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot.seq, seq + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&slot.calls, calls, __ATOMIC_RELAXED);
+    __atomic_store_n(&slot.time_ns, time_ns, __ATOMIC_RELAXED);
+    for (std::size_t e = 0; e < counts.size(); ++e) {
+      __atomic_store_n(&slot.counts[e], counts[e], __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&slot.seq, seq + 2, __ATOMIC_RELEASE);
+  }
+
+ private:
+  std::vector<std::uint64_t> memory_;  // 8-byte aligned, as a mapping is
+  UniqueMapping mapping_;
+  unsigned char* base_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace hwperf::test
