@@ -1,12 +1,11 @@
-// End to end with the real marker library (compiled only when the hwperf_markers target exists:
-// HWPERF_MARKERS_LIBRARY is defined then, tests/CMakeLists.txt): a program instrumented with
+// End to end with the real marker library: a program instrumented with
 // PAPI's high-level API, unchanged, under `hwperf_exporter --experiment.regions -- ./prog`.
 // Expectations come from what the program measured of itself; software events only.
-#ifdef HWPERF_MARKERS_LIBRARY
-
 #include "tests/catch.hpp"
 
 #include <chrono>
+#include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,4 +71,103 @@ TEST_CASE("Served --experiment.regions: a region counter grows between two scrap
   CHECK(second > first);
 }
 
-#endif
+namespace {
+
+// The marker test program's "key value..." lines (tests/helpers/marker_program.c).
+std::vector<std::vector<std::string>> lines_starting(const std::string& text,
+                                                     const std::string& key) {
+  std::vector<std::vector<std::string>> found;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> fields;
+    for (std::string word; words >> word;) fields.push_back(word);
+    if (!fields.empty() && fields[0] == key) found.push_back(fields);
+  }
+  return found;
+}
+
+double sum_of(const std::vector<test::Sample>& samples) {
+  double sum = 0;
+  for (const auto& sample : samples) sum += sample.value;
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("A likwid-instrumented program's regions under --once --experiment.regions",
+          "[live][region]") {
+  test::TempDir dir;
+  const auto output = (dir.path() / "run.prom").string();
+  // "compute" 4 calls of 50 ms of CPU each, "sleep" 2 calls of 150 ms, all through likwid's
+  // marker calls, which the test program gets from a stand-in that aborts if it is ever reached.
+  const auto result = test::run_exporter({"--once", "--experiment.regions", "--output=" + output,
+                                          "--", HWPERF_TEST_MARKER_PROGRAM, "likwid", "50", "150"},
+                                         60);
+  INFO(result.out << result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto compute = lines_starting(result.out, "compute");
+  const auto slept = lines_starting(result.out, "sleep");
+  REQUIRE(compute.size() == 1);
+  REQUIRE(slept.size() == 1);
+  const auto samples = test::parse_exposition(test::read_file(output));
+  const std::map<std::string, std::string> compute_region{{"region", "compute"}};
+  const std::map<std::string, std::string> sleep_region{{"region", "sleep"}};
+  CHECK(test::value_of(samples, "hwperf_region_calls_total", compute_region) ==
+        std::stod(compute[0][1]));
+  CHECK(test::value_of(samples, "hwperf_region_calls_total", sleep_region) ==
+        std::stod(slept[0][1]));
+  CHECK(test::value_of(samples, "hwperf_region_task_clock_seconds_total", compute_region) ==
+        Approx(std::stod(compute[0][2]) / 1e9).epsilon(0.10));
+  const double sleep_wall_seconds = std::stod(slept[0][2]) / 1e9;
+  CHECK(test::value_of(samples, "hwperf_region_task_clock_seconds_total", sleep_region) <
+        0.05 * sleep_wall_seconds);
+}
+
+TEST_CASE(
+    "4 pinned threads: their per-thread counts sum to the region's, and per_cpu puts them "
+    "on the CPUs they were pinned to",
+    "[live][region]") {
+  test::TempDir dir;
+  const auto output = (dir.path() / "run.prom").string();
+  const auto config = dir.write("hwperf.yml",
+                                "collectors:\n  papi: {enabled: false}\n  rapl: {enabled: false}\n"
+                                "  process:\n    per_cpu: true\n"
+                                "    events: [perf::TASK-CLOCK, perf::PAGE-FAULTS]\n");
+  const auto result = test::run_exporter(
+      {"--config.file=" + config.string(), "--once", "--experiment.regions", "--output=" + output,
+       "--", HWPERF_TEST_MARKER_PROGRAM, "threads", "4", "100"},
+      60);
+  INFO(result.out << result.err);
+  REQUIRE(result.exit_code == 0);
+  // "thread TID PINNED_CPU CPU_AT_END CPU_NS"
+  const auto threads = lines_starting(result.out, "thread");
+  REQUIRE(threads.size() == 4);
+  const auto samples = test::parse_exposition(test::read_file(output));
+  std::map<std::string, double> seconds_on_cpu, calls_on_cpu;
+  double seconds_in_threads = 0;
+  for (const auto& thread : threads) {
+    REQUIRE(thread[2] != "-1");  // pinning failed: the CPU would mean nothing
+    CHECK(thread[3] == thread[2]);
+    seconds_on_cpu[thread[2]] += std::stod(thread[4]) / 1e9;
+    calls_on_cpu[thread[2]] += 1;
+    seconds_in_threads += std::stod(thread[4]) / 1e9;
+  }
+  for (const auto& [cpu, seconds] : seconds_on_cpu) {
+    INFO("CPU " << cpu);
+    CHECK(test::value_of(samples, "hwperf_region_calls_total",
+                         {{"region", "work"}, {"cpu", cpu}}) == calls_on_cpu[cpu]);
+    CHECK(test::value_of(samples, "hwperf_region_task_clock_seconds_total",
+                         {{"region", "work"}, {"cpu", cpu}}) == Approx(seconds).epsilon(0.10));
+  }
+  // Only the CPUs the threads were pinned to have the region.
+  CHECK(test::find_samples(samples, "hwperf_region_calls_total", {{"region", "work"}}).size() ==
+        seconds_on_cpu.size());
+  const auto per_thread = test::find_samples(
+      samples, "hwperf_region_thread_task_clock_seconds_total", {{"region", "work"}});
+  CHECK(per_thread.size() == threads.size());
+  const double region_total = sum_of(
+      test::find_samples(samples, "hwperf_region_task_clock_seconds_total", {{"region", "work"}}));
+  CHECK(sum_of(per_thread) == Approx(region_total).epsilon(1e-9));
+  CHECK(region_total == Approx(seconds_in_threads).epsilon(0.10));
+}
