@@ -166,6 +166,53 @@ std::vector<Sample> find_samples(const std::vector<Sample>& samples, const std::
   return found;
 }
 
+namespace {
+
+// Steal, irq and softirq ticks per CPU ("cpuN user nice system idle iowait irq softirq steal").
+std::map<int, std::uint64_t> ticks_outside_tasks() {
+  std::map<int, std::uint64_t> ticks;
+  std::istringstream stat(read_file("/proc/stat"));
+  for (std::string line; std::getline(stat, line);) {
+    if (line.rfind("cpu", 0) != 0 || line.size() < 4 ||
+        !std::isdigit(static_cast<unsigned char>(line[3])))
+      continue;
+    std::istringstream fields(line.substr(3));
+    int cpu = -1;
+    std::uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
+    if (fields >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) {
+      ticks[cpu] = irq + softirq + steal;
+    }
+  }
+  if (ticks.empty()) throw std::runtime_error("/proc/stat lists no cpuN line");
+  return ticks;
+}
+
+}  // namespace
+
+TimeOutsideTasks::TimeOutsideTasks() : ticks_at_start_(ticks_outside_tasks()) {}
+
+double TimeOutsideTasks::seconds(int cpu) const {
+  const double tick = 1.0 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+  double total = 0;
+  for (const auto& [each, ticks] : ticks_outside_tasks()) {
+    if (cpu >= 0 && each != cpu) continue;
+    const auto start = ticks_at_start_.find(each);
+    const std::uint64_t before = start == ticks_at_start_.end() ? ticks : start->second;
+    total += static_cast<double>(ticks - before) * tick + tick;
+  }
+  return total;
+}
+
+bool task_clock_matches(double task_clock, double cpu_time, double outside_tasks) {
+  return task_clock >= 0.9 * cpu_time && task_clock <= 1.1 * cpu_time + outside_tasks;
+}
+
+double sum_of(const std::vector<Sample>& samples) {
+  double sum = 0;
+  for (const auto& sample : samples) sum += sample.value;
+  return sum;
+}
+
 std::vector<Sample> scrape(Collector& collector) {
   // As the exporter serves it: the constant families, then this scrape's.
   std::vector<prometheus::MetricFamily> families;

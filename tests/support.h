@@ -161,6 +161,29 @@ std::vector<Sample> parse_exposition(const std::string& text);
 std::vector<Sample> find_samples(const std::vector<Sample>& samples, const std::string& name,
                                  const std::map<std::string, std::string>& labels = {});
 
+// Time the CPUs spent outside the tasks they ran since this object was made, as /proc/stat counts
+// it: steal (the hypervisor running something else), irq and softirq. A task-clock or cpu-clock
+// event runs on perf_clock(), that is local_clock(), which goes on through both, while a thread's
+// CPU time (CLOCK_THREAD_CPUTIME_ID, rusage) runs on the scheduler's rq_clock_task(), which leaves
+// them out (kernel/events/core.c task_clock_event_read() and update_context_time();
+// kernel/sched/core.c update_rq_clock_task()). On a busy VM host the two differ by that much: a
+// spin's 48 ms of thread CPU time was counted as 61 ms of task-clock during CI's ASan step.
+class TimeOutsideTasks {
+ public:
+  TimeOutsideTasks();
+  // Seconds on `cpu` (every CPU when negative), plus one tick of /proc/stat's resolution per CPU.
+  double seconds(int cpu = -1) const;
+
+ private:
+  std::map<int, std::uint64_t> ticks_at_start_;
+};
+// Whether a task-clock count is the CPU time a thread measured of itself (seconds both): at least
+// 90 % of it, and at most 110 % of it plus the time its CPUs spent outside tasks meanwhile.
+bool task_clock_matches(double task_clock, double cpu_time, double outside_tasks);
+
+// The sum of the samples' values (a family summed over a label, as sum() in PromQL).
+double sum_of(const std::vector<Sample>& samples);
+
 // One scrape of a collector, serialized to the text format and parsed back, so tests check what
 // Prometheus would read.
 std::vector<Sample> scrape(Collector& collector);

@@ -49,12 +49,6 @@ ProcessTargetConfig pid_target(const std::string& name, pid_t pid) {
   return target;
 }
 
-double sum_of(const std::vector<test::Sample>& samples) {
-  double sum = 0;
-  for (const auto& sample : samples) sum += sample.value;
-  return sum;
-}
-
 }  // namespace
 
 TEST_CASE("A target counts all its threads, those that existed before it was attached too",
@@ -145,7 +139,7 @@ TEST_CASE("A pidfile target follows a restarted service", "[live][process]") {
   CHECK(test::find_samples(samples, "hwperf_process_info",
                            {{"target", "svc"}, {"pid", std::to_string(second.pid())}})
             .size() == 1);
-  const double counted = sum_of(
+  const double counted = test::sum_of(
       test::find_samples(samples, "hwperf_process_task_clock_seconds_total", {{"target", "svc"}}));
   INFO("the two runs used " << first_used << " + " << second_used << " s; counted " << counted);
   CHECK(counted >= 0.9 * (first_used + second_used));
@@ -310,7 +304,7 @@ TEST_CASE("Scrapes overlap rescans while processes come and go", "[process][conc
       double last = 0;
       while (!done) {
         const auto samples = test::scrape(*collector);
-        const double now = sum_of(test::find_samples(
+        const double now = test::sum_of(test::find_samples(
             samples, "hwperf_process_task_clock_seconds_total", {{"target", "churn"}}));
         if (now < last) ++decreases;
         last = now;
@@ -328,6 +322,6 @@ TEST_CASE("Scrapes overlap rescans while processes come and go", "[process][conc
   for (auto& scraper : scrapers) scraper.join();
   CHECK(decreases == 0);
   const auto samples = test::scrape(*collector);
-  CHECK(sum_of(test::find_samples(samples, "hwperf_process_task_clock_seconds_total",
-                                  {{"target", "churn"}})) > 0);
+  CHECK(test::sum_of(test::find_samples(samples, "hwperf_process_task_clock_seconds_total",
+                                        {{"target", "churn"}})) > 0);
 }

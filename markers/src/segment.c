@@ -1,0 +1,168 @@
+/* The marker library's side of the shared segment: its layout, a segment of its own for a program
+ * started outside the exporter, and the checks an inherited one passes before the first write.
+ * The layout and the writer's duties are in hwperf/region_segment.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hwperf/region_segment.h"
+#include "markers_internal.h"
+
+static uint64_t align64(uint64_t value) { return (value + 63u) & ~(uint64_t)63u; }
+
+uint64_t hwperf_markers_layout(uint64_t* names_offset, uint64_t* slots_offset) {
+  *names_offset = align64(sizeof(struct hwperf_region_header));
+  *slots_offset = align64(*names_offset +
+                          (uint64_t)HWPERF_REGION_MAX_REGIONS * sizeof(struct hwperf_region_name));
+  return align64(*slots_offset +
+                 (uint64_t)HWPERF_REGION_MAX_SLOTS * sizeof(struct hwperf_region_slot));
+}
+
+/* perf's generic names (tools/perf/util/parse-events.c, event_symbols_hw/_sw) and their
+ * perf_event_attr encodings (include/uapi/linux/perf_event.h, perf_hw_id and perf_sw_ids). */
+static const struct {
+  const char* name;
+  uint32_t type;
+  uint64_t config;
+} known_events[] = {
+    {"task-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK},
+    {"cpu-clock", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK},
+    {"page-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
+    {"context-switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
+    {"cpu-migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
+    {"minor-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN},
+    {"major-faults", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ},
+    {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+    {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
+    {"cache-references", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_REFERENCES},
+    {"cache-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
+    {"branches", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_INSTRUCTIONS},
+    {"branch-misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES},
+};
+
+/* Fills the header's event table from a comma-separated list; unknown names are reported once on
+ * stderr and left out (the program runs on, counting what it can). */
+static uint32_t parse_events(const char* list, struct hwperf_region_event* events) {
+  uint32_t count = 0;
+  const char* p = list;
+  while (*p != '\0') {
+    const char* end = strchr(p, ',');
+    size_t length = end != NULL ? (size_t)(end - p) : strlen(p);
+    int found = 0;
+    for (size_t i = 0; i < sizeof known_events / sizeof known_events[0]; ++i) {
+      if (strlen(known_events[i].name) == length && memcmp(known_events[i].name, p, length) == 0) {
+        found = 1;
+        if (count == HWPERF_REGION_MAX_EVENTS) {
+          fprintf(stderr, "hwperf_markers: %s names more than %u events; counting the first %u\n",
+                  HWPERF_REGION_EVENTS_ENV, HWPERF_REGION_MAX_EVENTS, HWPERF_REGION_MAX_EVENTS);
+          return count;
+        }
+        struct hwperf_region_event* event = &events[count++];
+        memset(event, 0, sizeof *event);
+        event->type = known_events[i].type;
+        event->config = known_events[i].config;
+        memcpy(event->name, known_events[i].name, strlen(known_events[i].name) + 1);
+      }
+    }
+    if (!found && length > 0) {
+      fprintf(stderr,
+              "hwperf_markers: unknown event '%.*s' in %s (known: task-clock, cpu-clock, "
+              "page-faults, context-switches, cpu-migrations, minor-faults, major-faults, cycles, "
+              "instructions, cache-references, cache-misses, branches, branch-misses)\n",
+              (int)length, p, HWPERF_REGION_EVENTS_ENV);
+    }
+    p += length;
+    if (*p == ',') ++p;
+  }
+  return count;
+}
+
+/* A segment of our own for a program started outside the exporter. The fd stays open for the
+ * life of the process (never closed, CLOEXEC so no exec'd child holds it): the exporter finds it
+ * as /proc/PID/fd/N -> "/memfd:" HWPERF_REGION_MEMFD_NAME " (deleted)". */
+struct hwperf_region_header* hwperf_markers_create_segment(const char* events) {
+  uint64_t names_offset, slots_offset;
+  uint64_t size = hwperf_markers_layout(&names_offset, &slots_offset);
+  int fd = memfd_create(HWPERF_REGION_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return NULL;
+  if (ftruncate(fd, (off_t)size) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    close(fd);
+    return NULL;
+  }
+  void* base = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    close(fd);
+    return NULL;
+  }
+  struct hwperf_region_header* header = base;
+  header->magic = HWPERF_REGION_MAGIC;
+  header->version = HWPERF_REGION_VERSION;
+  header->header_size = (uint32_t)sizeof *header;
+  header->segment_size = size;
+  header->max_regions = HWPERF_REGION_MAX_REGIONS;
+  header->max_slots = HWPERF_REGION_MAX_SLOTS;
+  header->names_offset = names_offset;
+  header->slots_offset = slots_offset;
+  header->event_count = parse_events(events, header->events);
+  atomic_store_explicit(A32(&header->state), HWPERF_REGION_STATE_READY, memory_order_release);
+  return header;
+}
+
+/* The exporter's segment, inherited as fd `text`. Everything is checked before the first write:
+ * a wrong fd or a foreign file leaves the markers off and the program untouched. */
+struct hwperf_region_header* hwperf_markers_map_inherited(const char* text) {
+  char* end;
+  errno = 0;
+  long fd = strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || fd < 0 || fd > INT32_MAX) return NULL;
+  struct stat st;
+  if (fstat((int)fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size < (off_t)sizeof(struct hwperf_region_header) || st.st_size > (off_t)(64 << 20)) {
+    return NULL;
+  }
+  /* Without the shrink seal the file could be truncated under the mapping, and the next store
+   * into it would be a SIGBUS in the measured program. */
+  int seals = fcntl((int)fd, F_GET_SEALS);
+  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) return NULL;
+  size_t size = (size_t)st.st_size;
+  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+  if (base == MAP_FAILED) return NULL;
+  struct hwperf_region_header* h = base;
+  int valid =
+      atomic_load_explicit(A32(&h->state), memory_order_acquire) == HWPERF_REGION_STATE_READY &&
+      h->magic == HWPERF_REGION_MAGIC && h->version == HWPERF_REGION_VERSION &&
+      h->header_size == sizeof *h && h->segment_size == (uint64_t)size &&
+      h->event_count <= HWPERF_REGION_MAX_EVENTS && h->max_regions >= 1 &&
+      h->max_regions <= HWPERF_REGION_MAX_REGIONS && h->max_slots >= 1 &&
+      h->max_slots <= HWPERF_REGION_MAX_SLOTS && h->region_count <= h->max_regions &&
+      h->slot_count <= h->max_slots && h->names_offset >= sizeof *h && h->names_offset % 8 == 0 &&
+      h->slots_offset % 8 == 0 && h->names_offset <= size &&
+      (uint64_t)h->max_regions * sizeof(struct hwperf_region_name) <= size - h->names_offset &&
+      h->slots_offset >= sizeof *h && h->slots_offset <= size &&
+      (uint64_t)h->max_slots * sizeof(struct hwperf_region_slot) <= size - h->slots_offset;
+  if (valid) {
+    /* Names and slots must not overlap each other (the header is excluded above). */
+    uint64_t names_end = h->names_offset + (uint64_t)h->max_regions * HWPERF_REGION_NAME_BYTES;
+    uint64_t slots_end =
+        h->slots_offset + (uint64_t)h->max_slots * sizeof(struct hwperf_region_slot);
+    valid = names_end <= h->slots_offset || slots_end <= h->names_offset;
+  }
+  if (!valid) {
+    munmap(base, size);
+    return NULL;
+  }
+  /* A child exec'd by the program must not write into this segment with a second appending
+   * process: the name and slot tables are appended under a lock of this process only. */
+  fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+  return h;
+}
