@@ -80,7 +80,9 @@ TargetRegions::TargetRegions(std::string target, std::string procfs,
                              const std::vector<RegionEvent>& events, int own_fd)
     : target_(std::move(target)), procfs_(std::move(procfs)), events_(events) {
   if (own_fd < 0) return;
-  own_.emplace();
+  // From a value, not emplace(): clang 14 decides a nested struct with member initializers is not
+  // default-constructible while the enclosing class (whose optional<Segment> asks) is incomplete.
+  own_.emplace(Segment{});
   auto opening = map_own_segment(own_fd);
   own_->opened = std::move(opening.segment);
   log_change(*own_, opening.problem, opening.reason);
@@ -284,9 +286,10 @@ void RegionFamilies::add(const std::string& target, const std::vector<SegmentRea
   add_gauge(segments_, {{"target", target}}, static_cast<double>(readings.size()));
   for (const auto& [key, sum] : sums) {
     Labels labels = {{"target", target}, {"region", key.first}};
-    if (key.second >= 0) {
-      const auto thread = std::find_if(cpus_.begin(), cpus_.end(), [&](const HardwareThread& t) {
-        return t.cpu == static_cast<unsigned>(key.second);
+    const int cpu = key.second;  // a lambda may not capture a structured binding in C++17
+    if (cpu >= 0) {
+      const auto thread = std::find_if(cpus_.begin(), cpus_.end(), [cpu](const HardwareThread& t) {
+        return t.cpu == static_cast<unsigned>(cpu);
       });
       const Labels cpu_labels = events::level_labels(Granularity::cpu, *thread);
       labels.insert(labels.end(), cpu_labels.begin(), cpu_labels.end());
