@@ -16,9 +16,9 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
   -DHWPERF_FUZZ=ON -DHWPERF_BUILD_TESTS=OFF >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target fuzz_config fuzz_accept fuzz_web_config fuzz_region_segment
 mkdir -p build-fuzz/findings
-status=0
-for target in config accept web_config region_segment; do
-  corpus=build-fuzz/corpus/$target
+# One target per CPU at a time: libFuzzer runs on one thread, and CI waits for all of them.
+fuzz_one() {
+  local target=$1 corpus=build-fuzz/corpus/$1
   mkdir -p "$corpus"
   cp -n fuzz/corpus/$target/* "$corpus/" 2>/dev/null || true
   echo "fuzzing $target for ${seconds}s"
@@ -27,10 +27,23 @@ for target in config accept web_config region_segment; do
        -print_final_stats=1 "$corpus" >"build-fuzz/fuzz_$target.log" 2>&1; then
     echo "fuzz_$target FAILED: see build-fuzz/fuzz_$target.log and build-fuzz/findings/"
     tail -40 "build-fuzz/fuzz_$target.log"
-    status=1
-  else
-    grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb" "build-fuzz/fuzz_$target.log" |
-      sed "s/^/  $target: /"
+    return 1
   fi
+  grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb" "build-fuzz/fuzz_$target.log" |
+    sed "s/^/  $target: /"
+}
+status=0
+running=0
+for target in config accept web_config region_segment; do
+  if [ "$running" -ge "$(nproc)" ]; then
+    wait -n || status=1
+    running=$((running - 1))
+  fi
+  fuzz_one "$target" &
+  running=$((running + 1))
+done
+while [ "$running" -gt 0 ]; do
+  wait -n || status=1
+  running=$((running - 1))
 done
 exit $status

@@ -247,6 +247,13 @@ Topology two_socket_topology() {
   }
   return Topology(threads, {}, "test: 2 packages x 2 cores x 2 threads");
 }
+
+Topology synthetic_topology(const std::string& description) {
+  TopologyConfig config;
+  config.kind = TopologyConfig::Kind::synthetic;
+  config.argument = description;
+  return Topology::load(config);
+}
 std::string bcrypt_hash(const std::string& password, unsigned long cost) {
   crypt_data data{};
   const char* salt = crypt_gensalt_rn("$2b$", cost, nullptr, 0, data.setting, sizeof data.setting);

@@ -103,6 +103,8 @@ class RunningExporter : NoCopy {
 // Runs `command` with /bin/sh, stderr joined to stdout; *exit_code is its status (-1 when it did
 // not exit normally).
 std::string run_shell(const std::string& command, int* exit_code);
+// Whether `program` is on PATH (the peers in Debian a test compares with: promtool, perf, ...).
+bool have_program(const std::string& program);
 // What /usr/bin/python3 prints running `body` over `input` read by python's own csv module (as
 // `rows`, csv.DictReader's dicts) or json module (as `s`), so that a test checks that a reader
 // other than ours accepts what we write. `body` holds no single quote. When python fails, the
@@ -193,6 +195,9 @@ double value_of(const std::vector<Sample>& samples, const std::string& name,
 // 2 packages x 2 cores x 2 hardware threads (CPUs 0-7), core ids repeating per package as on
 // Linux, NUMA node = package.
 Topology two_socket_topology();
+// hwloc's synthetic topology of `description` ("pack:2 l3:1 core:2 pu:1"), as the config's
+// `topology: {synthetic: ...}` loads it.
+Topology synthetic_topology(const std::string& description);
 // `topology` carrying the CPU identity that Topology::load reads under `procfs_root`.
 Topology with_cpu_identity_from(const Topology& topology, const std::string& procfs_root);
 
@@ -200,9 +205,10 @@ Topology with_cpu_identity_from(const Topology& topology, const std::string& pro
 // when one is given.
 HttpRequest get_request(const std::string& path, const std::string& authorization = "");
 
-// How many times `what` occurs in `text` (overlapping ones too): a log line said once.
 // What the configuration loader says of `yaml` read as `file_name`: "" when it accepts it.
 std::string config_error(const std::string& yaml, const std::string& file_name);
+
+// How many times `what` occurs in `text` (overlapping ones too): a log line said once.
 
 std::size_t occurrences(const std::string& text, const std::string& what);
 

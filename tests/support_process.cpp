@@ -272,6 +272,12 @@ std::string run_shell(const std::string& command, int* exit_code) {
   return output;
 }
 
+bool have_program(const std::string& program) {
+  int exit_code = -1;
+  run_shell("command -v " + program, &exit_code);
+  return exit_code == 0;
+}
+
 namespace {
 std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 }  // namespace

@@ -8,16 +8,16 @@
 namespace hwperf {
 namespace {
 
-bool enabled(const Config& config) { return config.collectors.papi.enabled; }
-std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
-                                const CollectorServices&) {
+bool papi_enabled(const Config& config) { return config.collectors.papi.enabled; }
+std::unique_ptr<Collector> papi_make(const Config& config, const Topology& topology,
+                                     const CollectorServices&) {
   return make_papi_collector(config.collectors.papi, topology, config.paths, config.groups);
 }
-std::vector<std::string> check(const Config& config, const Topology& topology,
-                               const CollectorServices&) {
+std::vector<std::string> papi_check(const Config& config, const Topology& topology,
+                                    const CollectorServices&) {
   return papi_check_report(config.collectors.papi, topology, config.paths, config.groups);
 }
-FileNeed files(const Config& config, const Topology& topology) {
+FileNeed papi_files(const Config& config, const Topology& topology) {
   return papi_file_need(config.collectors.papi, topology, config.paths, config.groups);
 }
 std::vector<events::GroupDefinition> papi_groups(const Config& config) {
@@ -25,7 +25,7 @@ std::vector<events::GroupDefinition> papi_groups(const Config& config) {
 }
 
 // Per-CPU families are summed in rules at the collector's level and every coarser one.
-std::vector<events::RuleScope> rule_scopes(const Config& config) {
+std::vector<events::RuleScope> papi_rule_scopes(const Config& config) {
   const auto& papi = config.collectors.papi;
   events::RuleScope scope;
   scope.family_level = events::family_level(papi.granularity);
@@ -45,7 +45,7 @@ std::vector<events::RuleScope> rule_scopes(const Config& config) {
 
 // The event families at the configured granularity; PAPI is not asked. Its status families
 // (hwperf_papi_*) are left out: no event family can take a name of that prefix.
-std::vector<FamilyDeclaration> families(const Config& config, const Topology&) {
+std::vector<FamilyDeclaration> papi_families(const Config& config, const Topology&) {
   const auto& papi = config.collectors.papi;
   const std::vector<PapiEventConfig> events = papi::ungrouped_events(papi);
   return configured_families(events, papi_groups(config), events::family_level(papi.granularity));
@@ -55,8 +55,8 @@ std::vector<FamilyDeclaration> families(const Config& config, const Topology&) {
 
 const CollectorEntry& papi_collector_entry() {
   static const CollectorEntry entry = {
-      "papi",       &enabled,  &make, &check, &files, "papi_version", &papi_library_version,
-      &rule_scopes, &families, true};
+      "papi",         &papi_enabled,         &papi_make,        &papi_check,    &papi_files,
+      "papi_version", &papi_library_version, &papi_rule_scopes, &papi_families, true};
   return entry;
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <map>
@@ -33,6 +34,20 @@ struct ProcessCollector::Target {
 };
 
 namespace {
+
+// The help of hwperf_process_{event,group}_{enabled,running}_seconds_total.
+const char* const kUnitTimeHelp[2][2] = {
+    {"Time the kernel had each ungrouped event enabled for the target's threads, summed over "
+     "threads. Below enabled, running time means the event was multiplexed: counts are then "
+     "scaled by running/enabled of each scrape interval.",
+     "Time each ungrouped event was really on a hardware counter for the target's threads; "
+     "rate(running) / rate(enabled) is the share counted, 1 unless multiplexed."},
+    {"Time the kernel had each event group enabled for the target's threads, summed over "
+     "threads. Below enabled, running time means the group was multiplexed: all its counts are "
+     "then scaled by the group's one running/enabled of each scrape interval.",
+     "Time each event group was really on the counters, all its events together, for the "
+     "target's threads; rate(running) / rate(enabled) is the share counted, 1 unless "
+     "multiplexed."}};
 
 // The start-time tick at which a file was last written: its mtime moved from the wall clock to
 // the boot clock the kernel reports start times in.
@@ -276,25 +291,15 @@ std::vector<std::uint64_t> ProcessCollector::target_totals(const std::string& na
 void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& out,
                                        const std::vector<std::string>& names) {
   std::vector<prometheus::MetricFamily> counts = perf::counter_families(plan_);
-  auto enabled = make_counter_family(
-      {"process", "event", "enabled", "seconds"},
-      "Time the kernel had each ungrouped event enabled for the target's threads, summed over "
-      "threads. Below enabled, running time means the event was multiplexed: counts are then "
-      "scaled by running/enabled of each scrape interval.");
-  auto running = make_counter_family(
-      {"process", "event", "running", "seconds"},
-      "Time each ungrouped event was really on a hardware counter for the target's threads; "
-      "rate(running) / rate(enabled) is the share counted, 1 unless multiplexed.");
-  auto group_enabled = make_counter_family(
-      {"process", "group", "enabled", "seconds"},
-      "Time the kernel had each event group enabled for the target's threads, summed over "
-      "threads. Below enabled, running time means the group was multiplexed: all its counts are "
-      "then scaled by the group's one running/enabled of each scrape interval.");
-  auto group_running = make_counter_family(
-      {"process", "group", "running", "seconds"},
-      "Time each event group was really on the counters, all its events together, for the "
-      "target's threads; rate(running) / rate(enabled) is the share counted, 1 unless "
-      "multiplexed.");
+  // [0] per ungrouped event, [1] per event group; each {enabled, running}.
+  std::array<std::array<prometheus::MetricFamily, 2>, 2> times;
+  for (std::size_t unit = 0; unit < 2; ++unit) {
+    for (std::size_t which = 0; which < 2; ++which) {
+      times[unit][which] = make_counter_family(
+          {"process", unit == 0 ? "event" : "group", which == 0 ? "enabled" : "running", "seconds"},
+          kUnitTimeHelp[unit][which]);
+    }
+  }
   auto read_errors =
       make_counter_family({"process", "read", "errors"},
                           "Counter reads that failed for the target; their interval is not "
@@ -334,10 +339,9 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
           {"target", name},
           group.empty() ? Labels::value_type{"event", plan_.values[plan_.units[unit].first].event}
                         : Labels::value_type{"group", group}};
-      add_counter(group.empty() ? enabled : group_enabled, labels,
-                  nanoseconds_to_seconds(totals.enabled_ns[unit]));
-      add_counter(group.empty() ? running : group_running, labels,
-                  nanoseconds_to_seconds(totals.running_ns[unit]));
+      auto& unit_times = times[group.empty() ? 0 : 1];
+      add_counter(unit_times[0], labels, nanoseconds_to_seconds(totals.enabled_ns[unit]));
+      add_counter(unit_times[1], labels, nanoseconds_to_seconds(totals.running_ns[unit]));
     }
     add_counter(read_errors, {{"target", name}}, totals.read_errors);
     add_gauge(descriptors, {{"target", name}},
@@ -362,11 +366,8 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
   // Per CPU, an event is enabled while its thread runs anywhere but runs only on its own CPU:
   // the kernel's two times cannot tell multiplexing from time spent on other CPUs there.
   if (settings_.cpus.empty()) {
-    out.push_back(std::move(enabled));
-    out.push_back(std::move(running));
-    if (!settings_.groups.empty()) {
-      out.push_back(std::move(group_enabled));
-      out.push_back(std::move(group_running));
+    for (std::size_t unit = 0; unit < (settings_.groups.empty() ? 1 : 2); ++unit) {
+      for (auto& family : times[unit]) out.push_back(std::move(family));
     }
   }
   for (auto* family : {&read_errors, &state, &info, &processes, &threads, &descriptors}) {

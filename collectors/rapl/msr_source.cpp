@@ -97,7 +97,7 @@ class MsrSource final : public EnergySource {
   std::map<unsigned, double> hints_;
 };
 
-ProbeResult failure(std::string reason, const std::string& message) {
+ProbeResult msr_failure(std::string reason, const std::string& message) {
   return probe_failure(RaplInterface::msr, std::move(reason), message);
 }
 
@@ -108,26 +108,26 @@ ProbeResult open_failure(const std::string& devfs_root, unsigned cpu, int error)
   const bool cpu_dir = ::stat((devfs_root + "/cpu/" + std::to_string(cpu)).c_str(), &info) == 0;
   switch (error) {
     case ENOENT:
-      return failure("absent",
-                     what +
-                         (cpu_dir ? ": the msr driver is not loaded"
-                                  : ": there is no " + devfs_root +
-                                        "/cpu (no msr driver, "
-                                        "or not mapped into this container)") +
-                         "; remedy: `modprobe msr` on the host, and in a container map the "
-                         "device (--device /dev/cpu/N/msr for every CPU, or --privileged)");
+      return msr_failure("absent",
+                         what +
+                             (cpu_dir ? ": the msr driver is not loaded"
+                                      : ": there is no " + devfs_root +
+                                            "/cpu (no msr driver, "
+                                            "or not mapped into this container)") +
+                             "; remedy: `modprobe msr` on the host, and in a container map the "
+                             "device (--device /dev/cpu/N/msr for every CPU, or --privileged)");
     case EACCES:
-      return failure("permission_denied",
-                     what +
-                         ": the msr device is root-only; remedy: run the exporter as root "
-                         "(with CAP_SYS_RAWIO), or --privileged in a container");
+      return msr_failure("permission_denied",
+                         what +
+                             ": the msr device is root-only; remedy: run the exporter as root "
+                             "(with CAP_SYS_RAWIO), or --privileged in a container");
     case EPERM:
-      return failure("permission_denied",
-                     what +
-                         ": opening the msr device needs CAP_SYS_RAWIO; remedy: run as root "
-                         "with CAP_SYS_RAWIO (`setcap cap_sys_rawio+ep` on the binary, or "
-                         "--cap-add SYS_RAWIO / --privileged in a container)");
-    default: return failure("unsupported", what + ": this CPU is offline or has no MSR access");
+      return msr_failure("permission_denied",
+                         what +
+                             ": opening the msr device needs CAP_SYS_RAWIO; remedy: run as root "
+                             "with CAP_SYS_RAWIO (`setcap cap_sys_rawio+ep` on the binary, or "
+                             "--cap-add SYS_RAWIO / --privileged in a container)");
+    default: return msr_failure("unsupported", what + ": this CPU is offline or has no MSR access");
   }
 }
 
@@ -149,22 +149,22 @@ unsigned energy_unit_exponent(const CpuIdentity& cpu, Domain domain, std::uint64
 ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, DomainSet wanted) {
   const auto& cpu = topology.cpu_identity();
   if (!cpu) {
-    return failure("error", paths.procfs +
-                                "/cpuinfo is unreadable or names no vendor_id, cpu "
-                                "family and model: the CPU vendor decides which "
-                                "registers to read");
+    return msr_failure("error", paths.procfs +
+                                    "/cpuinfo is unreadable or names no vendor_id, cpu "
+                                    "family and model: the CPU vendor decides which "
+                                    "registers to read");
   }
   const Vendor vendor = vendor_of(*cpu);
   const std::string identity = cpu->describe();
   if (vendor == Vendor::unknown) {
-    return failure("unsupported", "no RAPL register layout is known for " + identity);
+    return msr_failure("unsupported", "no RAPL register layout is known for " + identity);
   }
   const bool amd = vendor == Vendor::amd;
 
   // One CPU per package, or per die where Intel counts per die (Cascade Lake-AP and later);
   // AMD's package counter is package-wide whatever the kernel calls a die.
   const std::vector<CpuTarget> targets = topology.package_targets({}, !amd);
-  if (targets.empty()) return failure("error", "the topology has no CPUs");
+  if (targets.empty()) return msr_failure("error", "the topology has no CPUs");
 
   auto source = std::make_unique<MsrSource>();
   const auto first = source->device(paths.devfs, targets.front().cpu);
@@ -175,10 +175,10 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
   if (!first_unit.ok()) {
     char hex[32];
     std::snprintf(hex, sizeof hex, "0x%llX", static_cast<unsigned long long>(unit_address));
-    return failure("unsupported", paths.devfs + "/cpu/" + std::to_string(targets.front().cpu) +
-                                      "/msr: reading the power unit register " + hex + ": " +
-                                      errno_text(first_unit.error) + ": " + identity +
-                                      " (or its hypervisor) does not expose RAPL");
+    return msr_failure("unsupported", paths.devfs + "/cpu/" + std::to_string(targets.front().cpu) +
+                                          "/msr: reading the power unit register " + hex + ": " +
+                                          errno_text(first_unit.error) + ": " + identity +
+                                          " (or its hypervisor) does not expose RAPL");
   }
 
   struct Status {
@@ -279,9 +279,9 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
   }
   for (const auto& problem : problems) log::warn("rapl: msr: skipping " + problem);
   if (source->empty()) {
-    return failure("unsupported", identity +
-                                      " reports no live energy status register (each is "
-                                      "missing or reads 0) for the configured domains");
+    return msr_failure("unsupported", identity +
+                                          " reports no live energy status register (each is "
+                                          "missing or reads 0) for the configured domains");
   }
   for (Domain domain : absent) {
     bool found = false;

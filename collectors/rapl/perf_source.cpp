@@ -77,7 +77,7 @@ std::string paranoid_text(const std::string& procfs_root) {
   return read_sysctl(procfs_root, "kernel.perf_event_paranoid");
 }
 
-ProbeResult failure(std::string reason, const std::string& message) {
+ProbeResult perf_failure(std::string reason, const std::string& message) {
   return probe_failure(RaplInterface::perf, std::move(reason), message);
 }
 
@@ -156,11 +156,11 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
   const std::string pmu_dir = devices + "/power";
   const auto type = read_u64_file(pmu_dir + "/type");
   if (!type.ok()) {
-    return failure("absent", pmu_dir + "/type: " + errno_text(type.error) +
-                                 ": the kernel has no RAPL perf PMU for this CPU (or this VM "
-                                 "hides RAPL); in a container, mount the host /sys read-only");
+    return perf_failure("absent", pmu_dir + "/type: " + errno_text(type.error) +
+                                      ": the kernel has no RAPL perf PMU for this CPU (or this VM "
+                                      "hides RAPL); in a container, mount the host /sys read-only");
   }
-  if (type.value > 0xFFFFFFFFu) return failure("error", pmu_dir + "/type is not a PMU type");
+  if (type.value > 0xFFFFFFFFu) return perf_failure("error", pmu_dir + "/type is not a PMU type");
 
   std::vector<PmuEvent> events;
   const auto formats = read_formats(pmu_dir);
@@ -183,10 +183,10 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
     }
   }
   if (events.empty()) {
-    return failure("unsupported", "the power PMU at " + pmu_dir +
-                                      " lists no usable energy-* event for the configured "
-                                      "domains: this CPU (or the hypervisor) exposes no RAPL "
-                                      "energy counters through perf");
+    return perf_failure("unsupported", "the power PMU at " + pmu_dir +
+                                           " lists no usable energy-* event for the configured "
+                                           "domains: this CPU (or the hypervisor) exposes no RAPL "
+                                           "energy counters through perf");
   }
 
   // AMD and Hygon count package energy once per socket. Kernels that scope the power PMU per
@@ -223,14 +223,15 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
         const std::string what = "perf_event_open(" + event.name + ", cpu " +
                                  std::to_string(target.cpu) + "): " + errno_text(error);
         if (error == EACCES || error == EPERM) {
-          return failure("permission_denied",
-                         what +
-                             ": system-wide events need kernel.perf_event_paranoid <= 0 (it "
-                             "is " +
-                             paranoid_text(procfs_root) +
-                             ") or CAP_PERFMON; remedy: `sysctl kernel.perf_event_paranoid=0`, "
-                             "grant CAP_PERFMON, or run as root (in a container also allow "
-                             "perf_event_open in the seccomp profile)");
+          return perf_failure(
+              "permission_denied",
+              what +
+                  ": system-wide events need kernel.perf_event_paranoid <= 0 (it "
+                  "is " +
+                  paranoid_text(procfs_root) +
+                  ") or CAP_PERFMON; remedy: `sysctl kernel.perf_event_paranoid=0`, "
+                  "grant CAP_PERFMON, or run as root (in a container also allow "
+                  "perf_event_open in the seccomp profile)");
         }
         problems.push_back(what);
         continue;
@@ -249,7 +250,8 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
     }
   }
   if (source->empty()) {
-    return failure("unsupported", problems.empty() ? "no event could be opened" : problems.front());
+    return perf_failure("unsupported",
+                        problems.empty() ? "no event could be opened" : problems.front());
   }
   for (const auto& problem : problems) log::warn("rapl: perf: skipping " + problem);
   ProbeResult result;

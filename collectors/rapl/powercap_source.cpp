@@ -107,7 +107,7 @@ double zone_power_hint(const std::string& zone_path) {
   return watts;
 }
 
-ProbeResult failure(std::string reason, const std::string& message) {
+ProbeResult powercap_failure(std::string reason, const std::string& message) {
   return probe_failure(RaplInterface::powercap, std::move(reason), message);
 }
 
@@ -166,10 +166,10 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
     if (ec) {
       const int error = ec.value();
       if (error == EACCES || error == EPERM) {
-        return failure("permission_denied",
-                       root + ": " + errno_text(error) + "; remedy: run the exporter as root");
+        return powercap_failure("permission_denied", root + ": " + errno_text(error) +
+                                                         "; remedy: run the exporter as root");
       }
-      return failure(
+      return powercap_failure(
           "absent", root + ": " + errno_text(error) +
                         ": no RAPL powercap driver on this kernel or CPU, or /sys/class/powercap "
                         "is masked in this container; remedy: `modprobe intel_rapl_msr` on the "
@@ -182,10 +182,10 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
     }
   }
   if (dirs.empty()) {
-    return failure("absent",
-                   root +
-                       " holds no intel-rapl zones: the intel_rapl_msr driver is not "
-                       "loaded or this CPU has no RAPL; remedy: `modprobe intel_rapl_msr`");
+    return powercap_failure(
+        "absent", root +
+                      " holds no intel-rapl zones: the intel_rapl_msr driver is not "
+                      "loaded or this CPU has no RAPL; remedy: `modprobe intel_rapl_msr`");
   }
   // MSR-backed zones before MMIO ones, parents before subzones, so that an MMIO zone that
   // duplicates a package is recognised as the duplicate, and a subzone finds its parent.
@@ -315,11 +315,11 @@ ProbeResult open_powercap_source(const std::string& sysfs_root, const Topology& 
   }
   if (counters.empty()) {
     if (!denied.empty()) {
-      return failure("permission_denied",
-                     denied.front() + ": " + errno_text(EACCES) + ": " + permission_remedy());
+      return powercap_failure("permission_denied", denied.front() + ": " + errno_text(EACCES) +
+                                                       ": " + permission_remedy());
     }
-    if (!broken.empty()) return failure("error", "no readable zone under " + root);
-    return failure("absent", root + " has no zone for the configured domains");
+    if (!broken.empty()) return powercap_failure("error", "no readable zone under " + root);
+    return powercap_failure("absent", root + " has no zone for the configured domains");
   }
   ProbeResult result;
   result.interface = RaplInterface::powercap;

@@ -5,18 +5,18 @@
 namespace hwperf {
 namespace {
 
-bool enabled(const Config& config) { return config.collectors.rapl.enabled; }
-std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
-                                const CollectorServices&) {
+bool rapl_enabled(const Config& config) { return config.collectors.rapl.enabled; }
+std::unique_ptr<Collector> rapl_make(const Config& config, const Topology& topology,
+                                     const CollectorServices&) {
   return make_rapl_collector(config.collectors.rapl, config.paths, topology);
 }
 // What RAPL finds is logged when the collector is built; its settings were checked on loading.
-std::vector<std::string> check(const Config&, const Topology&, const CollectorServices&) {
+std::vector<std::string> rapl_check(const Config&, const Topology&, const CollectorServices&) {
   return {};
 }
 // At most: five domains per package and die (perf, powercap, or one MSR device per package), and
 // AMD's per-core energy events.
-FileNeed files(const Config&, const Topology& topology) {
+FileNeed rapl_files(const Config&, const Topology& topology) {
   const std::size_t count = 5 * topology.package_targets().size() + topology.core_targets().size();
   return {"RAPL: up to " + std::to_string(count) + " counters", static_cast<unsigned long>(count)};
 }
@@ -24,8 +24,8 @@ FileNeed files(const Config&, const Topology& topology) {
 }  // namespace
 
 const CollectorEntry& rapl_collector_entry() {
-  static const CollectorEntry entry = {"rapl",  &enabled, &make,   &check,  &files,
-                                       nullptr, nullptr,  nullptr, nullptr, true};
+  static const CollectorEntry entry = {"rapl",  &rapl_enabled, &rapl_make, &rapl_check, &rapl_files,
+                                       nullptr, nullptr,       nullptr,    nullptr,     true};
   return entry;
 }
 

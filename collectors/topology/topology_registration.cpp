@@ -5,16 +5,17 @@
 namespace hwperf {
 namespace {
 
-bool enabled(const Config& config) { return config.collectors.topology.enabled; }
-std::unique_ptr<Collector> make(const Config&, const Topology& topology, const CollectorServices&) {
+bool topology_enabled(const Config& config) { return config.collectors.topology.enabled; }
+std::unique_ptr<Collector> topology_make(const Config&, const Topology& topology,
+                                         const CollectorServices&) {
   return make_topology_collector(topology);
 }
 // The topology itself is reported by the exporter, whether this collector is enabled or not.
-std::vector<std::string> check(const Config&, const Topology&, const CollectorServices&) {
+std::vector<std::string> topology_check(const Config&, const Topology&, const CollectorServices&) {
   return {};
 }
 // Every family is constant, built from the topology alone: its names are those of the collector.
-std::vector<FamilyDeclaration> families(const Config&, const Topology& topology) {
+std::vector<FamilyDeclaration> topology_families(const Config&, const Topology& topology) {
   return exported_families(*make_topology_collector(topology));
 }
 
@@ -22,8 +23,8 @@ std::vector<FamilyDeclaration> families(const Config&, const Topology& topology)
 
 const CollectorEntry& topology_collector_entry() {
   static const CollectorEntry entry = {
-      "topology", &enabled, &make, &check, nullptr, "hwloc_version", &hwloc_library_version,
-      nullptr,    &families};
+      "topology",      &topology_enabled,      &topology_make, &topology_check,   nullptr,
+      "hwloc_version", &hwloc_library_version, nullptr,        &topology_families};
   return entry;
 }
 

@@ -8,9 +8,9 @@
 namespace hwperf {
 namespace {
 
-bool enabled(const Config& config) { return config.collectors.uncore.enabled; }
-std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
-                                const CollectorServices&) {
+bool uncore_enabled(const Config& config) { return config.collectors.uncore.enabled; }
+std::unique_ptr<Collector> uncore_make(const Config& config, const Topology& topology,
+                                       const CollectorServices&) {
   const std::string& sysfs = config.paths.sysfs;
   return uncore::make_uncore_collector(
       uncore::plan_uncore(sysfs, topology), uncore::make_perf_backend(), config.paths.procfs,
@@ -19,8 +19,8 @@ std::unique_ptr<Collector> make(const Config& config, const Topology& topology,
 }
 // What sysfs describes, per quantity and package: the dry run opens no perf counter (the
 // resctrl files it looks at are plain reads).
-std::vector<std::string> check(const Config& config, const Topology& topology,
-                               const CollectorServices&) {
+std::vector<std::string> uncore_check(const Config& config, const Topology& topology,
+                                      const CollectorServices&) {
   auto lines = uncore::describe_plan(uncore::plan_uncore(config.paths.sysfs, topology));
   const auto resctrl =
       uncore::open_resctrl(config.paths.sysfs, uncore::l3_packages(config.paths.sysfs, topology));
@@ -30,7 +30,7 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
   return lines;
 }
 // Perf counters and the resctrl files held open (those are opened here and closed again).
-FileNeed files(const Config& config, const Topology& topology) {
+FileNeed uncore_files(const Config& config, const Topology& topology) {
   const std::string& sysfs = config.paths.sysfs;
   const auto count =
       uncore::plan_uncore(sysfs, topology).counters.size() +
@@ -42,8 +42,9 @@ FileNeed files(const Config& config, const Topology& topology) {
 
 const CollectorEntry& uncore_collector_entry() {
   // Its PMUs count the whole package and the msr PMU every CPU: system-wide privileges.
-  static const CollectorEntry entry = {"uncore", &enabled, &make,   &check,  &files,
-                                       nullptr,  nullptr,  nullptr, nullptr, true};
+  static const CollectorEntry entry = {
+      "uncore", &uncore_enabled, &uncore_make, &uncore_check, &uncore_files,
+      nullptr,  nullptr,         nullptr,      nullptr,       true};
   return entry;
 }
 

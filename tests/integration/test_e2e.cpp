@@ -48,10 +48,6 @@ struct FixtureConfig {
   }
 };
 
-bool have(const std::string& program) {
-  return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
-}
-
 // Values that legitimately change between runs are replaced, so the rest can be compared
 // byte for byte with the golden file.
 std::string normalise(const std::string& exposition) {
@@ -94,7 +90,7 @@ TEST_CASE("the exporter run with --once matches the golden file", "[e2e]") {
 }
 
 TEST_CASE("promtool accepts the exposition", "[e2e]") {
-  if (!have("promtool"))
+  if (!test::have_program("promtool"))
     FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
   FixtureConfig fixture;
   auto args = fixture.args;
@@ -219,7 +215,7 @@ TEST_CASE("serves, survives a port clash, and stops within a second on SIGTERM",
 }
 
 TEST_CASE("a real Prometheus server scrapes the exporter", "[e2e][prometheus]") {
-  if (!have("prometheus"))
+  if (!test::have_program("prometheus"))
     FAIL("prometheus not found: apt-get install prometheus (scripts/deps.sh does)");
   // Plain HTTP, and HTTPS with basic authentication as node_exporter's users configure both.
   const bool secured = GENERATE(false, true);
@@ -355,7 +351,7 @@ TEST_CASE("the HTTP limit flags reach the server", "[e2e][http]") {
 }
 
 TEST_CASE("the shipped Prometheus scrape configuration is valid", "[e2e]") {
-  if (!have("promtool"))
+  if (!test::have_program("promtool"))
     FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
   int exit_code = -1;
   const std::string output = test::run_shell(

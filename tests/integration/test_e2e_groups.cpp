@@ -15,12 +15,6 @@ using namespace hwperf;
 
 namespace {
 
-bool have(const std::string& tool) {
-  int exit_code = -1;
-  test::run_shell("command -v " + tool, &exit_code);
-  return exit_code == 0;
-}
-
 // The number in front of the first line containing `part`, or NaN.
 double number_before(const std::string& text, const std::string& pattern) {
   std::smatch match;
@@ -33,7 +27,7 @@ double number_before(const std::string& text, const std::string& pattern) {
 TEST_CASE(
     "The exporter's --print-rules prints recording rules promtool accepts for the default groups",
     "[e2e][groups]") {
-  if (!have("promtool"))
+  if (!test::have_program("promtool"))
     FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
   const auto run = test::run_exporter({"--print-rules"});
   INFO(run.err);
@@ -92,7 +86,7 @@ TEST_CASE(
     "Experiment mode: --once -- CMD prints the software group's CPUs utilized within 10% of perf "
     "stat's",
     "[live][process][e2e][groups]") {
-  if (!have("perf")) FAIL("perf not found: apt-get install linux-perf");
+  if (!test::have_program("perf")) FAIL("perf not found: apt-get install linux-perf");
   // Two threads spinning 0.5 s of CPU time each (the workload measures its own CPU time).
   const std::string command = std::string("printf 'go\\nexit\\n' | ") + HWPERF_TEST_WORKLOAD +
                               " threads 0 2 500 >/dev/null";

@@ -63,10 +63,6 @@ std::uint64_t microjoules(double joules) {
   return static_cast<std::uint64_t>(std::llround(joules * 1e6));
 }
 
-bool have(const std::string& program) {
-  return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;
-}
-
 // A simulated powercap zone: the true energy, and the value the kernel would show for it.
 struct SimZone {
   Zone zone;
@@ -187,7 +183,8 @@ TEST_CASE("powercap energy equals the true total across many wraps between slow 
   }
 
   // promtool comes with Debian's prometheus package, which scripts/deps.sh installs.
-  if (!have("promtool")) FAIL("promtool not found: install Debian's prometheus (scripts/deps.sh)");
+  if (!test::have_program("promtool"))
+    FAIL("promtool not found: install Debian's prometheus (scripts/deps.sh)");
   const auto file = fixture.dir.write("rapl.prom", exporter.get("/metrics").body);
   const int rc =
       std::system(("promtool check metrics < " + file.string() + " >/dev/null 2>&1").c_str());

@@ -4,23 +4,18 @@
 // leaders and ungrouped events open as usual. Lets a machine without a hardware PMU show how the
 // exporter refuses such a group. Only the tests that name it use it.
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "syscall_shim.h"
+
 long syscall(long number, ...) {
-  static long (*real_syscall)(long, ...);
-  if (real_syscall == NULL) real_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
-  va_list args;
-  va_start(args, number);
   long a[6];
-  for (int i = 0; i < 6; ++i) a[i] = va_arg(args, long);
-  va_end(args);
+  SHIM_READ_SYSCALL_ARGS(number, a);
   if (number == SYS_perf_event_open && (int)a[3] >= 0) {
     errno = EINVAL;
     return -1;
   }
-  return real_syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+  return next_syscall()(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

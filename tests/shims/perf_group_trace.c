@@ -7,16 +7,16 @@
 //   close fd=N                                               its close(2)
 // The exporter opens perf events through syscall(SYS_perf_event_open, ...) (perf_event.cpp).
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "syscall_shim.h"
 
 #define MAX_TRACED_FD 65536
 
@@ -43,14 +43,9 @@ static void log_line(const char* line, int length) {
 static int is_traced(int fd) { return fd >= 0 && fd < MAX_TRACED_FD && atomic_load(&traced[fd]); }
 
 long syscall(long number, ...) {
-  static long (*real_syscall)(long, ...);
-  if (real_syscall == NULL) real_syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
-  va_list args;
-  va_start(args, number);
   long a[6];
-  for (int i = 0; i < 6; ++i) a[i] = va_arg(args, long);
-  va_end(args);
-  const long result = real_syscall(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+  SHIM_READ_SYSCALL_ARGS(number, a);
+  const long result = next_syscall()(number, a[0], a[1], a[2], a[3], a[4], a[5]);
   if (number != SYS_perf_event_open || result < 0) return result;
   const int saved = errno;
   const struct perf_event_attr* attr = (const struct perf_event_attr*)a[0];

@@ -11,6 +11,7 @@
 #include "collectors/rapl/msr_source.h"
 #include "collectors/rapl/rapl_engine.h"
 #include "tests/support.h"
+#include "tests/unit/rapl_fakes.h"
 #include "tests/unit/test_rapl_fixtures.h"
 
 using namespace hwperf;
@@ -18,10 +19,9 @@ using namespace hwperf::rapl;
 using namespace hwperf::test::rapl_fixture;
 using hwperf::test::TempDir;
 using hwperf::test::with_cpu_identity_from;
+using hwperf::test::rapl_fakes::kTwoTo32;
 
 namespace {
-
-constexpr std::uint64_t kTwoTo32 = 0x100000000ull;
 
 // The unit register: power units in bits 3:0, energy status units in 12:8, time units in 19:16.
 constexpr std::uint64_t unit_register(unsigned power_unit, unsigned esu, unsigned time_unit) {
@@ -54,8 +54,8 @@ struct MsrTree {
   }
 };
 
-const CounterInfo* find_counter(const EnergySource& source, Domain domain,
-                                std::optional<unsigned> package) {
+const CounterInfo* package_counter(const EnergySource& source, Domain domain,
+                                   std::optional<unsigned> package) {
   for (const auto& info : source.counters()) {
     if (info.domain == domain && info.package == package) return &info;
   }
@@ -128,8 +128,8 @@ TEST_CASE("msr on an Intel server: package, core and fixed-unit DRAM per package
   CHECK(count_domain(source, Domain::psys) == 0);
   for (unsigned package : {0u, 1u}) {
     CAPTURE(package);
-    const CounterInfo* pkg = find_counter(source, Domain::package, package);
-    const CounterInfo* dram = find_counter(source, Domain::dram, package);
+    const CounterInfo* pkg = package_counter(source, Domain::package, package);
+    const CounterInfo* dram = package_counter(source, Domain::dram, package);
     REQUIRE(pkg != nullptr);
     REQUIRE(dram != nullptr);
     CHECK(pkg->scale.rule == WrapRule::modulo_2_32);
@@ -198,7 +198,7 @@ TEST_CASE("msr on an Intel client: psys is read once, platform-wide", "[rapl]") 
   REQUIRE(probe.source != nullptr);
   CHECK(count_domain(*probe.source, Domain::psys) == 1);
   CHECK(count_domain(*probe.source, Domain::uncore) == 2);
-  const CounterInfo* psys = find_counter(*probe.source, Domain::psys, std::nullopt);
+  const CounterInfo* psys = package_counter(*probe.source, Domain::psys, std::nullopt);
   REQUIRE(psys != nullptr);
   CHECK_FALSE(psys->die.has_value());
 }

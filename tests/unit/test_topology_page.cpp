@@ -27,21 +27,6 @@ const char* const kThirtyTwo = "pack:2 numa:2 l3:1 core:4 pu:2";
 // a two-socket AMD Genoa server has them.
 const char* const kFiveTwelve = "pack:2 numa:4 l3:4 l2:8 core:1 pu:2";
 
-Topology synthetic(const std::string& description) {
-  TopologyConfig source;
-  source.kind = TopologyConfig::Kind::synthetic;
-  source.argument = description;
-  return Topology::load(source);
-}
-
-std::size_t count(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 // For each hardware thread's box, the opening lines of the boxes around it, outermost first.
 std::map<unsigned, std::vector<std::string>> ancestors(const std::string& html) {
   std::map<unsigned, std::vector<std::string>> result;
@@ -103,8 +88,10 @@ std::string header(const HttpResponse& response, const std::string& name) {
 }  // namespace
 
 TEST_CASE("the page for two synthetic topologies matches its golden file", "[topology_page]") {
-  check_golden(TopologyPage(synthetic(kThirtyTwo), "/metrics").html(), "topology_page_32.html");
-  check_golden(TopologyPage(synthetic(kFiveTwelve), "/metrics").html(), "topology_page_512.html");
+  check_golden(TopologyPage(test::synthetic_topology(kThirtyTwo), "/metrics").html(),
+               "topology_page_32.html");
+  check_golden(TopologyPage(test::synthetic_topology(kFiveTwelve), "/metrics").html(),
+               "topology_page_512.html");
 }
 
 TEST_CASE("the page nests package > NUMA node > L3 > L2 > core > hardware thread",
@@ -117,14 +104,14 @@ TEST_CASE("the page nests package > NUMA node > L3 > L2 > core > hardware thread
   const Case machine = GENERATE(Case{kThirtyTwo, 2, 4, 4, 0, 16, "NUMANode P#3 + L3 (16MB)"},
                                 Case{kFiveTwelve, 2, 8, 32, 256, 256, "L2 (4096KB) + Core P#9"});
   CAPTURE(machine.description);
-  const Topology topology = synthetic(machine.description);
+  const Topology topology = test::synthetic_topology(machine.description);
   const std::string html = TopologyPage(topology, "/metrics").html();
-  CHECK(count(html, "class=\"box pkg") == machine.packages);
-  CHECK(count(html, "class=\"box numa") == machine.numa_nodes);
-  CHECK(count(html, "L3 (16MB)") == machine.l3s);
-  CHECK(count(html, "L2 (4096KB)") == machine.l2s);
-  CHECK(count(html, "core\" id=\"k") == machine.cores);
-  CHECK(count(html, "class=\"pu\"") == topology.threads().size());
+  CHECK(test::occurrences(html, "class=\"box pkg") == machine.packages);
+  CHECK(test::occurrences(html, "class=\"box numa") == machine.numa_nodes);
+  CHECK(test::occurrences(html, "L3 (16MB)") == machine.l3s);
+  CHECK(test::occurrences(html, "L2 (4096KB)") == machine.l2s);
+  CHECK(test::occurrences(html, "core\" id=\"k") == machine.cores);
+  CHECK(test::occurrences(html, "class=\"pu\"") == topology.threads().size());
   CHECK_THAT(html, Catch::Contains(machine.merged));
   // Each hardware thread's box lies in its core's, that in one L3, that in its NUMA node's and
   // that in its package's, in that order (outermost first).
@@ -171,8 +158,8 @@ TEST_CASE("an L3 spanning two NUMA nodes (sub-NUMA clustering) is drawn around t
   REQUIRE(l3 != std::string::npos);
   CHECK(l3 < html.find("id=\"n0\""));
   CHECK(html.find("id=\"n1\"") < html.find("L3 (30MB)", l3 + 1));
-  CHECK(count(html, "L3 (30MB)") == 2);
-  CHECK(count(html, "class=\"box numa") == 4);
+  CHECK(test::occurrences(html, "L3 (30MB)") == 2);
+  CHECK(test::occurrences(html, "class=\"box numa") == 4);
 }
 
 TEST_CASE("cache sizes read as lstopo prints them", "[topology_page]") {
@@ -195,17 +182,17 @@ TEST_CASE("labels with markup or quotes render as text", "[topology_page]") {
   // synthetic description or XML file the user configured).
   const Topology topology({{0, 0, 0, 0, 0}, {1, 1, 0, 0, 0}}, {}, evil);
   const std::string html = TopologyPage(topology, "/metrics\"><script>x</script>").html();
-  CHECK(count(html, "<script") == 1);  // the page's own script element only
+  CHECK(test::occurrences(html, "<script") == 1);  // the page's own script element only
   CHECK_THAT(html, Catch::Contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; "
                                    "&#39;single&#39; &amp; more"));
-  CHECK(count(html, "\"><script>") == 0);
+  CHECK(test::occurrences(html, "\"><script>") == 0);
 
   // Names and help reach the browser only through the JSON, which the script puts into the page
   // as text (textContent, option.text, title); here the JSON must carry them back exactly.
   auto family = make_family("hwperf_cpu_evil_total", evil, prometheus::MetricType::Counter);
   add_counter(family, {{"cpu", "0"}, {"target", evil}}, std::uint64_t{7});
   const std::string json = topology_json({family}, 1.5);
-  CHECK(count(json, "<") == 0);
+  CHECK(test::occurrences(json, "<") == 0);
   test::TempDir dir;
   const auto path = dir.write("topology.json", json);
   int exit_code = -1;
@@ -255,7 +242,7 @@ TEST_CASE("the JSON holds counter totals per CPU, core and package, grouped by t
 
 TEST_CASE("the topology routes share /metrics' admission and carry a strict CSP",
           "[topology_page][http]") {
-  const Topology topology = synthetic(kThirtyTwo);
+  const Topology topology = test::synthetic_topology(kThirtyTwo);
   auto family = make_family("hwperf_cpu_x_total", "x", prometheus::MetricType::Counter);
   add_counter(family, {{"cpu", "0"}}, std::uint64_t{1});
   auto fake = std::make_unique<FakeCollector>(std::vector<prometheus::MetricFamily>{family});
@@ -309,7 +296,7 @@ TEST_CASE("the topology routes share /metrics' admission and carry a strict CSP"
 }
 
 TEST_CASE("page and JSON stay under 200 KB at 512 CPUs", "[topology_page]") {
-  const Topology topology = synthetic(kFiveTwelve);
+  const Topology topology = test::synthetic_topology(kFiveTwelve);
   REQUIRE(topology.threads().size() == 512);
   // What the default PAPI events (ten) and CPU time export per CPU after a day of counting:
   // 13-digit totals and nanosecond-resolution seconds; RAPL's package energy on top.

@@ -25,13 +25,6 @@ using namespace hwperf::test::uncore_fixture;
 
 namespace {
 
-Topology synthetic(const std::string& description) {
-  TopologyConfig config;
-  config.kind = TopologyConfig::Kind::synthetic;
-  config.argument = description;
-  return Topology::load(config);
-}
-
 // The config word perf_event_open gets for "event=E,umask=U" under format event:config:0-7 and
 // a umask whose low 8 bits are config:8-15 (both SPR's umask_ext4 and AMD's rdwrmask start there).
 constexpr std::uint64_t config_of(std::uint64_t event, std::uint64_t umask) {
@@ -73,7 +66,8 @@ TEST_CASE(
   TempDir root;
   write_spr_imc(root, kBoxes, "0," + std::to_string(kCoresPerPackage));
   write_msr(root, true);
-  const Topology topology = synthetic("pack:2 core:" + std::to_string(kCoresPerPackage) + " pu:1");
+  const Topology topology =
+      test::synthetic_topology("pack:2 core:" + std::to_string(kCoresPerPackage) + " pu:1");
   REQUIRE(topology.find(kCoresPerPackage)->package == 1);
 
   auto plan = uncore::plan_uncore((root.path() / "sys").string(), topology);
@@ -136,7 +130,7 @@ TEST_CASE("a two-socket Zen 4: amd_umc boxes of each socket give bytes per packa
   // Package 1 begins at CPU 32 in "pack:2 core:16 pu:2".
   write_zen4_umc(root, 0, kUmcPerSocket, "0");
   write_zen4_umc(root, kUmcPerSocket, kUmcPerSocket, "32");
-  const Topology topology = synthetic("pack:2 core:16 pu:2");
+  const Topology topology = test::synthetic_topology("pack:2 core:16 pu:2");
   REQUIRE(topology.find(32)->package == 1);
 
   auto state = std::make_shared<FakeState>();
@@ -172,7 +166,7 @@ TEST_CASE("a configured peak bandwidth is exported for each package whose memory
   TempDir root;
   write_zen4_umc(root, 0, 2, "0");
   write_zen4_umc(root, 2, 2, "32");
-  const Topology topology = synthetic("pack:2 core:16 pu:2");
+  const Topology topology = test::synthetic_topology("pack:2 core:16 pu:2");
   const double peak = GENERATE(0.0, 460.8e9, 1e6);
   CAPTURE(peak);
   auto collector =
@@ -202,7 +196,7 @@ TEST_CASE("a configured peak bandwidth is exported for each package whose memory
 
 TEST_CASE("a Tiger Lake client: its free-running IMC counters, used when no other IMC is there",
           "[uncore]") {
-  const Topology topology = synthetic("pack:1 core:4 pu:2");
+  const Topology topology = test::synthetic_topology("pack:1 core:4 pu:2");
   TempDir root;
   write_tgl_imc(root, 2);
   auto state = std::make_shared<FakeState>();
@@ -231,7 +225,7 @@ TEST_CASE("a Tiger Lake client: its free-running IMC counters, used when no othe
 }
 
 TEST_CASE("missing PMUs and refused opens are states, exported and reported", "[uncore]") {
-  const Topology topology = synthetic("pack:2 core:2 pu:1");
+  const Topology topology = test::synthetic_topology("pack:2 core:2 pu:1");
   TempDir root;
   root.write("proc/sys/kernel/perf_event_paranoid", "2\n");
 
@@ -290,7 +284,7 @@ TEST_CASE("missing PMUs and refused opens are states, exported and reported", "[
 TEST_CASE("C-state residency per core and per package from the cstate PMUs' cpumask CPUs",
           "[uncore]") {
   // 2 packages x 2 cores x 2 threads: CPUs 0-3 in package 0, 4-7 in package 1.
-  const Topology topology = synthetic("pack:2 core:2 pu:2");
+  const Topology topology = test::synthetic_topology("pack:2 core:2 pu:2");
   TempDir root;
   write_cstate(root, "cstate_core", 30, "0,2,4,6", kCoreCstates);
   write_cstate(root, "cstate_pkg", 31, "0,4", kPackageCstates);

@@ -26,10 +26,7 @@ namespace {
 
 Topology two_l3_topology() {
   // CPUs 0-1 in package 0, 2-3 in package 1, one L3 per package.
-  TopologyConfig config;
-  config.kind = TopologyConfig::Kind::synthetic;
-  config.argument = "pack:2 l3:1 core:2 pu:1";
-  return Topology::load(config);
+  return test::synthetic_topology("pack:2 l3:1 core:2 pu:1");
 }
 
 constexpr std::size_t kWidth = 15;  // fixture values are rewritten in place at a fixed width
