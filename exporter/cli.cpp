@@ -72,7 +72,8 @@ const std::vector<CliFlag>& cli_flags() {
          "stdout; with -- CMD, none"},
         {"--summary.format", "FORMAT",
          "with --once -- CMD, the summary on stderr as " +
-             join_names(kSummaryFormatNames, ", ", " or ") + " (one row per event and metric)",
+             join_names(kSummaryFormatNames, ", ", " or ") +
+             " (csv: a row per event, metric and region value)",
          "text"},
         {"--repeat", "N",
          "with --once -- CMD, run CMD N times (at most " + std::to_string(kMaxRepeat) +

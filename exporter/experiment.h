@@ -106,7 +106,7 @@ struct RegionTable {
 struct ExperimentSummary {
   std::string command_line;
   std::vector<SummaryLine> lines;
-  std::vector<RegionTable> regions;  // in the text and JSON formats
+  std::vector<RegionTable> regions;
   std::vector<ExperimentRun> runs;
   std::string note;  // why the kernel counted less than configured, "" when it did not
 };

@@ -174,22 +174,39 @@ std::vector<std::string> stats_fields(const Stats& stats) {
           std::to_string(stats.runs)};
 }
 
+// One table in long form: a row per event, formula, the elapsed time and the exit status, then a
+// row per region, thread (or "sum") and column, whose last three fields say which region, thread
+// and run (empty in the rows before).
 std::string csv_summary(const ExperimentSummary& summary) {
-  std::string text = csv_row(
-      {"kind", "name", "group", "formula", "unit", "mean", "stddev", "relative_stddev", "runs"});
+  std::string text = csv_row({"kind", "name", "group", "formula", "unit", "mean", "stddev",
+                              "relative_stddev", "runs", "region", "thread", "run"});
+  const std::vector<std::string> no_region = {"", "", ""};
+  auto add_row = [&](std::vector<std::string> fields, const Stats& stats) {
+    for (auto& field : stats_fields(stats)) fields.push_back(std::move(field));
+    fields.insert(fields.end(), no_region.begin(), no_region.end());
+    text += csv_row(fields);
+  };
   for (const auto& line : summary.lines) {
     const bool event = line.kind == SummaryLine::Kind::event;
-    std::vector<std::string> fields = {event ? "event" : "metric", line.name, line.group,
-                                       line.formula, line.seconds ? "seconds" : ""};
-    for (auto& field : stats_fields(stats_of(line.values))) fields.push_back(std::move(field));
-    text += csv_row(fields);
+    add_row({event ? "event" : "metric", line.name, line.group, line.formula,
+             line.seconds ? "seconds" : ""},
+            stats_of(line.values));
   }
-  std::vector<std::string> fields = {"elapsed", "seconds elapsed", "", "", "seconds"};
-  for (auto& field : stats_fields(stats_of(elapsed(summary)))) fields.push_back(std::move(field));
-  text += csv_row(fields);
-  return text + csv_row({"exit_status", "exit status", "", "", "",
-                         std::to_string(summary_exit_code(summary)), "", "",
-                         std::to_string(summary.runs.size())});
+  add_row({"elapsed", "seconds elapsed", "", "", "seconds"}, stats_of(elapsed(summary)));
+  text +=
+      csv_row({"exit_status", "exit status", "", "", "", std::to_string(summary_exit_code(summary)),
+               "", "", std::to_string(summary.runs.size()), "", "", ""});
+  for (const auto& table : summary.regions) {
+    for (const auto& row : table.rows) {
+      for (std::size_t column = 0; column < table.columns.size(); ++column) {
+        const std::string& name = table.columns[column];
+        const double value = column < row.values.size() ? row.values[column] : std::nan("");
+        text += csv_row({"region", name, "", "", name == "seconds" ? "seconds" : "", number(value),
+                         "", "", "1", table.region, row.thread, std::to_string(table.run)});
+      }
+    }
+  }
+  return text;
 }
 
 std::string json_number(std::optional<double> value) {

@@ -65,7 +65,7 @@ cleanup() {
   fi
   [ -z "${tmp_dirs[*]}" ] || rm -rf "${tmp_dirs[@]}"
   if [ "$status" -eq 0 ]; then
-    echo "container-test: PASS: image built, libraries resolved, metrics and health checked, a busy container counted in $((SECONDS - started)) s"
+    echo "container-test: PASS: image built, libraries resolved, the marker library preloaded, metrics and health checked, a busy container counted in $((SECONDS - started)) s"
   else
     echo "container-test: FAIL (exit $status) after $((SECONDS - started)) s; see the output above"
   fi
@@ -122,6 +122,16 @@ ldd_out=$(pm run --rm --network none --no-healthcheck "${limits[@]}" --entrypoin
 echo "$ldd_out" | sed 's/^/  ldd: /' >&2
 ! grep -q "not found" <<<"$ldd_out" || fail "libraries missing in the image: $(grep 'not found' <<<"$ldd_out")"
 grep -q "libpapi" <<<"$ldd_out" || fail "ldd does not list libpapi: is this the right binary?"
+
+# 3b. The marker library --experiment.regions preloads is where the image's binary looks for it,
+# and a command runs with it preloaded (ld.so says "cannot be preloaded" when it cannot).
+regions_out=$(pm run --rm --network none --no-healthcheck --privileged "${limits[@]}" "$image" \
+  --once --experiment.regions --log.level=info -- /bin/true 2>&1) \
+  || fail "--experiment.regions -- /bin/true failed in the image: $regions_out"
+preloaded=$(sed -n 's/.*--experiment.regions: preloading \([^"]*\)".*/\1/p' <<<"$regions_out")
+echo "container-test: --experiment.regions preloads ${preloaded:-(nothing)}" >&2
+[[ "$preloaded" == /usr/lib/* ]] || fail "the image's exporter does not preload an installed marker library: $regions_out"
+! grep -q "cannot be preloaded" <<<"$regions_out" || fail "ld.so could not preload the marker library: $regions_out"
 
 # 4. Run it as docs/deployment.md shows and scrape it.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

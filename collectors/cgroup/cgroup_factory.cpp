@@ -5,6 +5,7 @@
 #include "collectors/cgroup/cgroup_registration.h"
 #include "collectors/events/event_specs.h"
 #include "collectors/events/groups.h"
+#include "collectors/perf/perf_event.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "common/log.h"
 #include "common/sysctl.h"
@@ -104,15 +105,13 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
                                         directory.value, first_cpu)
                         .error;
   if (probe != 0) {
-    throw Unavailable(
-        "cgroup: perf_event_open of a cgroup event on " + located.root.string() + ": " +
-        errno_text(probe) +
-        (probe == EACCES || probe == EPERM
-             ? "; cgroup events count per CPU, which needs root or CAP_PERFMON, or "
-               "kernel.perf_event_paranoid <= 0 (it is " +
-                   read_sysctl(config.paths.procfs, "kernel.perf_event_paranoid") +
-                   "); run privileged (--privileged in a container) or grant CAP_PERFMON"
-             : ""));
+    throw Unavailable("cgroup: perf_event_open of a cgroup event on " + located.root.string() +
+                      ": " + errno_text(probe) +
+                      (probe == EACCES || probe == EPERM
+                           ? "; a cgroup event counts per CPU, which " +
+                                 perf::system_wide_permission_remedy(
+                                     read_sysctl(config.paths.procfs, "kernel.perf_event_paranoid"))
+                           : ""));
   }
 
   perf::EventRequest request;

@@ -1,5 +1,7 @@
 #include "collectors/papi/papi_diagnosis.h"
 
+#include "collectors/perf/perf_event.h"
+
 #include <cstdio>
 
 namespace hwperf::papi {
@@ -27,12 +29,7 @@ std::string describe_cpu(const ComponentReport& report) {
 }
 
 std::string permission_remedy_text(const std::string& paranoid) {
-  return "counting every process on a CPU needs kernel.perf_event_paranoid <= 0 (it is " +
-         paranoid +
-         " here) or CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8): run `sysctl "
-         "kernel.perf_event_paranoid=0`, or give the exporter CAP_PERFMON (setcap cap_perfmon+ep, "
-         "or --cap-add PERFMON); in a container also run it --privileged or with a seccomp "
-         "profile that allows perf_event_open";
+  return "counting every process on a CPU " + perf::system_wide_permission_remedy(paranoid);
 }
 
 Unavailable diagnose_component(const ComponentReport& report) {

@@ -147,4 +147,12 @@ GroupDelta delta_between(const GroupReading& previous, const GroupReading& curre
   return group;
 }
 
+std::string system_wide_permission_remedy(const std::string& paranoid) {
+  return "needs kernel.perf_event_paranoid <= 0 (it is " + paranoid +
+         " here) or CAP_PERFMON (CAP_SYS_ADMIN before Linux 5.8): run `sysctl "
+         "kernel.perf_event_paranoid=0`, give the exporter CAP_PERFMON (setcap cap_perfmon+ep, or "
+         "--cap-add PERFMON) or run it as root; in a container also run it --privileged or with a "
+         "seccomp profile that allows perf_event_open";
+}
+
 }  // namespace hwperf::perf

@@ -112,4 +112,10 @@ struct GroupDelta {
 };
 GroupDelta delta_between(const GroupReading& previous, const GroupReading& current);
 
+// What counting every process on a CPU takes (per-CPU counters, cgroup events, the power, uncore
+// and msr PMUs) and how to grant it, with `paranoid` the kernel.perf_event_paranoid read_sysctl
+// gave: "needs kernel.perf_event_paranoid <= 0 (it is 2 here) or CAP_PERFMON ...". The one remedy
+// every collector's permission error ends with.
+std::string system_wide_permission_remedy(const std::string& paranoid);
+
 }  // namespace hwperf::perf

@@ -223,15 +223,9 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
         const std::string what = "perf_event_open(" + event.name + ", cpu " +
                                  std::to_string(target.cpu) + "): " + errno_text(error);
         if (error == EACCES || error == EPERM) {
-          return perf_failure(
-              "permission_denied",
-              what +
-                  ": system-wide events need kernel.perf_event_paranoid <= 0 (it "
-                  "is " +
-                  paranoid_text(procfs_root) +
-                  ") or CAP_PERFMON; remedy: `sysctl kernel.perf_event_paranoid=0`, "
-                  "grant CAP_PERFMON, or run as root (in a container also allow "
-                  "perf_event_open in the seccomp profile)");
+          return perf_failure("permission_denied",
+                              what + ": the power PMU's system-wide events " +
+                                  perf::system_wide_permission_remedy(paranoid_text(procfs_root)));
         }
         problems.push_back(what);
         continue;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "collectors/metrics.h"
+#include "collectors/perf/perf_event.h"
 #include "common/log.h"
 #include "common/sysctl.h"
 #include "common/text.h"
@@ -72,10 +73,8 @@ std::string open_problem(const PlannedCounter& counter, int error, const std::st
   std::string what = "perf_event_open(" + counter.encoding.name + ", cpu " +
                      std::to_string(counter.cpu) + "): " + errno_text(error);
   if (error == EACCES || error == EPERM) {
-    what += ": system-wide events need kernel.perf_event_paranoid <= 0 (it is " +
-            read_sysctl(procfs, "kernel.perf_event_paranoid") +
-            ") or CAP_PERFMON; remedy: `sysctl kernel.perf_event_paranoid=0`, grant CAP_PERFMON, "
-            "or run as root";
+    what += ": a system-wide event " +
+            perf::system_wide_permission_remedy(read_sysctl(procfs, "kernel.perf_event_paranoid"));
   }
   return what;
 }

@@ -26,71 +26,43 @@
 
 #include "markers/include/hwperf/markers.h"
 #include "markers/include/hwperf/region_segment.h"
+#include "common/region_segment_file.h"
+#include "tests/region_segment_fake.h"
 #include "tests/support.h"
 
 extern char** environ;
 
+using namespace hwperf;
+
 namespace {
 
-struct EventSpec {
-  std::uint32_t type;
-  std::uint64_t config;
-  const char* name;
-};
+const hwperf_region_event task_clock = test::software_event(PERF_COUNT_SW_TASK_CLOCK, "task-clock");
+const hwperf_region_event page_faults =
+    test::software_event(PERF_COUNT_SW_PAGE_FAULTS, "page-faults");
 
-const EventSpec task_clock{PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, "task-clock"};
-const EventSpec page_faults{PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS, "page-faults"};
-
-std::uint64_t align64(std::uint64_t value) { return (value + 63) & ~std::uint64_t{63}; }
-
-// A segment as the exporter makes one for `-- CMD`: created, sized, sealed, header and events
-// written, then READY.
+// A segment as the exporter makes one for `-- CMD` (common/region_segment_file.h), mapped here
+// read-write; `magic` other than the contract's is written before READY.
 class Segment {
  public:
-  explicit Segment(const std::vector<EventSpec>& events,
-                   std::uint64_t magic = HWPERF_REGION_MAGIC) {
-    fd_ = memfd_create(HWPERF_REGION_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    REQUIRE(fd_ >= 0);
-    const std::uint64_t names = align64(sizeof(hwperf_region_header));
-    const std::uint64_t slots =
-        align64(names + HWPERF_REGION_MAX_REGIONS * sizeof(hwperf_region_name));
-    size_ = align64(slots + HWPERF_REGION_MAX_SLOTS * sizeof(hwperf_region_slot));
-    REQUIRE(ftruncate(fd_, static_cast<off_t>(size_)) == 0);
-    REQUIRE(fcntl(fd_, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0);
-    base_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-    REQUIRE(base_ != MAP_FAILED);
-    auto* h = header();
-    h->magic = magic;
-    h->version = HWPERF_REGION_VERSION;
-    h->header_size = sizeof(hwperf_region_header);
-    h->segment_size = size_;
-    h->max_regions = HWPERF_REGION_MAX_REGIONS;
-    h->max_slots = HWPERF_REGION_MAX_SLOTS;
-    h->names_offset = names;
-    h->slots_offset = slots;
-    h->event_count = static_cast<std::uint32_t>(events.size());
-    for (std::size_t i = 0; i < events.size(); ++i) {
-      h->events[i].type = events[i].type;
-      h->events[i].config = events[i].config;
-      std::strncpy(h->events[i].name, events[i].name, HWPERF_REGION_NAME_BYTES - 1);
-    }
-    __atomic_store_n(&h->state, std::uint32_t{HWPERF_REGION_STATE_READY}, __ATOMIC_RELEASE);
+  explicit Segment(const std::vector<hwperf_region_event>& events,
+                   std::uint64_t magic = HWPERF_REGION_MAGIC)
+      : fd_(create_region_segment()),
+        mapping_(map_file(
+            fd_.get(),
+            region_segment_layout(HWPERF_REGION_MAX_REGIONS, HWPERF_REGION_MAX_SLOTS).size, true)) {
+    header()->magic = magic;
+    publish_region_events(fd_.get(), events);
   }
-  ~Segment() {
-    munmap(base_, size_);
-    close(fd_);
-  }
-  Segment(const Segment&) = delete;
-  Segment& operator=(const Segment&) = delete;
 
-  int fd() const { return fd_; }
-  const void* base() const { return base_; }
-  hwperf_region_header* header() const { return static_cast<hwperf_region_header*>(base_); }
+  int fd() const { return fd_.get(); }
+  const void* base() const { return mapping_.data(); }
+  hwperf_region_header* header() const {
+    return reinterpret_cast<hwperf_region_header*>(mapping_.writable());
+  }
 
  private:
-  int fd_ = -1;
-  void* base_ = nullptr;
-  std::size_t size_ = 0;
+  UniqueFd fd_;
+  UniqueMapping mapping_;
 };
 
 struct Slot {

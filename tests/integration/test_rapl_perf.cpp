@@ -259,7 +259,8 @@ TEST_CASE("perf: not permitted is a permission problem naming paranoid and CAP_P
   }
   CHECK(report.rfind("permission_denied\n", 0) == 0);
   CHECK_THAT(report, Catch::Contains("perf_event_paranoid"));
-  CHECK_THAT(report, Catch::Contains("(it is " + std::string(hwperf::trim(real_paranoid)) + ")"));
+  CHECK_THAT(report,
+             Catch::Contains("(it is " + std::string(hwperf::trim(real_paranoid)) + " here)"));
   CHECK_THAT(report, Catch::Contains("sysctl kernel.perf_event_paranoid=0"));
   CHECK_THAT(report, Catch::Contains("CAP_PERFMON"));
 }

@@ -97,3 +97,33 @@ TEST_CASE("The summary prints each region per thread, then the sum", "[experimen
             json) == "1 ['calls', 'seconds', 'page_faults'] sum [True, True, True] " +
                          std::to_string(static_cast<int>(sum["calls"])) + "\n");
 }
+
+TEST_CASE("The CSV summary has a row per region, thread and column", "[experiment][region]") {
+  ExperimentSummary summary;
+  summary.command_line = "./prog";
+  add_run(summary, thread_families("prog"), {}, "prog", {0, 3.0});
+  add_run(summary, thread_families("prog"), {}, "prog", {0, 3.0});
+  REQUIRE(summary.regions.size() == 4);
+  std::size_t region_values = 0;
+  for (const auto& table : summary.regions)
+    region_values += table.rows.size() * table.columns.size();
+  const std::string csv = format_summary(summary, SummaryFormat::csv);
+  INFO(csv);
+  // Read back by python3: every row has every column; the region rows are as many as the tables'
+  // cells; run 2's sum row of compute's calls adds up its threads' rows; a region's seconds carry
+  // their unit; the rows before the regions leave region, thread and run empty.
+  const std::string script =
+      "rows = list(rows)\n"
+      "c = [r for r in rows if r[\"kind\"] == \"region\" and r[\"region\"] == \"compute\" and "
+      "r[\"name\"] == \"calls\" and r[\"run\"] == \"2\"]\n"
+      "seconds = [r for r in rows if r[\"kind\"] == \"region\" and r[\"name\"] == \"seconds\"]\n"
+      "done = [r for r in rows if r[\"kind\"] == \"exit_status\"][0]\n"
+      "print(all(None not in r.values() for r in rows), sum(r[\"kind\"] == \"region\" for r in "
+      "rows),"
+      " [r[\"thread\"] for r in c], sum(float(r[\"mean\"]) for r in c[:-1]) == "
+      "float(c[-1][\"mean\"]),"
+      " seconds[0][\"unit\"], [done[\"region\"], done[\"thread\"], done[\"run\"]])";
+  CHECK(test::read_csv_with_python(script, csv) ==
+        "True " + std::to_string(region_values) +
+            " ['101', '102', 'sum'] True seconds ['', '', '']\n");
+}
