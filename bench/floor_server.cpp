@@ -4,14 +4,18 @@
 // scripts/bench-side-by-side.sh runs it beside hwperf_exporter and node_exporter and prints
 // hwperf's CPU per scrape as a multiple of it.
 //
-//   hwperf_floor_server PORT IDENTITY_RESPONSE GZIP_RESPONSE
+//   hwperf_floor_server PORT IDENTITY_RESPONSE GZIP_RESPONSE [FILE...]
 //
 // A request whose headers name gzip in Accept-Encoding gets GZIP_RESPONSE, any other
-// IDENTITY_RESPONSE; "Connection: close" closes after the answer. One thread and epoll, one read()
-// per request and one write() per answer: what a do-nothing server costs, no more. One thread,
-// so that its CPU time is read from one schedstat that never goes away with a connection.
+// IDENTITY_RESPONSE; "Connection: close" closes after the answer. Each FILE (held open) is read
+// with one pread() before every answer: given the energy_uj files the exporter holds, that is the
+// reading floor, what any exporter of those counters pays the kernel per scrape besides the socket.
+// One thread and epoll, one read() per request and one write() per answer: what a do-nothing server
+// costs, no more. One thread, so that its CPU time is read from one schedstat that never goes away
+// with a connection.
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -25,6 +29,7 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -56,13 +61,23 @@ struct Connection {
   std::string pending;
 };
 
+// Reads each of `files` from its start, as a scrape of those counters would.
+void read_counters(const std::vector<int>& files) {
+  char value[64];
+  for (const int file : files) {
+    if (::pread(file, value, sizeof value, 0) < 0) std::perror("hwperf_floor_server: pread");
+  }
+}
+
 // Answers every complete request in `connection`; false when the connection is to be closed.
-bool answer(int fd, Connection& connection, const std::string& identity, const std::string& gzip) {
+bool answer(int fd, Connection& connection, const std::string& identity, const std::string& gzip,
+            const std::vector<int>& files) {
   for (;;) {
     const std::size_t end = connection.pending.find("\r\n\r\n");
     if (end == std::string::npos) return true;
     const std::string request = connection.pending.substr(0, end);
     connection.pending.erase(0, end + 4);
+    read_counters(files);
     const bool wants_gzip = contains_ignoring_case(request, "accept-encoding: gzip");
     if (!write_all(fd, wants_gzip ? gzip : identity)) return false;
     if (contains_ignoring_case(request, "connection: close")) return false;
@@ -72,9 +87,17 @@ bool answer(int fd, Connection& connection, const std::string& identity, const s
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s PORT IDENTITY_RESPONSE GZIP_RESPONSE\n", argv[0]);
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s PORT IDENTITY_RESPONSE GZIP_RESPONSE [FILE...]\n", argv[0]);
     return 2;
+  }
+  std::vector<int> files;
+  for (int i = 4; i < argc; ++i) {
+    files.push_back(::open(argv[i], O_RDONLY | O_CLOEXEC));
+    if (files.back() < 0) {
+      std::perror(argv[i]);
+      return 2;
+    }
   }
   const std::string identity = read_file(argv[2]);
   const std::string gzip = read_file(argv[3]);
@@ -122,7 +145,7 @@ int main(int argc, char** argv) {
       if (keep) {
         Connection& connection = connections[fd];
         connection.pending.append(buffer, static_cast<std::size_t>(n));
-        keep = answer(fd, connection, identity, gzip);
+        keep = answer(fd, connection, identity, gzip, files);
       } else if (n < 0 && errno == EINTR) {
         continue;
       }

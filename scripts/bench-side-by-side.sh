@@ -5,10 +5,12 @@
 # is pinned to CPU 0 and wrk to CPU 1, so the exporter's CPU is read from its own schedstat.
 # Beside them runs the floor (bench/floor_server.cpp, build/bench/hwperf_floor_server): a
 # do-nothing server answering with hwperf's own responses, captured byte for byte, so that
-# hwperf's CPU per scrape is also printed as a multiple of what sending those bytes costs.
+# hwperf's CPU per scrape is also printed as a multiple of what sending those bytes costs; and
+# the reading floor (readfloor), the same server reading the energy_uj files hwperf holds open
+# with one pread each per request, what any exporter of those counters pays besides the socket.
 #
-#   scripts/bench-side-by-side.sh            ~5 minutes (5 s per wrk run, 60 s idle)
-#   scripts/bench-side-by-side.sh --quick    ~1.5 minutes (2 s per wrk run, 10 s idle)
+#   scripts/bench-side-by-side.sh            ~7 minutes (5 s per wrk run, 60 s idle)
+#   scripts/bench-side-by-side.sh --quick    ~3 minutes (2 s per wrk run, 10 s idle)
 #
 # conns "1close" is one connection with "Connection: close", a new TCP connection per scrape.
 #
@@ -31,6 +33,7 @@ floor_bin=${HWPERF_FLOOR_SERVER:-build/bench/hwperf_floor_server}
 hwperf_port=${HWPERF_PORT:-19477}
 node_port=${NODE_PORT:-19100}
 floor_port=${FLOOR_PORT:-19480}
+readfloor_port=${READFLOOR_PORT:-19481}
 for tool in "$hwperf_bin" "$node_bin" "$floor_bin" wrk taskset curl python3; do
   if ! command -v "$tool" >/dev/null; then
     echo "missing $tool (build with ./dev.sh build; apt-get install prometheus-node-exporter wrk)" >&2
@@ -155,6 +158,14 @@ taskset -c 0 "$floor_bin" "$floor_port" "$work/floor-identity.http" "$work/floor
 floor_pid=$!
 started_pids+=("$floor_pid")
 wait_ready "http://127.0.0.1:$floor_port/metrics" "$floor_pid" floor
+# The counter files hwperf reads on a scrape: those it holds open.
+mapfile -t energy_files < <(find /proc/"$hwperf_pid"/fd -lname '*energy_uj' -printf '%l\n' | sort)
+[[ ${#energy_files[@]} -gt 0 ]] || { echo "hwperf holds no energy_uj file open" >&2; exit 1; }
+taskset -c 0 "$floor_bin" "$readfloor_port" "$work/floor-identity.http" "$work/floor-gzip.http" \
+  "${energy_files[@]}" 2>"$work/readfloor.log" &
+readfloor_pid=$!
+started_pids+=("$readfloor_pid")
+wait_ready "http://127.0.0.1:$readfloor_port/metrics" "$readfloor_pid" readfloor
 
 cpu_ns() {  # total ns on CPU of every thread of a process (first field of schedstat)
   # A Go thread can exit between the glob and the read; %.0f because mawk's %d stops at 2^31.
@@ -169,6 +180,7 @@ url_of() {
     hwperf) echo "http://127.0.0.1:$hwperf_port/metrics" ;;
     node) echo "http://127.0.0.1:$node_port/metrics" ;;
     floor) echo "http://127.0.0.1:$floor_port/metrics" ;;
+    readfloor) echo "http://127.0.0.1:$readfloor_port/metrics" ;;
   esac
 }
 pid_of() {
@@ -176,6 +188,7 @@ pid_of() {
     hwperf) echo "$hwperf_pid" ;;
     node) echo "$node_pid" ;;
     floor) echo "$floor_pid" ;;
+    readfloor) echo "$readfloor_pid" ;;
   esac
 }
 
@@ -259,7 +272,7 @@ run_wrk() {  # exporter encoding connections round; connections "1close" = 1, no
 echo
 echo "== wrk: ${wrk_seconds} s per run, ${rounds} rounds, exporters alternated (each round flips the order)"
 for round in $(seq "$rounds"); do
-  if ((round % 2)); then order=(hwperf node floor); else order=(floor node hwperf); fi
+  if ((round % 2)); then order=(hwperf node floor readfloor); else order=(readfloor floor node hwperf); fi
   for encoding in identity gzip; do
     for connections in 1 8 1close; do
       for exporter in "${order[@]}"; do
@@ -272,15 +285,15 @@ done
 
 echo
 echo "== Medians over ${rounds} rounds (latency in ms; CPU = exporter's CPU time / requests served)"
-printf '%-8s %-8s %6s %10s %9s %9s %9s %13s\n' exporter encoding conns "req/s" p50 p90 p99 "CPU/scrape us"
+printf '%-9s %-8s %6s %10s %9s %9s %9s %13s\n' exporter encoding conns "req/s" p50 p90 p99 "CPU/scrape us"
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 column_median() {  # exporter encoding connections column
   awk -F'\t' -v e="$1" -v enc="$2" -v c="$3" -v col="$4" '$1 == e && $2 == enc && $3 == c { print $col }' "$results" | median
 }
 for encoding in identity gzip; do
   for connections in 1 8 1close; do
-    for exporter in hwperf node floor; do
-      printf '%-8s %-8s %6s %10s %9s %9s %9s %13s\n' "$exporter" "$encoding" "$connections" \
+    for exporter in hwperf node floor readfloor; do
+      printf '%-9s %-8s %6s %10s %9s %9s %9s %13s\n' "$exporter" "$encoding" "$connections" \
         "$(column_median "$exporter" "$encoding" "$connections" 5)" \
         "$(column_median "$exporter" "$encoding" "$connections" 6)" \
         "$(column_median "$exporter" "$encoding" "$connections" 7)" \
@@ -306,13 +319,16 @@ done
 
 echo
 echo "== hwperf's CPU per scrape as a multiple of the floor's (the same bytes from a do-nothing server)"
-printf '%-8s %6s %13s\n' encoding conns "hwperf/floor"
+echo "   and of the reading floor's (the same, plus one pread of each energy_uj file hwperf reads: ${#energy_files[@]})"
+printf '%-8s %6s %13s %17s\n' encoding conns "hwperf/floor" "hwperf/readfloor"
 for encoding in identity gzip; do
   for connections in 1 8 1close; do
     awk -v h="$(column_median hwperf "$encoding" "$connections" 9)" \
-        -v f="$(column_median floor "$encoding" "$connections" 9)" -v enc="$encoding" \
+        -v f="$(column_median floor "$encoding" "$connections" 9)" \
+        -v r="$(column_median readfloor "$encoding" "$connections" 9)" -v enc="$encoding" \
         -v conns="$connections" \
-        'BEGIN { printf "%-8s %6s %13s\n", enc, conns, (f > 0 ? sprintf("%.2f", h / f) : "n/a") }'
+        'function ratio(x, y) { return y > 0 ? sprintf("%.2f", x / y) : "n/a" }
+         BEGIN { printf "%-8s %6s %13s %17s\n", enc, conns, ratio(h, f), ratio(h, r) }'
   done
 done
 
