@@ -1,6 +1,7 @@
 // The one interface every collector implements. A collector builds fresh families on every
-// scrape and may throw; CollectorSet (collector_set.h) is the only caller and the only catch site.
-// What never changes is handed over once, at startup (collect_constant).
+// scrape, or writes them straight into the exposition (collect_text), and may throw;
+// CollectorSet (collector_set.h) is the only caller and the only catch site. What never changes
+// is handed over once, at startup (collect_constant).
 #pragma once
 
 #include <string>
@@ -8,6 +9,7 @@
 
 #include <prometheus/metric_family.h>
 
+#include "collectors/exposition_text.h"
 #include "common/interface.h"
 
 namespace hwperf {
@@ -25,6 +27,16 @@ class Collector : public Interface {
   virtual std::string name() const = 0;
   // Appends this collector's families. Must be safe to call from several threads at once.
   virtual void collect(std::vector<prometheus::MetricFamily>& out) = 0;
+  // Appends to a /metrics exposition in `format` the text of the families collect() would
+  // append, byte for byte: by default collect()'s families, serialized. A collector whose series
+  // are fixed at startup writes them from text made once (collectors/prepared_family.h) instead,
+  // which is most of what a small scrape costs otherwise. What it appended before throwing is
+  // removed by the caller. Must be safe to call from several threads at once.
+  virtual void collect_text(std::string& out, ExpositionFormat format) {
+    std::vector<prometheus::MetricFamily> families;
+    collect(families);
+    append_families(out, families, format);
+  }
   // Appends the families that never change once the collector is built (the topology, cache
   // geometry). The exporter gathers them once at startup and serializes them once per format, so
   // a scrape costs nothing for them however large the machine; collect() leaves them out.

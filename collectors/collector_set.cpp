@@ -104,13 +104,51 @@ void CollectorSet::refresh() const {
 
 std::vector<prometheus::MetricFamily> CollectorSet::collect() const { return collect({}); }
 
+template <typename Run>
+bool CollectorSet::run_collector(Entry& entry, Run&& run, double& seconds) {
+  std::string failure;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    run(*entry.collector);
+  } catch (const std::exception& e) {
+    failure = e.what();
+    if (failure.empty()) failure = "unknown error";
+  } catch (...) {
+    failure = "a non-standard exception";
+  }
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  seconds = elapsed.count();
+  const bool ok = failure.empty();
+  if (!ok && !entry.failing.exchange(true)) {
+    log::warn("collector " + entry.name + " failed: " + failure +
+              " (hwperf_scrape_collector_success{collector=\"" + entry.name +
+              "\"} is 0 until it recovers)");
+  } else if (ok && entry.failing.exchange(false)) {
+    log::info("collector " + entry.name + " recovered");
+  }
+  return ok;
+}
+
+namespace {
+
+struct SelfFamilies {
+  prometheus::MetricFamily success = make_family(
+      success_name(), "Whether the collector succeeded on this scrape (1) or failed (0).",
+      prometheus::MetricType::Gauge);
+  prometheus::MetricFamily duration = make_family(
+      duration_name(), "Time the collector took on this scrape.", prometheus::MetricType::Gauge);
+
+  void add(const std::string& collector, bool ok, double seconds) {
+    add_gauge(success, {{"collector", collector}}, ok ? 1.0 : 0.0);
+    add_gauge(duration, {{"collector", collector}}, seconds);
+  }
+};
+
+}  // namespace
+
 std::vector<prometheus::MetricFamily> CollectorSet::collect(
     const std::vector<std::string>& targets) const {
-  auto success = make_family(success_name(),
-                             "Whether the collector succeeded on this scrape (1) or failed (0).",
-                             prometheus::MetricType::Gauge);
-  auto duration = make_family(duration_name(), "Time the collector took on this scrape.",
-                              prometheus::MetricType::Gauge);
+  SelfFamilies self;
   std::vector<prometheus::MetricFamily> families;
   for (const auto& entry : entries_) {
     std::vector<std::string> own;  // the targets asked for that are this collector's
@@ -121,39 +159,43 @@ std::vector<prometheus::MetricFamily> CollectorSet::collect(
       if (own.empty()) continue;
     }
     std::vector<prometheus::MetricFamily> produced;
-    std::string failure;
-    const auto start = std::chrono::steady_clock::now();
-    try {
-      if (targets.empty()) {
-        entry->collector->collect(produced);
-      } else {
-        entry->collector->collect_targets(produced, own);
-      }
-    } catch (const std::exception& e) {
-      failure = e.what();
-      if (failure.empty()) failure = "unknown error";
-    } catch (...) {
-      failure = "a non-standard exception";
-    }
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    const bool ok = failure.empty();
-    if (!ok && !entry->failing.exchange(true)) {
-      log::warn("collector " + entry->name + " failed: " + failure +
-                " (hwperf_scrape_collector_success{collector=\"" + entry->name +
-                "\"} is 0 until it recovers)");
-    } else if (ok && entry->failing.exchange(false)) {
-      log::info("collector " + entry->name + " recovered");
-    }
+    double seconds = 0;
+    const bool ok = run_collector(
+        *entry,
+        [&](Collector& collector) {
+          if (targets.empty()) {
+            collector.collect(produced);
+          } else {
+            collector.collect_targets(produced, own);
+          }
+        },
+        seconds);
     // A failed collector contributes nothing partial: half a scrape is worse than none.
     if (ok) {
       for (auto& family : produced) families.push_back(std::move(family));
     }
-    add_gauge(success, {{"collector", entry->name}}, ok ? 1.0 : 0.0);
-    add_gauge(duration, {{"collector", entry->name}}, elapsed.count());
+    self.add(entry->name, ok, seconds);
   }
-  families.push_back(std::move(duration));
-  families.push_back(std::move(success));
+  families.push_back(std::move(self.duration));
+  families.push_back(std::move(self.success));
   return families;
+}
+
+void CollectorSet::collect_text(std::string& out, ExpositionFormat format) const {
+  SelfFamilies self;
+  for (const auto& entry : entries_) {
+    const std::size_t before = out.size();
+    double seconds = 0;
+    const bool ok = run_collector(
+        *entry, [&](Collector& collector) { collector.collect_text(out, format); }, seconds);
+    // As in collect(): nothing partial of a failed collector.
+    if (!ok) out.resize(before);
+    self.add(entry->name, ok, seconds);
+  }
+  std::vector<prometheus::MetricFamily> own;
+  own.push_back(std::move(self.duration));
+  own.push_back(std::move(self.success));
+  append_families(out, own, format);
 }
 
 }  // namespace hwperf

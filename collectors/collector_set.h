@@ -45,6 +45,10 @@ class CollectorSet {
 
   // Never throws for a collector's failure; safe to call from several threads at once.
   std::vector<prometheus::MetricFamily> collect() const;
+  // collect() written into a /metrics exposition in `format`, each collector through its
+  // collect_text(), and the self metrics after them: the same text as collect()'s families
+  // serialized. A failing collector's partial text is removed.
+  void collect_text(std::string& out, ExpositionFormat format) const;
   // ?target=: only the collectors with targets, each for those of `targets` that are its own
   // (each must be one of target_names()); collect() when `targets` is empty.
   std::vector<prometheus::MetricFamily> collect(const std::vector<std::string>& targets) const;
@@ -58,6 +62,10 @@ class CollectorSet {
 
  private:
   struct Entry;
+  // Runs one collector through `run`, timing it and catching what it throws; logs when it
+  // starts failing and when it recovers. Returns whether it succeeded and its duration.
+  template <typename Run>
+  static bool run_collector(Entry& entry, Run&& run, double& seconds);
   std::vector<std::unique_ptr<Entry>> entries_;
   FamilyOwners family_owners_;
 };

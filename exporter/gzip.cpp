@@ -169,70 +169,17 @@ PrefixedGzip::PrefixedGzip(std::string_view prefix)
   deflater.feed(prefix, Z_SYNC_FLUSH, head_);
 }
 
-namespace {
-
-// libdeflate compressors at level 1, kept for reuse: one holds a hash table of 128 KiB that
-// libdeflate_alloc_compressor would otherwise allocate (and glibc, past its mmap threshold, map
-// and unmap) on every scrape. Up to four are kept, as many as gzip scrapes ever run at once.
-class CompressorPool {
- public:
-  struct Free {
-    void operator()(libdeflate_compressor* compressor) const noexcept {
-      libdeflate_free_compressor(compressor);
-    }
-  };
-  using Compressor = std::unique_ptr<libdeflate_compressor, Free>;
-
-  static Compressor take() {
-    {
-      std::lock_guard<std::mutex> lock(instance().mutex_);
-      auto& free = instance().free_;
-      if (!free.empty()) {
-        Compressor compressor = std::move(free.back());
-        free.pop_back();
-        return compressor;
-      }
-    }
-    Compressor compressor(libdeflate_alloc_compressor(1));
-    if (!compressor) throw std::runtime_error("gzip: libdeflate_alloc_compressor failed");
-    return compressor;
-  }
-
-  static void give(Compressor compressor) {
-    std::lock_guard<std::mutex> lock(instance().mutex_);
-    if (instance().free_.size() < kMaxPooled) instance().free_.push_back(std::move(compressor));
-  }
-
- private:
-  static constexpr std::size_t kMaxPooled = 4;
-
-  // Never destroyed, like ZlibBlockPool.
-  static CompressorPool& instance() {
-    static CompressorPool* const pool = new CompressorPool;
-    return *pool;
-  }
-
-  std::mutex mutex_;
-  std::vector<Compressor> free_;
-};
-
-}  // namespace
-
-// The rest goes through libdeflate, whose level 1 does a small exposition in about 60 % of zlib's
-// instructions (and its CRC-32 in a third), with no stream to set up: one call over the whole
-// buffer, ending on the stream's last block, which is what the rest ends on.
 std::string PrefixedGzip::compress(std::string_view rest) const {
-  CompressorPool::Compressor compressor = CompressorPool::take();
-  const std::size_t bound = libdeflate_deflate_compress_bound(compressor.get(), rest.size());
+  const std::uint64_t compression = (*compressions_)++;
+  std::shared_ptr<const TrainedDeflate> codes = std::atomic_load(&codes_);
+  if (codes == nullptr || compression % kRetrainEvery == 0) {
+    codes = std::make_shared<const TrainedDeflate>(rest);
+    std::atomic_store(&codes_, codes);
+  }
   std::string out;
-  out.reserve(head_.size() + bound + 8);
+  out.reserve(head_.size() + rest.size() / 2 + 512);
   out = head_;
-  out.resize(head_.size() + bound);
-  const std::size_t written = libdeflate_deflate_compress(
-      compressor.get(), rest.data(), rest.size(), out.data() + head_.size(), bound);
-  CompressorPool::give(std::move(compressor));
-  if (written == 0) throw std::runtime_error("gzip: libdeflate_deflate_compress failed");
-  out.resize(head_.size() + written);
+  codes->compress(rest, out);
   const unsigned long rest_crc = libdeflate_crc32(0, rest.data(), rest.size());
   append_little_endian_32(out,
                           crc32_combine(prefix_crc_, rest_crc, static_cast<z_off_t>(rest.size())));

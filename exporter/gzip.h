@@ -1,9 +1,14 @@
 // gzip for HTTP responses. Pure functions and values: no sockets, no CivetWeb.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+
+#include "exporter/trained_deflate.h"
 
 namespace hwperf {
 
@@ -11,23 +16,34 @@ std::string gzip_compress(std::string_view data);
 
 // gzip of a constant prefix followed by a different rest each time, as pigz joins independently
 // compressed chunks: the prefix is deflated once, ending on a byte boundary with a block that is
-// not the last (a sync flush), and each call deflates only the rest, in a stream of its own
-// sized to it (libdeflate, whose one call over a whole buffer is cheaper than a zlib stream), and
+// not the last (a sync flush), and each call deflates only the rest, in a block of its own, and
 // joins the two with the gzip header and a trailer whose CRC-32 is combined from both parts
 // (crc32_combine). The output is one ordinary gzip stream (one member) of prefix + rest. The
-// rest's stream never refers back into the prefix, so a scrape pays for its own series only: no
-// copy of a compressor's state (zlib's deflateCopy moves about 260 KiB).
+// rest never refers back into the prefix, so a scrape pays for its own series only.
+//
+// The rest is deflated with Huffman codes trained on an earlier rest (TrainedDeflate): one
+// scrape's series have the same names, labels and digits as the last one's, and building codes
+// for each response was most of what deflate cost. The codes are trained on the first rest and
+// again on every kRetrainEvery-th, so they follow the exposition when it changes (targets come and
+// go); any rest can be encoded with any codes, only less tightly.
 class PrefixedGzip {
  public:
   explicit PrefixedGzip(std::string_view prefix);
 
-  // Safe to call from several threads at once: only reads what the constructor made.
+  // Safe to call from several threads at once.
   std::string compress(std::string_view rest) const;
+
+  static constexpr std::uint64_t kRetrainEvery = 1024;
 
  private:
   std::string head_;  // the gzip header and the prefix's deflate blocks
   unsigned long prefix_crc_ = 0;
   std::size_t prefix_size_ = 0;
+  // Shared with the compressions under way when a newer one replaces it (std::atomic_load and
+  // std::atomic_store on the pointer); held by pointer so that PrefixedGzip stays movable.
+  mutable std::shared_ptr<const TrainedDeflate> codes_;
+  mutable std::unique_ptr<std::atomic<std::uint64_t>> compressions_ =
+      std::make_unique<std::atomic<std::uint64_t>>(0);
 };
 
 }  // namespace hwperf

@@ -56,12 +56,11 @@ std::vector<prometheus::MetricFamily> Exporter::gather() const {
 
 std::string Exporter::exposition(ExpositionFormat format, bool gzip) const {
   const bool openmetrics = format == ExpositionFormat::openmetrics_1_0_0;
-  const auto scraped = collectors_.collect();
   if (gzip) {
     std::string rest;
     // Room for a small machine's series at once, rather than a dozen reallocations on the way.
     rest.reserve(16384);
-    append_families(rest, scraped, format);
+    collectors_.collect_text(rest, format);
     rest += end_of_exposition(format);
     return (openmetrics ? constant_.gzip_openmetrics : constant_.gzip_text).compress(rest);
   }
@@ -71,7 +70,7 @@ std::string Exporter::exposition(ExpositionFormat format, bool gzip) const {
   // the rest avoids copying it again as the body grows.
   body.reserve(constant.size() + constant.size() / 2 + 4096);
   body += constant;
-  append_families(body, scraped, format);
+  collectors_.collect_text(body, format);
   body += end_of_exposition(format);
   return body;
 }

@@ -129,6 +129,13 @@ wait_ready() {  # url pid name
 }
 wait_ready "http://127.0.0.1:$hwperf_port/metrics" "$hwperf_pid" hwperf
 wait_ready "http://127.0.0.1:$node_port/metrics" "$node_pid" node
+# Every counter moves once after startup, as on real hardware: one that has not moved 5 s after
+# startup is taken for a hypervisor's frozen counter and its joules are no longer served
+# (hwperf_rapl_energy_frozen), which would leave hwperf serving less than node_exporter and the
+# floor. Rewritten in place, as sysfs changes, since hwperf keeps the files open.
+for zone in "$sysfs"/class/powercap/intel-rapl:*; do
+  echo $(($(cat "$zone/energy_uj") + 1000000)) >"$zone/energy_uj"
+done
 
 # The floor answers with hwperf's responses (status line, headers, body), captured once.
 capture_response() {  # port accept-encoding file: the raw response to one GET /metrics
@@ -206,7 +213,8 @@ for exporter in hwperf node; do
   gzipped=$(curl -fsS -H 'Accept-Encoding: gzip' "$url" | wc -c)
   printf '%-8s %8s %10s %10s\n' "$exporter" "$samples" "$identity" "$gzipped"
 done
-echo "RAPL energy samples: hwperf $(curl -fsS "$(url_of hwperf)" | grep -c '^hwperf_rapl_.*joules_total'), node $(curl -fsS "$(url_of node)" | grep -c '^node_rapl_.*joules_total')"
+hwperf_joules() { curl -fsS "$(url_of hwperf)" | grep -c '^hwperf_rapl_.*joules_total' || true; }
+echo "RAPL energy samples: hwperf $(hwperf_joules), node $(curl -fsS "$(url_of node)" | grep -c '^node_rapl_.*joules_total')"
 
 # --- Idle: nobody scrapes for idle_seconds. -------------------------------------------------
 echo
@@ -216,6 +224,11 @@ node_idle_start=$(cpu_ns "$node_pid")
 sleep "$idle_seconds"
 hwperf_idle_end=$(cpu_ns "$hwperf_pid")
 node_idle_end=$(cpu_ns "$node_pid")
+# Past the 5 s after which a counter that never moved is taken as frozen.
+if [[ $(hwperf_joules) -eq 0 ]]; then
+  echo "hwperf serves no joules: it takes the fixture's counters for frozen (see $work/hwperf.log)" >&2
+  exit 1
+fi
 printf '%-8s %16s %14s %9s\n' exporter "ms CPU/minute" "% of a core" "RSS MiB"
 for exporter in hwperf node; do
   if [[ "$exporter" == hwperf ]]; then delta=$((hwperf_idle_end - hwperf_idle_start)); else delta=$((node_idle_end - node_idle_start)); fi

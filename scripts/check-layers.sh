@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fails when an #include crosses the layers upward (docs/development.md, Layout):
-#   common <- config, topology <- collectors/events (with collectors/metrics.h)
+#   common <- config, topology <- collectors/events (with collectors/metrics.h, exposition_text.h
+#   and prepared_family.h)
 #   <- collectors/perf <- collectors/region <- collectors/<name>/ <- collectors/ (registry, collector_set)
 #   <- exporter/, with web/ beside the collectors.
 # The events layer includes no other collector folder; perf/ includes only events/; region/ (the
@@ -22,19 +23,23 @@ includes() {  # includes DIR: every '#include "collectors/..."' line below DIR, 
 while IFS= read -r hit; do report "$hit (a collector includes a layer above it)"; done < <(
   grep -rnE '#include "(collectors/(registry|collector_set)\.h|exporter/|web/)' collectors/*/ || true)
 while IFS= read -r hit; do report "$hit (the events layer includes a layer above it)"; done < <(
-  includes collectors/events collectors/metrics.h collectors/metrics.cpp |
-    grep -vE '#include "collectors/(events/|metrics\.h")' || true)
+  includes collectors/events collectors/metrics.* collectors/exposition_text.* \
+    collectors/prepared_family.* |
+    grep -vE '#include "collectors/(events/|(metrics|exposition_text|prepared_family)\.h")' || true)
 while IFS= read -r hit; do report "$hit (perf/ includes a collector's folder)"; done < <(
-  includes collectors/perf | grep -vE '#include "collectors/(events|perf)/|#include "collectors/metrics\.h"' || true)
+  includes collectors/perf |
+    grep -vE '#include "collectors/(events|perf)/|#include "collectors/(metrics|exposition_text|prepared_family)\.h"' ||
+    true)
 while IFS= read -r hit; do report "$hit (region/ includes a collector's folder)"; done < <(
   includes collectors/region |
-    grep -vE '#include "collectors/(events|perf|region)/|#include "collectors/metrics\.h"' || true)
+    grep -vE '#include "collectors/(events|perf|region)/|#include "collectors/(metrics|exposition_text|prepared_family)\.h"' ||
+    true)
 for folder in collectors/*/; do
   name=$(basename "$folder")
   case "$name" in events | perf | region) continue ;; esac
   while IFS= read -r hit; do report "$hit (includes another collector's folder)"; done < <(
     includes "$folder" |
-      grep -vE "#include \"collectors/(${name}|events|perf|region)/|#include \"collectors/(metrics|collector|collector_entry)\\.h\"" ||
+      grep -vE "#include \"collectors/(${name}|events|perf|region)/|#include \"collectors/(metrics|exposition_text|prepared_family|collector|collector_entry)\\.h\"" ||
       true)
 done
 while IFS= read -r hit; do report "$hit (names a collector's folder)"; done < <(

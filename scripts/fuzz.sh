@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the parsers that take outside input (the YAML config, the web config with its
 # Authorization header, Accept/Accept-Encoding, and the region segment a measured program
-# writes) with libFuzzer for a bounded time each.
+# writes), and the gzip encoder of our own (exporter/trained_deflate), with libFuzzer for a
+# bounded time each.
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60; CI uses the default)
 # A crash leaves its input in build-fuzz/findings/ and fails the script.
 set -euo pipefail
@@ -14,7 +15,8 @@ if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux
 fi
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DHWPERF_FUZZ=ON -DHWPERF_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$(nproc)" --target fuzz_config fuzz_accept fuzz_web_config fuzz_region_segment
+cmake --build build-fuzz -j "$(nproc)" --target fuzz_config fuzz_accept fuzz_web_config fuzz_region_segment \
+  fuzz_trained_deflate
 mkdir -p build-fuzz/findings
 # One target per CPU at a time: libFuzzer runs on one thread, and CI waits for all of them.
 fuzz_one() {
@@ -34,7 +36,7 @@ fuzz_one() {
 }
 status=0
 running=0
-for target in config accept web_config region_segment; do
+for target in config accept web_config region_segment trained_deflate; do
   if [ "$running" -ge "$(nproc)" ]; then
     wait -n || status=1
     running=$((running - 1))

@@ -214,11 +214,13 @@ double sum_of(const std::vector<Sample>& samples) {
 }
 
 std::vector<Sample> scrape(Collector& collector) {
-  // As the exporter serves it: the constant families, then this scrape's.
-  std::vector<prometheus::MetricFamily> families;
-  collector.collect_constant(families);
-  collector.collect(families);
-  return parse_exposition(serialize(families, ExpositionFormat::text_0_0_4));
+  // As the exporter serves it: the constant families, then this scrape's through collect_text
+  // (which a collector may write without families).
+  std::vector<prometheus::MetricFamily> constant;
+  collector.collect_constant(constant);
+  std::string text = serialize(constant, ExpositionFormat::text_0_0_4);
+  collector.collect_text(text, ExpositionFormat::text_0_0_4);
+  return parse_exposition(text);
 }
 
 double value_of(const std::vector<Sample>& samples, const std::string& name,
@@ -281,9 +283,14 @@ std::string base64(const std::string& text) {
   return out;
 }
 
-std::string gunzip(const std::string& data) {
+namespace {
+
+// One whole zlib, gzip or raw deflate stream (as `window_bits` selects) and nothing after it.
+std::string inflate_whole(const std::string& data, int window_bits, const char* what) {
   z_stream stream{};
-  if (inflateInit2(&stream, 15 + 16) != Z_OK) throw std::runtime_error("gunzip: inflateInit2");
+  if (inflateInit2(&stream, window_bits) != Z_OK) {
+    throw std::runtime_error(std::string(what) + ": inflateInit2");
+  }
   std::string out;
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   stream.avail_in = static_cast<uInt>(data.size());
@@ -296,11 +303,21 @@ std::string gunzip(const std::string& data) {
     rc = inflate(&stream, Z_NO_FLUSH);
     out.resize(used + 64 * 1024 - stream.avail_out);
   }
+  const std::string message = stream.msg == nullptr ? "" : stream.msg;
   const bool whole = rc == Z_STREAM_END && stream.avail_in == 0;
   inflateEnd(&stream);
-  if (!whole) throw std::runtime_error("gunzip: not one complete gzip stream");
+  if (!whole) {
+    throw std::runtime_error(std::string(what) + ": not one complete stream (zlib " +
+                             std::to_string(rc) + (message.empty() ? "" : ": " + message) + ")");
+  }
   return out;
 }
+
+}  // namespace
+
+std::string gunzip(const std::string& data) { return inflate_whole(data, 15 + 16, "gunzip"); }
+
+std::string inflate_raw(const std::string& data) { return inflate_whole(data, -15, "inflate_raw"); }
 
 bool set_cpu1_online(bool online) {
   std::ofstream file(kCpu1OnlineFile);

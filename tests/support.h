@@ -151,6 +151,8 @@ std::string bcrypt_hash(const std::string& password, unsigned long cost);
 std::string base64(const std::string& text);
 // Decompresses one gzip stream; throws std::runtime_error when it is not one.
 std::string gunzip(const std::string& data);
+// A raw deflate stream (RFC 1951, no wrapper), which must end with its last block.
+std::string inflate_raw(const std::string& data);
 
 // One sample of a text exposition (0.0.4 or OpenMetrics).
 struct Sample {

@@ -8,7 +8,9 @@
 #include <mutex>
 #include <utility>
 
+#include "collectors/exposition_text.h"
 #include "collectors/metrics.h"
+#include "collectors/prepared_family.h"
 #include "common/text.h"
 #include "config/errors.h"
 #include "common/log.h"
@@ -67,6 +69,7 @@ class RaplCollector final : public Collector {
                                            [engine_ptr] { engine_ptr->sample(); });
     }
     build_constant_families();
+    prepare_text();
   }
 
   std::string name() const override { return "rapl"; }
@@ -111,10 +114,42 @@ class RaplCollector final : public Collector {
   }
 
   void collect(std::vector<prometheus::MetricFamily>& out) override {
-    using prometheus::MetricType;
     out.insert(out.end(), constant_.begin(), constant_.end());
     if (!engine_) return;
+    add_series_families(engine_->snapshot(), out);
+  }
+
+  // The same bytes as collect()'s families, from text made once (prepare_text): the constant
+  // families whole, and for each sample only its value.
+  void collect_text(std::string& out, ExpositionFormat format) override {
+    out += constant_text_[static_cast<std::size_t>(format)];
+    if (!engine_) return;
     const auto series = engine_->snapshot();
+    if (!prepared_for(series)) {
+      std::vector<prometheus::MetricFamily> families;
+      add_series_families(series, families);
+      append_families(out, families, format);
+      return;
+    }
+    for (std::size_t domain = 0; domain < std::size(kAllDomains); ++domain) {
+      PreparedFamily::Writer energy(prepared_energy_[domain], out, format);
+      for (std::size_t s = 0; s < series.size(); ++s) {
+        if (series[s].frozen || prepared_domain_[s] != domain) continue;
+        energy.sample(prepared_position_[s], series[s].tally.energy.joules());
+      }
+    }
+    for (std::size_t property = 0; property < health_.size(); ++property) {
+      PreparedFamily::Writer writer(prepared_health_[property], out, format);
+      for (std::size_t s = 0; s < series.size(); ++s) {
+        writer.sample(s, health_[property].value(series[s]));
+      }
+    }
+  }
+
+ private:
+  void add_series_families(const std::vector<SeriesSnapshot>& series,
+                           std::vector<prometheus::MetricFamily>& out) {
+    using prometheus::MetricType;
     // One slot per domain, in kAllDomains' order (the order a map by domain had), and every
     // family's samples reserved at once: a scrape allocates what it exports, little more.
     std::array<prometheus::MetricFamily, std::size(kAllDomains)> energy;
@@ -131,7 +166,7 @@ class RaplCollector final : public Collector {
         }
         add_counter(family, labels.place, s.tally.energy.joules());
       }
-      for (auto& property : health) property.add(property.family, labels.with_domain, s);
+      for (auto& property : health) property.add(labels.with_domain, s);
     }
     for (auto& family : energy) {
       if (!family.name.empty()) out.push_back(std::move(family));
@@ -141,7 +176,43 @@ class RaplCollector final : public Collector {
     }
   }
 
- private:
+  // The constant families' text in both formats, and each family of the engine's series (fixed
+  // when it was built) prepared with every series it can have.
+  void prepare_text() {
+    for (const auto format : {ExpositionFormat::text_0_0_4, ExpositionFormat::openmetrics_1_0_0}) {
+      append_families(constant_text_[static_cast<std::size_t>(format)], constant_, format);
+    }
+    if (!engine_) return;
+    prepared_keys_ = engine_->series_keys();
+    std::array<prometheus::MetricFamily, std::size(kAllDomains)> energy;
+    for (std::size_t domain = 0; domain < std::size(kAllDomains); ++domain) {
+      energy[domain] =
+          make_family(energy_names_.at(kAllDomains[domain]), energy_help(kAllDomains[domain]),
+                      prometheus::MetricType::Counter);
+    }
+    auto health = health_;
+    for (const auto& key : prepared_keys_) {
+      const SeriesLabels& labels = labels_for(key);
+      const std::size_t domain = domain_index(key.domain);
+      prepared_domain_.push_back(domain);
+      prepared_position_.push_back(energy[domain].metric.size());
+      add_counter(energy[domain], labels.place, 0.0);
+      for (auto& property : health) property.add(labels.with_domain, SeriesSnapshot{});
+    }
+    for (const auto& family : energy) prepared_energy_.emplace_back(family);
+    for (const auto& property : health) prepared_health_.emplace_back(property.family);
+  }
+
+  // Whether a snapshot has the series prepare_text() prepared, in its order: always, as the
+  // engine never adds one; checked anyway, since the text path would otherwise mislabel values.
+  bool prepared_for(const std::vector<SeriesSnapshot>& series) const {
+    if (series.size() != prepared_keys_.size()) return false;
+    for (std::size_t s = 0; s < series.size(); ++s) {
+      if (!(series[s].key == prepared_keys_[s])) return false;
+    }
+    return true;
+  }
+
   // A series' labels: where it is (package, die), and with its domain for the health families.
   struct SeriesLabels {
     Labels place;
@@ -172,37 +243,45 @@ class RaplCollector final : public Collector {
   // How each series' counter is kept, one family per property: named once, filled per scrape.
   struct Health {
     prometheus::MetricFamily family;
-    void (*add)(prometheus::MetricFamily& family, const Labels& labels, const SeriesSnapshot& s);
+    double (*value)(const SeriesSnapshot& s);
+    void add(const Labels& labels, const SeriesSnapshot& s) {
+      if (family.type == prometheus::MetricType::Counter) {
+        add_counter(family, labels, value(s));
+      } else {
+        add_gauge(family, labels, value(s));
+      }
+    }
   };
   static std::vector<Health> health_families() {
     return {
         {make_counter_family({"rapl", "wraps"},
                              "Counter wrap-arounds seen and accounted for, per RAPL domain."),
-         [](prometheus::MetricFamily& f, const Labels& l, const SeriesSnapshot& s) {
-           add_counter(f, l, s.tally.wraps);
-         }},
+         [](const SeriesSnapshot& s) { return static_cast<double>(s.tally.wraps); }},
         {make_counter_family({"rapl", "rejected", "deltas"},
                              "Energy deltas rejected as implausible (more than the power ceiling "
                              "allows for the interval) and not added, per RAPL domain."),
-         [](prometheus::MetricFamily& f, const Labels& l, const SeriesSnapshot& s) {
-           add_counter(f, l, s.tally.rejected);
-         }},
+         [](const SeriesSnapshot& s) { return static_cast<double>(s.tally.rejected); }},
         {make_counter_family({"rapl", "read", "errors"},
                              "Failed reads of a RAPL energy counter, per RAPL domain."),
-         [](prometheus::MetricFamily& f, const Labels& l, const SeriesSnapshot& s) {
-           add_counter(f, l, s.tally.read_errors);
-         }},
+         [](const SeriesSnapshot& s) { return static_cast<double>(s.tally.read_errors); }},
         {make_gauge_family({"rapl", "energy", "frozen"},
                            "1 while the domain's energy counter has not changed once since "
                            "startup, 5 s and more (exposed but not measured, as some hypervisors "
                            "do): its joules are then not exported. 0 otherwise."),
-         [](prometheus::MetricFamily& f, const Labels& l, const SeriesSnapshot& s) {
-           add_gauge(f, l, s.frozen ? 1.0 : 0.0);
-         }},
+         [](const SeriesSnapshot& s) { return s.frozen ? 1.0 : 0.0; }},
     };
   }
   std::vector<Health> health_;
   std::vector<prometheus::MetricFamily> constant_;
+  // The text path's (collect_text): the constant families' text per format, the series
+  // prepared_for() expects, each one's energy family (kAllDomains' order) and place in it, and
+  // one prepared family per entry of health_.
+  std::array<std::string, 2> constant_text_;
+  std::vector<SeriesKey> prepared_keys_;
+  std::vector<std::size_t> prepared_domain_;
+  std::vector<std::size_t> prepared_position_;
+  std::vector<PreparedFamily> prepared_energy_;
+  std::vector<PreparedFamily> prepared_health_;
   std::unique_ptr<RaplEngine> engine_;
   // Declared after engine_ so that it is destroyed (stopped and joined) before the engine it
   // ticks.

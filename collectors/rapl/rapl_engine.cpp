@@ -142,6 +142,14 @@ std::vector<SeriesSnapshot> RaplEngine::snapshot() {
   return copy;
 }
 
+std::vector<SeriesKey> RaplEngine::series_keys() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<SeriesKey> keys;
+  keys.reserve(series_.size());
+  for (const auto& series : series_) keys.push_back(series.key);
+  return keys;
+}
+
 bool RaplEngine::counter_frozen(const Counter& counter, Clock::time_point now) const {
   if (counter.moved || !counter.first_value) return false;
   return std::chrono::duration<double>(now - counter.first_read).count() >= kFrozenAfterSeconds;

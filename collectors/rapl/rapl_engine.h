@@ -91,6 +91,8 @@ class RaplEngine {
   void sample();
   // sample() and a copy of every series, taken under one lock so a scrape is consistent.
   std::vector<SeriesSnapshot> snapshot();
+  // The series snapshot() returns, in its order, without reading: fixed when the engine is built.
+  std::vector<SeriesKey> series_keys();
 
   const EnergySource& source() const { return *source_; }
 

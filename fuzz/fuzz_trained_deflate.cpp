@@ -1,0 +1,44 @@
+// libFuzzer target: TrainedDeflate must encode any input with codes trained on any sample, and
+// zlib's inflate must give the input back. The first byte splits the rest into sample and input.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include <zlib.h>
+
+#include "exporter/trained_deflate.h"
+
+namespace {
+
+std::string inflate_raw(const std::string& compressed, std::size_t expected_size) {
+  z_stream stream{};
+  if (inflateInit2(&stream, -15) != Z_OK) std::abort();
+  std::string out(expected_size + 1, '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  const int rc = inflate(&stream, Z_FINISH);
+  // One whole stream, nothing after its last block.
+  if (rc != Z_STREAM_END || stream.avail_in != 0) std::abort();
+  out.resize(stream.total_out);
+  inflateEnd(&stream);
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  const std::string_view bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const std::size_t split = bytes.size() * data[0] / 255;
+  const hwperf::TrainedDeflate codes(bytes.substr(0, split));
+  const std::string input(bytes.substr(split));
+  std::string compressed;
+  codes.compress(input, compressed);
+  if (compressed.size() > codes.bound(input.size())) std::abort();
+  if (inflate_raw(compressed, input.size()) != input) std::abort();
+  return 0;
+}

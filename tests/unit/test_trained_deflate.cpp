@@ -1,0 +1,145 @@
+// TrainedDeflate is checked against zlib's inflate, the decoder Prometheus' own (Go's
+// compress/flate) agrees with, on inputs chosen to reach every part of the format: no input,
+// literals only, every byte value, the longest match, the farthest distance and one past it.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include <zlib.h>
+
+#include "exporter/exposition.h"
+#include "exporter/gzip.h"
+#include "exporter/trained_deflate.h"
+#include "tests/support.h"
+
+using namespace hwperf;
+
+namespace {
+
+std::string deflate_with(const TrainedDeflate& codes, const std::string& data) {
+  std::string out;
+  codes.compress(data, out);
+  return out;
+}
+
+std::string zlib_level_1_raw(const std::string& data) {
+  z_stream stream{};
+  REQUIRE(deflateInit2(&stream, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string out(deflateBound(&stream, data.size()), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream.avail_in = static_cast<uInt>(data.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&stream, Z_FINISH) == Z_STREAM_END);
+  out.resize(stream.total_out);
+  deflateEnd(&stream);
+  return out;
+}
+
+// An exposition like a RAPL scrape's, its values drawn from `seed`.
+std::string rapl_like_exposition(unsigned seed) {
+  std::mt19937 random(seed);
+  std::string text;
+  for (const char* domain : {"package", "core", "uncore", "dram"}) {
+    text += std::string("# HELP hwperf_rapl_") + domain +
+            "_joules_total Energy used by the domain since the exporter started.\n";
+    text += std::string("# TYPE hwperf_rapl_") + domain + "_joules_total counter\n";
+    for (int package = 0; package < 4; ++package) {
+      text += std::string("hwperf_rapl_") + domain + "_joules_total{package=\"" +
+              std::to_string(package) + "\"} " + std::to_string(random() % 100000) + "." +
+              std::to_string(random() % 1000000) + "\n";
+    }
+  }
+  return text;
+}
+
+std::string random_bytes(std::size_t size, unsigned seed) {
+  std::mt19937 random(seed);
+  std::string out(size, '\0');
+  for (auto& byte : out) byte = static_cast<char>(random() & 0xFF);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("trained deflate output inflates to its input, whatever the codes were trained on",
+          "[exposition][deflate]") {
+  std::string every_byte;
+  for (int value = 0; value < 256; ++value) every_byte += static_cast<char>(value);
+  // A random piece at 0 and again 32768 bytes later, deflate's farthest distance, with runs of
+  // one byte between (matched at distance 1, so nothing else lands in the piece's hash slot).
+  const std::string piece = random_bytes(200, 7);
+  const std::string window_edge = piece + std::string(32768 - piece.size(), 'x') + piece;
+  const std::vector<std::string> inputs = {
+      "",
+      "a",
+      "abc",
+      every_byte,
+      std::string(100000, 'x'),  // matches of 258 at distance 1
+      rapl_like_exposition(1),
+      random_bytes(200000, 3),  // literals only, longer than any window or hash table
+      window_edge,
+      // and a third 32769 bytes after the second, one past the farthest distance
+      window_edge + std::string(32769 - piece.size(), 'x') + piece,
+  };
+  const std::vector<std::string> samples = {"", rapl_like_exposition(2), random_bytes(4096, 5),
+                                            std::string(1000, '\0')};
+  for (std::size_t s = 0; s < samples.size(); ++s) {
+    CAPTURE(s);
+    const TrainedDeflate codes(samples[s]);
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      CAPTURE(i, inputs[i].size());
+      const std::string compressed = deflate_with(codes, inputs[i]);
+      CHECK(compressed.size() <= codes.bound(inputs[i].size()));
+      CHECK(test::inflate_raw(compressed) == inputs[i]);
+      // The same input gives the same output: nothing is left over from the input before.
+      CHECK(deflate_with(codes, inputs[i]) == compressed);
+    }
+  }
+}
+
+TEST_CASE("a match is taken at deflate's farthest distance and not one byte past it",
+          "[exposition][deflate]") {
+  const TrainedDeflate codes("");
+  const std::string piece = random_bytes(200, 9);
+  const auto at_distance = [&piece](std::size_t distance) {
+    return piece + std::string(distance - piece.size(), 'x') + piece;
+  };
+  const std::string farthest = deflate_with(codes, at_distance(32768));
+  const std::string past = deflate_with(codes, at_distance(32769));
+  CHECK(test::inflate_raw(farthest) == at_distance(32768));
+  CHECK(test::inflate_raw(past) == at_distance(32769));
+  // The second piece costs a few bytes as one match, and about its own size as literals.
+  CAPTURE(farthest.size(), past.size());
+  CHECK(past.size() > farthest.size() + piece.size() / 2);
+}
+
+TEST_CASE("codes trained on one scrape compress the next about as tightly as zlib level 1",
+          "[exposition][deflate]") {
+  const TrainedDeflate codes(rapl_like_exposition(10));
+  for (unsigned seed = 11; seed < 14; ++seed) {
+    const std::string next = rapl_like_exposition(seed);
+    const std::string ours = deflate_with(codes, next);
+    const std::string zlib = zlib_level_1_raw(next);
+    CAPTURE(next.size(), ours.size(), zlib.size());
+    CHECK(test::inflate_raw(ours) == next);
+    CHECK(ours.size() < next.size() / 2);
+    CHECK(static_cast<double>(ours.size()) <= 1.15 * static_cast<double>(zlib.size()));
+  }
+}
+
+TEST_CASE("a prefixed gzip stream stays whole across retraining on rests that change",
+          "[exposition][deflate]") {
+  const std::string prefix = "# HELP hwperf_build_info Build.\n# TYPE hwperf_build_info gauge\n";
+  const PrefixedGzip gzip(prefix);
+  // The first rest trains the codes; later ones differ (binary, then text again) and pass the
+  // retraining point, where the codes are built from that rest.
+  for (std::uint64_t call = 0; call < PrefixedGzip::kRetrainEvery + 3; ++call) {
+    const std::string rest = call % 100 == 50 ? random_bytes(3000, static_cast<unsigned>(call))
+                                              : rapl_like_exposition(static_cast<unsigned>(call));
+    INFO("call " << call);
+    REQUIRE(test::gunzip(gzip.compress(rest)) == prefix + rest);
+  }
+}
