@@ -8,7 +8,6 @@
 #include "collectors/perf/perf_event.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "common/log.h"
-#include "common/sysctl.h"
 #include "common/text.h"
 #include "config/errors.h"
 
@@ -105,13 +104,13 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
                                         directory.value, first_cpu)
                         .error;
   if (probe != 0) {
-    throw Unavailable("cgroup: perf_event_open of a cgroup event on " + located.root.string() +
-                      ": " + errno_text(probe) +
-                      (probe == EACCES || probe == EPERM
-                           ? "; a cgroup event counts per CPU, which " +
-                                 perf::system_wide_permission_remedy(
-                                     read_sysctl(config.paths.procfs, "kernel.perf_event_paranoid"))
-                           : ""));
+    throw Unavailable(
+        "cgroup: perf_event_open of a cgroup event on " + located.root.string() + ": " +
+        errno_text(probe) +
+        (probe == EACCES || probe == EPERM
+             ? "; a cgroup event counts per CPU, which " +
+                   perf::system_wide_permission_remedy(perf::paranoid_setting(config.paths.procfs))
+             : ""));
   }
 
   perf::EventRequest request;

@@ -13,7 +13,7 @@
 
 #include "collectors/papi/papi_diagnosis.h"
 #include "collectors/papi/papi_remedies.h"
-#include "common/sysctl.h"
+#include "collectors/perf/perf_event.h"
 
 namespace hwperf::papi {
 namespace {
@@ -59,7 +59,7 @@ std::shared_ptr<Library> Library::instance(const std::string& procfs) {
   if (state.library) return state.library;
   if (state.component) {
     ComponentReport report = *state.component;
-    report.paranoid = read_sysctl(procfs, "kernel.perf_event_paranoid");
+    report.paranoid = perf::paranoid_setting(procfs);
     Unavailable unavailable = diagnose_component(report);
     throw UnavailableError(std::move(unavailable.reason), unavailable.message);
   }

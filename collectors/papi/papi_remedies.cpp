@@ -3,7 +3,7 @@
 #include <papi.h>
 
 #include "collectors/papi/papi_diagnosis.h"
-#include "common/sysctl.h"
+#include "collectors/perf/perf_event.h"
 
 namespace hwperf::papi {
 
@@ -38,7 +38,7 @@ std::string remedy_for(int code, const PathsConfig& paths) {
 }
 
 std::string permission_remedy(const std::string& procfs) {
-  return permission_remedy_text(read_sysctl(procfs, "kernel.perf_event_paranoid"));
+  return permission_remedy_text(perf::paranoid_setting(procfs));
 }
 
 }  // namespace hwperf::papi

@@ -6,9 +6,9 @@
 
 #include "collectors/events/emission.h"
 #include "collectors/events/event_specs.h"
+#include "collectors/perf/perf_event.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "common/log.h"
-#include "common/sysctl.h"
 #include "common/text.h"
 #include "config/errors.h"
 
@@ -78,7 +78,7 @@ Probe probe_event(const std::string& event, const EventRequest& request, Resolve
       resolved.domain = CountingDomain::user;
       resolved.domain_note =
           "kernel-mode counts excluded: kernel.perf_event_paranoid is " +
-          read_sysctl(request.procfs, "kernel.perf_event_paranoid") +
+          paranoid_setting(request.procfs) +
           " and the exporter has no CAP_PERFMON, so the kernel allows user mode only";
       log::warn(request.collector + ": " + resolved.domain_note +
                 "; run as root or grant CAP_PERFMON to count kernel mode too");

@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "common/sysctl.h"
+
 namespace hwperf::perf {
 
 namespace {
@@ -145,6 +147,10 @@ GroupDelta delta_between(const GroupReading& previous, const GroupReading& curre
     group.scaled = group.scaled || delta.scaled;
   }
   return group;
+}
+
+std::string paranoid_setting(const std::string& procfs) {
+  return read_sysctl(procfs, "kernel.perf_event_paranoid");
 }
 
 std::string system_wide_permission_remedy(const std::string& paranoid) {

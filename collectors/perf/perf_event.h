@@ -112,6 +112,10 @@ struct GroupDelta {
 };
 GroupDelta delta_between(const GroupReading& previous, const GroupReading& current);
 
+// kernel.perf_event_paranoid under `procfs`, as read_sysctl reads it (its value, or why it could
+// not be read): the one reading every collector's permission messages quote.
+std::string paranoid_setting(const std::string& procfs);
+
 // What counting every process on a CPU takes (per-CPU counters, cgroup events, the power, uncore
 // and msr PMUs) and how to grant it, with `paranoid` the kernel.perf_event_paranoid read_sysctl
 // gave: "needs kernel.perf_event_paranoid <= 0 (it is 2 here) or CAP_PERFMON ...". The one remedy

@@ -14,7 +14,7 @@
 #include "collectors/events/emission.h"
 #include "collectors/metrics.h"
 #include "common/log.h"
-#include "common/sysctl.h"
+#include "collectors/perf/perf_event.h"
 #include "common/text.h"
 
 namespace hwperf::process {
@@ -78,7 +78,7 @@ std::string uid_of(const std::string& procfs, pid_t pid) {
 // checks ptrace_may_access with PTRACE_MODE_READ_REALCREDS, then perf_event_paranoid unless the
 // caller has CAP_PERFMON), said for the process that could not be counted.
 std::string permission_remedy(const std::string& procfs, pid_t pid) {
-  const std::string paranoid = read_sysctl(procfs, "kernel.perf_event_paranoid");
+  const std::string paranoid = perf::paranoid_setting(procfs);
   const std::string owner = uid_of(procfs, pid);
   std::string text = "pid " + std::to_string(pid) + " runs as uid " + owner +
                      ", the exporter as uid " + std::to_string(::geteuid()) + "; ";

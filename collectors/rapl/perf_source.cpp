@@ -3,8 +3,6 @@
 #include "collectors/perf/perf_event.h"
 #include "collectors/perf/pmu_sysfs.h"
 
-#include "common/sysctl.h"
-
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -71,10 +69,6 @@ std::vector<CpuTarget> package_targets(const std::string& pmu_dir, const Topolog
     }
   }
   return topology.package_targets(preferred, per_die);
-}
-
-std::string paranoid_text(const std::string& procfs_root) {
-  return read_sysctl(procfs_root, "kernel.perf_event_paranoid");
 }
 
 ProbeResult perf_failure(std::string reason, const std::string& message) {
@@ -223,9 +217,9 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
         const std::string what = "perf_event_open(" + event.name + ", cpu " +
                                  std::to_string(target.cpu) + "): " + errno_text(error);
         if (error == EACCES || error == EPERM) {
-          return perf_failure("permission_denied",
-                              what + ": the power PMU's system-wide events " +
-                                  perf::system_wide_permission_remedy(paranoid_text(procfs_root)));
+          return perf_failure("permission_denied", what + ": the power PMU's system-wide events " +
+                                                       perf::system_wide_permission_remedy(
+                                                           perf::paranoid_setting(procfs_root)));
         }
         problems.push_back(what);
         continue;

@@ -10,7 +10,6 @@
 #include "collectors/metrics.h"
 #include "collectors/perf/perf_event.h"
 #include "common/log.h"
-#include "common/sysctl.h"
 #include "common/text.h"
 
 namespace hwperf::uncore {
@@ -74,7 +73,7 @@ std::string open_problem(const PlannedCounter& counter, int error, const std::st
                      std::to_string(counter.cpu) + "): " + errno_text(error);
   if (error == EACCES || error == EPERM) {
     what += ": a system-wide event " +
-            perf::system_wide_permission_remedy(read_sysctl(procfs, "kernel.perf_event_paranoid"));
+            perf::system_wide_permission_remedy(perf::paranoid_setting(procfs));
   }
   return what;
 }

@@ -1,7 +1,7 @@
 // TrainedDeflate is checked against zlib's inflate, the decoder Prometheus' own (Go's
 // compress/flate) agrees with, on inputs chosen to reach every part of the format: no input,
 // literals only, every byte value, the longest match, the farthest distance and one past it.
-#include <catch2/catch.hpp>
+#include "tests/catch.hpp"
 
 #include <random>
 #include <string>
