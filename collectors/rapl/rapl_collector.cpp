@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "collectors/exposition_text.h"
@@ -125,11 +127,11 @@ class RaplCollector final : public Collector {
     out += constant_text_[static_cast<std::size_t>(format)];
     if (!engine_) return;
     const auto series = engine_->snapshot();
-    if (!prepared_for(series)) {
-      std::vector<prometheus::MetricFamily> families;
-      add_series_families(series, families);
-      append_families(out, families, format);
-      return;
+    // The engine's series are fixed when it is built (series_keys), so this never throws; were
+    // it ever to change, a failed scrape says so where prepared labels would mislabel values.
+    if (series.size() != prepared_domain_.size()) {
+      throw std::logic_error("rapl: the engine has " + std::to_string(series.size()) + " series, " +
+                             std::to_string(prepared_domain_.size()) + " were prepared at startup");
     }
     for (std::size_t domain = 0; domain < std::size(kAllDomains); ++domain) {
       PreparedFamily::Writer energy(prepared_energy_[domain], out, format);
@@ -183,7 +185,7 @@ class RaplCollector final : public Collector {
       append_families(constant_text_[static_cast<std::size_t>(format)], constant_, format);
     }
     if (!engine_) return;
-    prepared_keys_ = engine_->series_keys();
+    const std::vector<SeriesKey> keys = engine_->series_keys();
     std::array<prometheus::MetricFamily, std::size(kAllDomains)> energy;
     for (std::size_t domain = 0; domain < std::size(kAllDomains); ++domain) {
       energy[domain] =
@@ -191,7 +193,7 @@ class RaplCollector final : public Collector {
                       prometheus::MetricType::Counter);
     }
     auto health = health_;
-    for (const auto& key : prepared_keys_) {
+    for (const auto& key : keys) {
       const SeriesLabels& labels = labels_for(key);
       const std::size_t domain = domain_index(key.domain);
       prepared_domain_.push_back(domain);
@@ -201,16 +203,6 @@ class RaplCollector final : public Collector {
     }
     for (const auto& family : energy) prepared_energy_.emplace_back(family);
     for (const auto& property : health) prepared_health_.emplace_back(property.family);
-  }
-
-  // Whether a snapshot has the series prepare_text() prepared, in its order: always, as the
-  // engine never adds one; checked anyway, since the text path would otherwise mislabel values.
-  bool prepared_for(const std::vector<SeriesSnapshot>& series) const {
-    if (series.size() != prepared_keys_.size()) return false;
-    for (std::size_t s = 0; s < series.size(); ++s) {
-      if (!(series[s].key == prepared_keys_[s])) return false;
-    }
-    return true;
   }
 
   // A series' labels: where it is (package, die), and with its domain for the health families.
@@ -273,11 +265,10 @@ class RaplCollector final : public Collector {
   }
   std::vector<Health> health_;
   std::vector<prometheus::MetricFamily> constant_;
-  // The text path's (collect_text): the constant families' text per format, the series
-  // prepared_for() expects, each one's energy family (kAllDomains' order) and place in it, and
-  // one prepared family per entry of health_.
+  // The text path's (collect_text): the constant families' text per format, each series' energy
+  // family (kAllDomains' order) and place in it, in the engine's order, and one prepared family
+  // per entry of health_.
   std::array<std::string, 2> constant_text_;
-  std::vector<SeriesKey> prepared_keys_;
   std::vector<std::size_t> prepared_domain_;
   std::vector<std::size_t> prepared_position_;
   std::vector<PreparedFamily> prepared_energy_;
