@@ -149,6 +149,23 @@ std::string format_number(double value) {
   return text;
 }
 
+std::string quoted_excerpt(std::string_view text, std::size_t limit) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size() && i < limit; ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= 0x20 && byte < 0x7f && byte != '"' && byte != '\\') {
+      out += static_cast<char>(byte);
+    } else {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+      out += escaped;
+    }
+  }
+  out += '"';
+  if (text.size() > limit) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
 std::string errno_text(int error) {
   const char* name = ::strerrorname_np(error);
   std::string text = name != nullptr ? name : "errno " + std::to_string(error);

@@ -29,6 +29,11 @@ bool ends_with(std::string_view text, std::string_view suffix);
 // A number for a message a user reads: up to 6 significant digits ("0.05", "1e+09").
 std::string format_number(double value);
 
+// Untrusted text (a client's query value, a name read from a process) quoted for a message: at
+// most `limit` bytes of it, bytes outside printable ASCII, the quote and the backslash as \xNN,
+// and "... (N bytes)" when it was cut.
+std::string quoted_excerpt(std::string_view text, std::size_t limit = 64);
+
 // "ENOENT (No such file or directory)": the name a user can search for, and the words.
 std::string errno_text(int error);
 

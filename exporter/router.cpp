@@ -20,6 +20,10 @@ std::string serialized(const std::vector<prometheus::MetricFamily>& families,
   return out;
 }
 
+// A client's name is echoed only as far as a person needs to recognise it: a 16 kB query must not
+// come back whole.
+constexpr std::size_t kTargetEchoLimit = 128;
+
 HttpResponse not_found() { return HttpResponse{404, kTextPlain, {}, "404 page not found\n"}; }
 
 }  // namespace
@@ -94,7 +98,7 @@ HttpResponse Exporter::telemetry(const HttpRequest& request) const {
       return HttpResponse{400,
                           kTextPlain,
                           {},
-                          "unknown target \"" + target + "\"; " +
+                          "unknown target " + quoted_excerpt(target, kTargetEchoLimit) + "; " +
                               (known.empty() ? std::string("no targets are configured")
                                              : "the configured targets are: " + join(known)) +
                               "\n"};

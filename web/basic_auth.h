@@ -57,5 +57,8 @@ class BasicAuth {
 
 // Whether `password` matches the bcrypt `hash` ($2a$, $2b$ or $2y$).
 bool bcrypt_matches(const std::string& password, const std::string& hash);
+// bcrypt runs this process has spent measuring what a check costs here (a few, once: a web
+// config with thousands of users must not pay them per user).
+std::uint64_t bcrypt_calibration_runs();
 
 }  // namespace hwperf

@@ -256,6 +256,10 @@ struct HttpServer::Impl {
     out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
     for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
     for (const auto& [name, value] : self->response_headers) out += name + ": " + value + "\r\n";
+    // No browser may take an error's text (which can echo what the client sent) for HTML.
+    if (!has_header(response.headers, kNoSniff) && !has_header(self->response_headers, kNoSniff)) {
+      out += kNoSniff + std::string(": nosniff\r\n");
+    }
     out += close ? "Connection: close\r\n" : "Connection: keep-alive\r\n";
     out += "\r\n";
     // One write: headers and body in separate writes would meet the client's delayed ACK and

@@ -124,9 +124,18 @@ TEST_CASE("routes, status codes and content types over real HTTP", "[http]") {
   CHECK_THAT(landing.body, Catch::Contains("href=\"/metrics\""));
   CHECK_THAT(landing.body, Catch::Contains("<li>fixed</li>") && Catch::Contains("<li>broken</li>"));
 
-  CHECK(test::http_get(port, "/nope").status == 404);
+  const auto missing = test::http_get(port, "/nope");
+  CHECK(missing.status == 404);
   CHECK(test::http_get(port, "/metrics/extra").status == 404);
   CHECK(test::http_get(port, "/metrics?x=1").status == 200);
+  // No browser may take a text body (an error can echo what the client sent) for HTML.
+  for (const auto* response : {&metrics, &zipped, &landing, &missing}) {
+    CHECK(response->headers.at("x-content-type-options") == "nosniff");
+  }
+  // gzip;q=0 refuses gzip even beside "*" (RFC 9110 12.5.3).
+  const auto refused = test::http_get(port, "/metrics", {{"Accept-Encoding", "gzip;q=0, *"}});
+  CHECK(refused.headers.count("content-encoding") == 0);
+  CHECK_THAT(refused.body, Catch::StartsWith("# HELP"));
 }
 
 TEST_CASE("overlapping scrapes are all answered", "[http][concurrency]") {

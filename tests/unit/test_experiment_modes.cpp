@@ -126,6 +126,13 @@ TEST_CASE("?target= serves only the named targets, and an unknown name is a 400 
   const auto unknown = get(*exporter, "target=web&target=cache");
   CHECK(unknown.status == 400);
   CHECK(unknown.body == "unknown target \"cache\"; the configured targets are: db, web\n");
+  // A client's name comes back cut and with its control bytes escaped, never whole.
+  const auto long_name = get(*exporter, "target=" + std::string(16 * 1024, 'x') + "%0a%1b");
+  CHECK(long_name.status == 400);
+  CHECK(long_name.body.size() < 400);
+  CHECK_THAT(long_name.body, Catch::Contains("... (16386 bytes)"));
+  const auto control = get(*exporter, "target=a%0d%0a%22b");
+  CHECK_THAT(control.body, Catch::StartsWith("unknown target \"a\\x0d\\x0a\\x22b\"; "));
 }
 
 TEST_CASE("A scrape mark is passed only by a scrape that began after it and was answered",

@@ -43,6 +43,13 @@ TEST_CASE("Accept negotiation", "[exposition]") {
       {"application/openmetrics-text;q=0", ExpositionFormat::text_0_0_4},
       {"APPLICATION/OpenMetrics-Text ; Version=\"1.0.0\"", ExpositionFormat::openmetrics_1_0_0},
       {"garbage;;;,,", ExpositionFormat::text_0_0_4},
+      // The most specific range decides (RFC 9110 12.5.1), not the highest quality of any.
+      {"text/plain;q=0.1, application/openmetrics-text;q=0.5, */*",
+       ExpositionFormat::openmetrics_1_0_0},
+      {"text/*;q=0.2, application/openmetrics-text;q=0.5, */*",
+       ExpositionFormat::openmetrics_1_0_0},
+      {"application/openmetrics-text;q=0, */*", ExpositionFormat::text_0_0_4},
+      {"*/*;q=0.5, application/*", ExpositionFormat::openmetrics_1_0_0},
   }));
   CAPTURE(accept);
   CHECK(negotiate_format(accept) == expected);
@@ -55,6 +62,15 @@ TEST_CASE("Accept-Encoding", "[exposition]") {
   CHECK_FALSE(accepts_gzip(""));
   CHECK_FALSE(accepts_gzip("identity"));
   CHECK_FALSE(accepts_gzip("gzip;q=0"));
+  // "*" stands only for codings the field does not name (RFC 9110 12.5.3).
+  CHECK_FALSE(accepts_gzip("gzip;q=0, *"));
+  CHECK_FALSE(accepts_gzip("*, gzip;q=0"));
+  CHECK_FALSE(accepts_gzip("*;q=0"));
+  CHECK_FALSE(accepts_gzip("identity, *;q=0"));
+  CHECK(accepts_gzip("identity;q=0.5, *;q=0.1"));
+  CHECK(accepts_gzip("GZIP;Q=0.001"));
+  CHECK(accepts_gzip("x-gzip"));
+  CHECK_FALSE(accepts_gzip("x-gzip;q=0, *"));
 }
 
 TEST_CASE("gzip output decompresses to the input", "[exposition]") {
