@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -147,6 +148,7 @@ static inline int counting(void) {
 
 /* ---- per-thread perf events ---------------------------------------------------------------- */
 
+/* The leader (leader < 0) is opened disabled; its members follow it. */
 static int open_event(const struct hwperf_region_event* event, int leader, int exclude_kernel) {
   struct perf_event_attr attr;
   memset(&attr, 0, sizeof attr);
@@ -157,6 +159,7 @@ static int open_event(const struct hwperf_region_event* event, int leader, int e
   attr.config2 = event->config2;
   attr.read_format =
       PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  if (leader < 0) attr.disabled = 1;
   attr.exclude_kernel = exclude_kernel ? 1u : 0u;
   attr.exclude_hv = exclude_kernel ? 1u : 0u;
   return (int)syscall(SYS_perf_event_open, &attr, 0 /* this thread */, -1 /* any CPU */, leader,
@@ -165,7 +168,21 @@ static int open_event(const struct hwperf_region_event* event, int leader, int e
 
 /* Opens what it can: the first event that opens leads the group, the others join it. An event
  * the kernel refuses is left at 0 for this thread (calls and time still count, and dropped is not
- * bumped for it: the begin was counted). */
+ * bumped for it: the begin was counted).
+ *
+ * The leader is opened disabled and the group enabled once every member is in, as perf stat and
+ * collectors/perf do: a member that joins a group already counting on the calling thread is not
+ * scheduled in until the thread is next switched out and in, so a page-faults member behind a
+ * task-clock leader counted nothing before the thread's first context switch (issue 35: 560 of
+ * 624 faults). In Linux's kernel/events/core.c (6.12 on), __perf_install_in_context() reschedules
+ * only the new event's PMU when the task is the current one (ctx_resched() with
+ * event->pmu_ctx->pmu, commit 2d17cf1abcbe "perf: Optimize context reschedule for single PMU
+ * cases"); a software member of a software-led group keeps a PMU context of its own (page-faults
+ * is perf_swevent, task-clock perf_task_clock: perf_event_open() moves only a software member of a
+ * hardware group onto its leader's PMU), while a group is kept and scheduled in under its leader's
+ * PMU (perf_event_groups_cmp() orders groups by the leader's pmu_ctx->pmu, since 6.2's "perf:
+ * Rewrite core context handling"). Enabling the leader reschedules the leader's PMU, and
+ * group_sched_in() then adds every member. */
 static void open_thread_events(struct thread_state* ts) {
   int next_index = 0;
   for (uint32_t i = 0; i < g_event_count; ++i) {
@@ -181,6 +198,9 @@ static void open_thread_events(struct thread_state* ts) {
     if (ts->leader < 0) ts->leader = fd;
     ts->fds[i] = fd;
     ts->value_index[i] = next_index++;
+  }
+  if (ts->leader >= 0 && ioctl(ts->leader, PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) != 0) {
+    close_thread_events(ts); /* a group that cannot start counts nothing, like a refused event */
   }
 }
 

@@ -26,18 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* As Debian 12's /usr/include/papi.h and likwid's src/includes/likwid.h declare them. */
-int PAPI_hl_region_begin(const char* region);
-int PAPI_hl_region_end(const char* region);
-int PAPI_hl_stop(void);
-void likwid_markerInit(void);
-void likwid_markerThreadInit(void);
-void likwid_markerClose(void);
-int likwid_markerRegisterRegion(const char* regionTag);
-int likwid_markerStartRegion(const char* regionTag);
-int likwid_markerStopRegion(const char* regionTag);
-void likwid_markerGetRegion(const char* regionTag, int* nr_events, double* events, double* time,
-                            int* count);
+#include "lab_markers.h"
 
 enum { COMPUTE_CALLS = 4, SLEEP_CALLS = 2 };
 
@@ -53,24 +42,6 @@ static void spin(unsigned ms) {
   volatile uint64_t sink = 0;
   while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < until) {
     for (int i = 0; i < 10000; ++i) sink = sink + (uint64_t)i;
-  }
-}
-
-static int use_likwid;
-
-static void begin(const char* name) {
-  if (use_likwid) {
-    likwid_markerStartRegion(name);
-  } else {
-    PAPI_hl_region_begin(name);
-  }
-}
-
-static void end(const char* name) {
-  if (use_likwid) {
-    likwid_markerStopRegion(name);
-  } else {
-    PAPI_hl_region_end(name);
   }
 }
 
