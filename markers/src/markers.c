@@ -36,8 +36,6 @@ static struct hwperf_region_slot* g_slots;
 static uint32_t g_event_count;
 static uint32_t g_max_regions;
 static uint32_t g_max_slots;
-/* Appending names and slots only; never taken once a thread has its slot. */
-static pthread_mutex_t g_append_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t g_thread_key;
 /* Set once a thread was refused events counting the kernel too (perf_event_paranoid >= 2 for an
  * unprivileged user), so later threads ask for user space only at once. */
@@ -86,8 +84,9 @@ static void count_dropped(void) {
   atomic_fetch_add_explicit(A32(&g_header->dropped), 1u, memory_order_relaxed);
 }
 
-/* A forked child shares the mapping but not our lock: it stops counting (an exec'd child starts
- * afresh from its environment). */
+/* A child forked without exec stops counting: its one thread carries the forking thread's state
+ * (TID, perf events that count the parent's thread) and perhaps a mutex another thread held at
+ * the fork. An exec'd child starts afresh from its environment. */
 static void after_fork_in_child(void) {
   atomic_store_explicit(&g_mode, MODE_OFF, memory_order_relaxed);
 }
@@ -266,7 +265,7 @@ static uint32_t region_of(struct thread_state* ts, const char* name, int create)
   }
   uint32_t region = find_name(name);
   if (region == NO_REGION && create) {
-    pthread_mutex_lock(&g_append_lock);
+    hwperf_markers_lock_appends();
     region = find_name(name);
     if (region == NO_REGION) {
       uint32_t count = atomic_load_explicit(A32(&g_header->region_count), memory_order_relaxed);
@@ -279,7 +278,7 @@ static uint32_t region_of(struct thread_state* ts, const char* name, int create)
         region = count;
       }
     }
-    pthread_mutex_unlock(&g_append_lock);
+    hwperf_markers_unlock_appends();
   }
   if (region != NO_REGION) {
     ts->names[cache].name = name;
@@ -308,7 +307,7 @@ static uint32_t slot_of(struct thread_state* ts, uint32_t region, int32_t cpu) {
   }
   uint32_t slot = find_slot(region, ts->tid, cpu);
   if (slot == NO_REGION) {
-    pthread_mutex_lock(&g_append_lock);
+    hwperf_markers_lock_appends();
     uint32_t count = atomic_load_explicit(A32(&g_header->slot_count), memory_order_relaxed);
     if (count < g_max_slots) {
       struct hwperf_region_slot* s = &g_slots[count];
@@ -328,7 +327,7 @@ static uint32_t slot_of(struct thread_state* ts, uint32_t region, int32_t cpu) {
       atomic_store_explicit(A32(&g_header->slot_count), count + 1, memory_order_release);
       slot = count;
     }
-    pthread_mutex_unlock(&g_append_lock);
+    hwperf_markers_unlock_appends();
     if (slot == NO_REGION) return NO_REGION;
   }
   ts->slots[cache].region = region;

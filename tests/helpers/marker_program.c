@@ -12,6 +12,12 @@
  *                                                  prints "pages CALLS"
  *   marker_program nest DEPTH 0 [wait]             regions "n0" > "n1" > ... DEPTH deep, then
  *                                                  an end of "unopened"; prints "nested DEPTH"
+ *   marker_program race N START_NS 0               at CLOCK_MONOTONIC START_NS prints "ready",
+ *                                                  registers regions "PID.0" ... "PID.N-1"
+ *                                                  (likwid), then begins and ends each once:
+ *                                                  processes started together append to one
+ *                                                  segment at once; prints "raced N"
+ *   marker_program exec PROGRAM [ARG...]           region "before", then executes PROGRAM
  * With "wait" it prints "ready" when done and exits at the end of its stdin, so that a test can
  * look at it while it still runs. */
 #define _GNU_SOURCE
@@ -157,7 +163,30 @@ static void nest(int depth) {
   printf("nested %d\n", depth);
 }
 
+static void race(int count, uint64_t start_ns) {
+  char(*names)[24] = calloc((size_t)count, sizeof *names);
+  for (int i = 0; i < count; ++i) snprintf(names[i], sizeof names[i], "%d.%d", (int)getpid(), i);
+  while (clock_ns(CLOCK_MONOTONIC) < start_ns) {
+  }
+  printf("ready\n");
+  fflush(stdout);
+  for (int i = 0; i < count; ++i) likwid_markerRegisterRegion(names[i]);
+  for (int i = 0; i < count; ++i) {
+    PAPI_hl_region_begin(names[i]);
+    PAPI_hl_region_end(names[i]);
+  }
+  free(names);
+  printf("raced %d\n", count);
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "exec") == 0) {
+    PAPI_hl_region_begin("before");
+    PAPI_hl_region_end("before");
+    execv(argv[2], argv + 2);
+    perror(argv[2]);
+    return 127;
+  }
   if (argc < 4) {
     fprintf(stderr, "usage: %s papi|likwid SPIN_MS SLEEP_MS [wait] | threads N SPIN_MS [wait]\n",
             argv[0]);
@@ -167,6 +196,8 @@ int main(int argc, char** argv) {
     pages((unsigned)atoi(argv[2]));
   } else if (strcmp(argv[1], "nest") == 0) {
     nest(atoi(argv[2]));
+  } else if (strcmp(argv[1], "race") == 0) {
+    race(atoi(argv[2]), strtoull(argv[3], NULL, 10));
   } else if (strcmp(argv[1], "threads") == 0) {
     threads(atoi(argv[2]), (unsigned)atoi(argv[3]));
   } else {

@@ -270,6 +270,28 @@ TEST_CASE("Markers leave a segment that fails validation untouched and the progr
   CHECK(segment.header()->writer_pid == 0);
   CHECK(segment.header()->region_count == 0);
   CHECK(segment.header()->slot_count == 0);
+  // Said once, not at every region (issue 35, item 2: the markers were off without a word).
+  const std::string said = program.stderr_text();
+  INFO(said);
+  CHECK(test::occurrences(said, "hwperf_markers: ") == 1);
+  CHECK(test::occurrences(said, std::string(HWPERF_REGION_FD_ENV) + "=" +
+                                    std::to_string(segment.fd()) + ": not a region segment") == 1);
+}
+
+TEST_CASE("Markers say once on stderr that HWPERF_REGIONS_FD names no descriptor",
+          "[markers][live]") {
+  // A descriptor closed before the program ran (by a wrapper, or by the library itself before
+  // issue 35), or something that is no descriptor at all: the program runs on, counting nothing.
+  const std::string fd_text = GENERATE("999", "4x");
+  CAPTURE(fd_text);
+  Program program({"papi", "20", "20"}, {std::string(HWPERF_REGION_FD_ENV) + "=" + fd_text});
+  const auto lines = program.lines();
+  CHECK(program.finish() == 0);
+  CHECK(numbers(lines, "compute").size() == 2);
+  const std::string said = program.stderr_text();
+  INFO(said);
+  CHECK(test::occurrences(said, "hwperf_markers: ") == 1);
+  CHECK(test::occurrences(said, std::string(HWPERF_REGION_FD_ENV) + "=" + fd_text + ": ") == 1);
 }
 
 TEST_CASE("Markers without their environment are no-ops", "[markers][live]") {
@@ -281,6 +303,7 @@ TEST_CASE("Markers without their environment are no-ops", "[markers][live]") {
   REQUIRE(got.size() == 4);
   CHECK(got[0] == 0);
   CHECK(got[1] == 0);
+  CHECK(program.stderr_text().empty());
 }
 
 TEST_CASE("A region's page faults behind a task-clock leader are the program's own in every run",
