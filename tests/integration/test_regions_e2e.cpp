@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "tests/support.h"
@@ -178,8 +181,9 @@ namespace {
 // hwperf_exporter --once --experiment.regions -- COMMAND..., counting task-clock and page-faults
 // (task-clock leads the group), with the cache lab (tests/helpers/cache_lab.c) somewhere in
 // COMMAND. Checks that each of its regions was counted once, with the page faults the program
-// counted itself; returns its output.
-std::string check_cache_lab_regions(const std::vector<std::string>& command) {
+// counted itself; returns what the command printed and the run's samples.
+std::pair<std::string, std::vector<test::Sample>> check_cache_lab_regions(
+    const std::vector<std::string>& command) {
   test::TempDir dir;
   const auto output = (dir.path() / "run.prom").string();
   const auto config = dir.write("hwperf.yml",
@@ -209,10 +213,70 @@ std::string check_cache_lab_regions(const std::vector<std::string>& command) {
     CHECK(calls[0].value == 1);
     CHECK(counted[0].value == faults);
   }
-  return result.out;
+  return {result.out, samples};
+}
+
+// The families a Markdown page's tables document, each row's first cell a family name (`<name>`
+// standing for any event's) and its third the labels ("as above": the previous row's): name
+// pattern -> labels.
+std::map<std::string, std::set<std::string>> documented_families(const std::string& page) {
+  std::map<std::string, std::set<std::string>> families;
+  std::istringstream lines(page);
+  const std::regex label("[a-z_]+");
+  std::set<std::string> previous;  // a row whose labels are "as above"
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| `hwperf_", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::istringstream row(line.substr(1));
+    for (std::string cell; std::getline(row, cell, '|');) cells.push_back(cell);
+    if (cells.size() < 3) continue;
+    const auto name_end = cells[0].find('`', 2);
+    std::set<std::string>& labels = families[cells[0].substr(2, name_end - 2)];
+    if (cells[2].find("as above") != std::string::npos) {
+      labels = previous;
+      continue;
+    }
+    for (std::sregex_iterator it(cells[2].begin(), cells[2].end(), label), end; it != end; ++it) {
+      labels.insert(it->str());
+    }
+    previous = labels;
+  }
+  return families;
 }
 
 }  // namespace
+
+TEST_CASE("Every region family of a -- CMD run is documented on the region page with its labels",
+          "[live][region]") {
+  // Issue 35, item 4: hwperf_region_thread_*{tid} was on no page (and the process page said no
+  // counter carries a tid). Each family is matched to its row, the most specific pattern first.
+  const auto documented = documented_families(
+      test::read_file(std::string(HWPERF_SOURCE_DIR) + "/docs/collectors/region.md"));
+  REQUIRE(!documented.empty());
+  const auto samples = check_cache_lab_regions({HWPERF_TEST_CACHE_LAB, "papi", "300"}).second;
+  std::set<std::string> families;
+  for (const auto& sample : samples) {
+    if (sample.name.rfind("hwperf_region_", 0) != 0) continue;
+    CAPTURE(sample.name);
+    families.insert(sample.name);
+    std::string row;  // its own row, else the longest pattern it matches
+    for (const auto& [pattern, labels] : documented) {
+      if (pattern == sample.name) {
+        row = pattern;
+        break;
+      }
+      const std::regex expression(std::regex_replace(pattern, std::regex("<name>"), "[a-z0-9_]+"));
+      if (std::regex_match(sample.name, expression) && pattern.size() > row.size()) row = pattern;
+    }
+    REQUIRE(!row.empty());
+    CAPTURE(row);
+    for (const auto& [label, value] : sample.labels) {
+      CAPTURE(label);
+      CHECK(documented.at(row).count(label) == 1);
+    }
+  }
+  CHECK(families.size() > 3);  // the per-region and per-thread families at least
+}
 
 TEST_CASE("The cache lab under --experiment.regions: each region's page faults are its own",
           "[live][region]") {
@@ -237,7 +301,7 @@ TEST_CASE("The cache lab's regions are counted behind the wrappers a lab runs pr
                     std::vector<std::string>{"sh", "-c", "'" + lab + "' papi 300"},
                     std::vector<std::string>{"sh", "-c", "'" + lab + "' papi 300; echo done"});
   CAPTURE(command);
-  const std::string out = check_cache_lab_regions(command);
+  const std::string out = check_cache_lab_regions(command).first;
   if (command.back().find("echo done") != std::string::npos) {
     CHECK_THAT(out, Catch::Contains("done"));
   }
