@@ -179,9 +179,9 @@ static int header_valid(const struct hwperf_region_header* h, size_t size) {
  * a wrong fd or a foreign file leaves the markers off and the program untouched, and says so.
  *
  * The descriptor stays open across exec: `-- CMD` is often a wrapper (taskset, numactl, env,
- * time, sh -c, mpirun, srun), preloaded too, that executes the program, and a marked program may
- * execute another; each attaches to the same segment, and processes that share it (a shell's or
- * mpirun's children) append under the lock above. */
+ * time, sh -c), preloaded too, that executes the program, and a marked program may execute
+ * another; each attaches to the same segment, and processes that share it (a shell's children)
+ * append under the lock above. */
 struct hwperf_region_header* hwperf_markers_map_inherited(const char* text) {
   char* end;
   errno = 0;

@@ -16,8 +16,8 @@
  *   - The library appends region names (name first, then region_count, release) and slots
  *     (slot body with an odd seq, then slot_count, release); it never removes either. Appends
  *     take turns: the threads of a process under a mutex, the processes that share a segment
- *     (it is inherited across fork and exec: a wrapper and the program it executes, a shell's or
- *     mpirun's children) under a POSIX write lock (fcntl F_SETLKW) on the segment's first byte.
+ *     (it is inherited across fork and exec: a wrapper and the program it executes, a shell's
+ *     children) under a POSIX write lock (fcntl F_SETLKW) on the segment's first byte.
  *   - Each slot is written by one thread only, under its seq counter (a seqlock): seq is odd while
  *     the slot changes; a reader copies the slot and keeps the copy only if seq was even and
  *     unchanged across the copy.
