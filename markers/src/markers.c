@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -35,8 +36,6 @@ static struct hwperf_region_slot* g_slots;
 static uint32_t g_event_count;
 static uint32_t g_max_regions;
 static uint32_t g_max_slots;
-/* Appending names and slots only; never taken once a thread has its slot. */
-static pthread_mutex_t g_append_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t g_thread_key;
 /* Set once a thread was refused events counting the kernel too (perf_event_paranoid >= 2 for an
  * unprivileged user), so later threads ask for user space only at once. */
@@ -85,8 +84,9 @@ static void count_dropped(void) {
   atomic_fetch_add_explicit(A32(&g_header->dropped), 1u, memory_order_relaxed);
 }
 
-/* A forked child shares the mapping but not our lock: it stops counting (an exec'd child starts
- * afresh from its environment). */
+/* A child forked without exec stops counting: its one thread carries the forking thread's state
+ * (TID, perf events that count the parent's thread) and perhaps a mutex another thread held at
+ * the fork. An exec'd child starts afresh from its environment. */
 static void after_fork_in_child(void) {
   atomic_store_explicit(&g_mode, MODE_OFF, memory_order_relaxed);
 }
@@ -147,6 +147,7 @@ static inline int counting(void) {
 
 /* ---- per-thread perf events ---------------------------------------------------------------- */
 
+/* The leader (leader < 0) is opened disabled; its members follow it. */
 static int open_event(const struct hwperf_region_event* event, int leader, int exclude_kernel) {
   struct perf_event_attr attr;
   memset(&attr, 0, sizeof attr);
@@ -157,6 +158,7 @@ static int open_event(const struct hwperf_region_event* event, int leader, int e
   attr.config2 = event->config2;
   attr.read_format =
       PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  if (leader < 0) attr.disabled = 1;
   attr.exclude_kernel = exclude_kernel ? 1u : 0u;
   attr.exclude_hv = exclude_kernel ? 1u : 0u;
   return (int)syscall(SYS_perf_event_open, &attr, 0 /* this thread */, -1 /* any CPU */, leader,
@@ -165,7 +167,21 @@ static int open_event(const struct hwperf_region_event* event, int leader, int e
 
 /* Opens what it can: the first event that opens leads the group, the others join it. An event
  * the kernel refuses is left at 0 for this thread (calls and time still count, and dropped is not
- * bumped for it: the begin was counted). */
+ * bumped for it: the begin was counted).
+ *
+ * The leader is opened disabled and the group enabled once every member is in, as perf stat and
+ * collectors/perf do: a member that joins a group already counting on the calling thread is not
+ * scheduled in until the thread is next switched out and in, so a page-faults member behind a
+ * task-clock leader counted nothing before the thread's first context switch (issue 35: 560 of
+ * 624 faults). In Linux's kernel/events/core.c (6.12 on), __perf_install_in_context() reschedules
+ * only the new event's PMU when the task is the current one (ctx_resched() with
+ * event->pmu_ctx->pmu, commit 2d17cf1abcbe "perf: Optimize context reschedule for single PMU
+ * cases"); a software member of a software-led group keeps a PMU context of its own (page-faults
+ * is perf_swevent, task-clock perf_task_clock: perf_event_open() moves only a software member of a
+ * hardware group onto its leader's PMU), while a group is kept and scheduled in under its leader's
+ * PMU (perf_event_groups_cmp() orders groups by the leader's pmu_ctx->pmu, since 6.2's "perf:
+ * Rewrite core context handling"). Enabling the leader reschedules the leader's PMU, and
+ * group_sched_in() then adds every member. */
 static void open_thread_events(struct thread_state* ts) {
   int next_index = 0;
   for (uint32_t i = 0; i < g_event_count; ++i) {
@@ -181,6 +197,9 @@ static void open_thread_events(struct thread_state* ts) {
     if (ts->leader < 0) ts->leader = fd;
     ts->fds[i] = fd;
     ts->value_index[i] = next_index++;
+  }
+  if (ts->leader >= 0 && ioctl(ts->leader, PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP) != 0) {
+    close_thread_events(ts); /* a group that cannot start counts nothing, like a refused event */
   }
 }
 
@@ -246,7 +265,7 @@ static uint32_t region_of(struct thread_state* ts, const char* name, int create)
   }
   uint32_t region = find_name(name);
   if (region == NO_REGION && create) {
-    pthread_mutex_lock(&g_append_lock);
+    hwperf_markers_lock_appends();
     region = find_name(name);
     if (region == NO_REGION) {
       uint32_t count = atomic_load_explicit(A32(&g_header->region_count), memory_order_relaxed);
@@ -259,7 +278,7 @@ static uint32_t region_of(struct thread_state* ts, const char* name, int create)
         region = count;
       }
     }
-    pthread_mutex_unlock(&g_append_lock);
+    hwperf_markers_unlock_appends();
   }
   if (region != NO_REGION) {
     ts->names[cache].name = name;
@@ -288,7 +307,7 @@ static uint32_t slot_of(struct thread_state* ts, uint32_t region, int32_t cpu) {
   }
   uint32_t slot = find_slot(region, ts->tid, cpu);
   if (slot == NO_REGION) {
-    pthread_mutex_lock(&g_append_lock);
+    hwperf_markers_lock_appends();
     uint32_t count = atomic_load_explicit(A32(&g_header->slot_count), memory_order_relaxed);
     if (count < g_max_slots) {
       struct hwperf_region_slot* s = &g_slots[count];
@@ -308,7 +327,7 @@ static uint32_t slot_of(struct thread_state* ts, uint32_t region, int32_t cpu) {
       atomic_store_explicit(A32(&g_header->slot_count), count + 1, memory_order_release);
       slot = count;
     }
-    pthread_mutex_unlock(&g_append_lock);
+    hwperf_markers_unlock_appends();
     if (slot == NO_REGION) return NO_REGION;
   }
   ts->slots[cache].region = region;

@@ -19,8 +19,13 @@ struct hwperf_region_header;
 struct hwperf_region_header* hwperf_markers_create_segment(const char* events);
 
 /* The exporter's segment inherited as the fd written in `fd_text`, mapped read-write once every
- * field checks out; NULL (nothing written) otherwise. */
+ * field checks out; NULL (nothing written, the reason said on stderr) otherwise. */
 struct hwperf_region_header* hwperf_markers_map_inherited(const char* fd_text);
+
+/* Around appending a name or a slot (never taken once a thread has its slot): the threads of this
+ * process take turns, and so do the processes sharing an inherited segment. */
+void hwperf_markers_lock_appends(void);
+void hwperf_markers_unlock_appends(void);
 
 /* The segment size the library creates, with its table offsets (64-byte aligned). */
 uint64_t hwperf_markers_layout(uint64_t* names_offset, uint64_t* slots_offset);

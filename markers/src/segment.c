@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -118,26 +119,43 @@ struct hwperf_region_header* hwperf_markers_create_segment(const char* events) {
   return header;
 }
 
-/* The exporter's segment, inherited as fd `text`. Everything is checked before the first write:
- * a wrong fd or a foreign file leaves the markers off and the program untouched. */
-struct hwperf_region_header* hwperf_markers_map_inherited(const char* text) {
-  char* end;
-  errno = 0;
-  long fd = strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || fd < 0 || fd > INT32_MAX) return NULL;
-  struct stat st;
-  if (fstat((int)fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-      st.st_size < (off_t)sizeof(struct hwperf_region_header) || st.st_size > (off_t)(64 << 20)) {
-    return NULL;
+/* The threads of this process append under the mutex; processes sharing an inherited segment
+ * then under a POSIX write lock on its first byte, through a close-on-exec descriptor of our own
+ * (-1 for a segment of our own, which no other process writes). F_SETLKW waits for another
+ * process's lock, and the kernel drops a lock when its process ends, so one killed while appending
+ * blocks no one (fcntl(2), "Advisory record locking"). Should the lock fail, this process appends
+ * under its mutex alone, as with a segment of its own. */
+static pthread_mutex_t g_append_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_lock_fd = -1;
+
+void hwperf_markers_lock_appends(void) {
+  pthread_mutex_lock(&g_append_lock);
+  struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+  while (g_lock_fd >= 0 && fcntl(g_lock_fd, F_SETLKW, &lock) != 0 && errno == EINTR) {
   }
-  /* Without the shrink seal the file could be truncated under the mapping, and the next store
-   * into it would be a SIGBUS in the measured program. */
-  int seals = fcntl((int)fd, F_GET_SEALS);
-  if (seals < 0 || (seals & F_SEAL_SHRINK) == 0) return NULL;
-  size_t size = (size_t)st.st_size;
-  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
-  if (base == MAP_FAILED) return NULL;
-  struct hwperf_region_header* h = base;
+}
+
+void hwperf_markers_unlock_appends(void) {
+  struct flock lock = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
+  if (g_lock_fd >= 0) fcntl(g_lock_fd, F_SETLK, &lock);
+  pthread_mutex_unlock(&g_append_lock);
+}
+
+/* Says once (attach runs once per process) why the segment named by HWPERF_REGIONS_FD is not
+ * used: the markers are then off, and a user would otherwise see no region and no reason. */
+static struct hwperf_region_header* refuse(const char* text, const char* why, int error) {
+  fprintf(stderr,
+          "hwperf_markers: %s=%s: %s%s%s; the regions of this process (pid %ld) are not "
+          "counted. hwperf_exporter --experiment.regions -- CMD sets it for CMD and what CMD "
+          "executes, which must keep the descriptor open; a variable set by hand or left from "
+          "elsewhere counts nothing (unset it, or set %s for a segment of the program's own)\n",
+          HWPERF_REGION_FD_ENV, text, why, error != 0 ? ": " : "",
+          error != 0 ? strerror(error) : "", (long)getpid(), HWPERF_REGION_EVENTS_ENV);
+  return NULL;
+}
+
+/* Every field a writer relies on, checked before the first write. */
+static int header_valid(const struct hwperf_region_header* h, size_t size) {
   int valid =
       atomic_load_explicit(A32(&h->state), memory_order_acquire) == HWPERF_REGION_STATE_READY &&
       h->magic == HWPERF_REGION_MAGIC && h->version == HWPERF_REGION_VERSION &&
@@ -150,19 +168,43 @@ struct hwperf_region_header* hwperf_markers_map_inherited(const char* text) {
       (uint64_t)h->max_regions * sizeof(struct hwperf_region_name) <= size - h->names_offset &&
       h->slots_offset >= sizeof *h && h->slots_offset <= size &&
       (uint64_t)h->max_slots * sizeof(struct hwperf_region_slot) <= size - h->slots_offset;
-  if (valid) {
-    /* Names and slots must not overlap each other (the header is excluded above). */
-    uint64_t names_end = h->names_offset + (uint64_t)h->max_regions * HWPERF_REGION_NAME_BYTES;
-    uint64_t slots_end =
-        h->slots_offset + (uint64_t)h->max_slots * sizeof(struct hwperf_region_slot);
-    valid = names_end <= h->slots_offset || slots_end <= h->names_offset;
+  if (!valid) return 0;
+  /* Names and slots must not overlap each other (the header is excluded above). */
+  uint64_t names_end = h->names_offset + (uint64_t)h->max_regions * HWPERF_REGION_NAME_BYTES;
+  uint64_t slots_end = h->slots_offset + (uint64_t)h->max_slots * sizeof(struct hwperf_region_slot);
+  return names_end <= h->slots_offset || slots_end <= h->names_offset;
+}
+
+/* The exporter's segment, inherited as fd `text`. Everything is checked before the first write:
+ * a wrong fd or a foreign file leaves the markers off and the program untouched, and says so.
+ *
+ * The descriptor stays open across exec: `-- CMD` is often a wrapper (taskset, numactl, env,
+ * time, sh -c), preloaded too, that executes the program, and a marked program may execute
+ * another; each attaches to the same segment, and processes that share it (a shell's children)
+ * append under the lock above. */
+struct hwperf_region_header* hwperf_markers_map_inherited(const char* text) {
+  char* end;
+  errno = 0;
+  long fd = strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || fd < 0 || fd > INT32_MAX) {
+    return refuse(text, "not a descriptor number", 0);
   }
-  if (!valid) {
+  struct stat st;
+  if (fstat((int)fd, &st) != 0) return refuse(text, "no open descriptor", errno);
+  /* Without the shrink seal the file could be truncated under the mapping, and the next store
+   * into it would be a SIGBUS in the measured program. */
+  int seals = fcntl((int)fd, F_GET_SEALS);
+  if (!S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(struct hwperf_region_header) ||
+      st.st_size > (off_t)(64 << 20) || seals < 0 || (seals & F_SEAL_SHRINK) == 0) {
+    return refuse(text, "not a region segment (no sealed memfd of a segment's size)", 0);
+  }
+  size_t size = (size_t)st.st_size;
+  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+  if (base == MAP_FAILED) return refuse(text, "cannot map it", errno);
+  if (!header_valid(base, size)) {
     munmap(base, size);
-    return NULL;
+    return refuse(text, "not a region segment (its header fails the checks)", 0);
   }
-  /* A child exec'd by the program must not write into this segment with a second appending
-   * process: the name and slot tables are appended under a lock of this process only. */
-  fcntl((int)fd, F_SETFD, FD_CLOEXEC);
-  return h;
+  g_lock_fd = fcntl((int)fd, F_DUPFD_CLOEXEC, 3);
+  return base;
 }

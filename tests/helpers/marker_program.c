@@ -12,6 +12,12 @@
  *                                                  prints "pages CALLS"
  *   marker_program nest DEPTH 0 [wait]             regions "n0" > "n1" > ... DEPTH deep, then
  *                                                  an end of "unopened"; prints "nested DEPTH"
+ *   marker_program race N START_NS 0               at CLOCK_MONOTONIC START_NS prints "ready",
+ *                                                  registers regions "PID.0" ... "PID.N-1"
+ *                                                  (likwid), then begins and ends each once:
+ *                                                  processes started together append to one
+ *                                                  segment at once; prints "raced N"
+ *   marker_program exec PROGRAM [ARG...]           region "before", then executes PROGRAM
  * With "wait" it prints "ready" when done and exits at the end of its stdin, so that a test can
  * look at it while it still runs. */
 #define _GNU_SOURCE
@@ -26,18 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* As Debian 12's /usr/include/papi.h and likwid's src/includes/likwid.h declare them. */
-int PAPI_hl_region_begin(const char* region);
-int PAPI_hl_region_end(const char* region);
-int PAPI_hl_stop(void);
-void likwid_markerInit(void);
-void likwid_markerThreadInit(void);
-void likwid_markerClose(void);
-int likwid_markerRegisterRegion(const char* regionTag);
-int likwid_markerStartRegion(const char* regionTag);
-int likwid_markerStopRegion(const char* regionTag);
-void likwid_markerGetRegion(const char* regionTag, int* nr_events, double* events, double* time,
-                            int* count);
+#include "lab_markers.h"
 
 enum { COMPUTE_CALLS = 4, SLEEP_CALLS = 2 };
 
@@ -53,24 +48,6 @@ static void spin(unsigned ms) {
   volatile uint64_t sink = 0;
   while (clock_ns(CLOCK_THREAD_CPUTIME_ID) < until) {
     for (int i = 0; i < 10000; ++i) sink = sink + (uint64_t)i;
-  }
-}
-
-static int use_likwid;
-
-static void begin(const char* name) {
-  if (use_likwid) {
-    likwid_markerStartRegion(name);
-  } else {
-    PAPI_hl_region_begin(name);
-  }
-}
-
-static void end(const char* name) {
-  if (use_likwid) {
-    likwid_markerStopRegion(name);
-  } else {
-    PAPI_hl_region_end(name);
   }
 }
 
@@ -186,7 +163,30 @@ static void nest(int depth) {
   printf("nested %d\n", depth);
 }
 
+static void race(int count, uint64_t start_ns) {
+  char(*names)[24] = calloc((size_t)count, sizeof *names);
+  for (int i = 0; i < count; ++i) snprintf(names[i], sizeof names[i], "%d.%d", (int)getpid(), i);
+  while (clock_ns(CLOCK_MONOTONIC) < start_ns) {
+  }
+  printf("ready\n");
+  fflush(stdout);
+  for (int i = 0; i < count; ++i) likwid_markerRegisterRegion(names[i]);
+  for (int i = 0; i < count; ++i) {
+    PAPI_hl_region_begin(names[i]);
+    PAPI_hl_region_end(names[i]);
+  }
+  free(names);
+  printf("raced %d\n", count);
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "exec") == 0) {
+    PAPI_hl_region_begin("before");
+    PAPI_hl_region_end("before");
+    execv(argv[2], argv + 2);
+    perror(argv[2]);
+    return 127;
+  }
   if (argc < 4) {
     fprintf(stderr, "usage: %s papi|likwid SPIN_MS SLEEP_MS [wait] | threads N SPIN_MS [wait]\n",
             argv[0]);
@@ -196,6 +196,8 @@ int main(int argc, char** argv) {
     pages((unsigned)atoi(argv[2]));
   } else if (strcmp(argv[1], "nest") == 0) {
     nest(atoi(argv[2]));
+  } else if (strcmp(argv[1], "race") == 0) {
+    race(atoi(argv[2]), strtoull(argv[3], NULL, 10));
   } else if (strcmp(argv[1], "threads") == 0) {
     threads(atoi(argv[2]), (unsigned)atoi(argv[3]));
   } else {

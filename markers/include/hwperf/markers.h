@@ -3,7 +3,9 @@
  * exporter maps (the layout is hwperf/region_segment.h; docs/regions.md says how to run it).
  *
  * The library does nothing unless the environment asks it to count:
- *   HWPERF_REGIONS_FD=N        the exporter's segment, inherited as fd N (set by `-- CMD`);
+ *   HWPERF_REGIONS_FD=N        the exporter's segment, inherited as fd N (set by `-- CMD`, and
+ *                              kept open across exec: a wrapper, the program it executes and
+ *                              their children share it); one that is not says so on stderr;
  *   HWPERF_REGIONS_EVENTS=a,b  the library creates its own segment with these perf events, and
  *                              the exporter finds it under /proc/PID/fd.
  * Without either, every call returns at once.

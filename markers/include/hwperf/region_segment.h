@@ -14,7 +14,10 @@
  *     elsewhere) writes the header and the event table once, then sets header.state to
  *     HWPERF_REGION_STATE_READY with release ordering. The library counts only after it sees READY.
  *   - The library appends region names (name first, then region_count, release) and slots
- *     (slot body with an odd seq, then slot_count, release); it never removes either.
+ *     (slot body with an odd seq, then slot_count, release); it never removes either. Appends
+ *     take turns: the threads of a process under a mutex, the processes that share a segment
+ *     (it is inherited across fork and exec: a wrapper and the program it executes, a shell's
+ *     children) under a POSIX write lock (fcntl F_SETLKW) on the segment's first byte.
  *   - Each slot is written by one thread only, under its seq counter (a seqlock): seq is odd while
  *     the slot changes; a reader copies the slot and keeps the copy only if seq was even and
  *     unchanged across the copy.
@@ -63,7 +66,7 @@ struct hwperf_region_header {
   uint32_t header_size;  /* sizeof(struct hwperf_region_header) */
   uint64_t segment_size; /* the whole segment, in bytes */
   uint32_t state;        /* enum hwperf_region_state; written last by the creator */
-  uint32_t writer_pid;   /* the measured process, written by the library when it attaches */
+  uint32_t writer_pid;   /* the process that attached last (behind a wrapper, the program) */
   uint32_t event_count;  /* <= HWPERF_REGION_MAX_EVENTS */
   uint32_t max_regions;  /* <= HWPERF_REGION_MAX_REGIONS */
   uint32_t max_slots;    /* <= HWPERF_REGION_MAX_SLOTS */
@@ -72,7 +75,7 @@ struct hwperf_region_header {
   uint32_t dropped;      /* begin calls not counted: table full, nesting too deep, events failed */
   uint64_t names_offset; /* of hwperf_region_name[max_regions] */
   uint64_t slots_offset; /* of hwperf_region_slot[max_slots] */
-  uint64_t time_origin_ns; /* CLOCK_MONOTONIC when the library attached */
+  uint64_t time_origin_ns; /* CLOCK_MONOTONIC when the library last attached */
   struct hwperf_region_event events[HWPERF_REGION_MAX_EVENTS];
 };
 
