@@ -150,6 +150,26 @@ TEST_CASE("Every built-in group's formulas read only its own members", "[groups]
   }
 }
 
+// Issue 35, item 10: perf::CPU-MIGRATIONS was hwperf_*_migrations_total alone and
+// hwperf_*_cpu_migrations_total in the software group. The vocabulary names every event it knows
+// (builtin_description), and a built-in member counting such an event takes that name.
+TEST_CASE("An event the vocabulary names has that name in every built-in group that counts it",
+          "[groups][events]") {
+  std::size_t checked = 0;
+  for (const auto& group : builtin_groups()) {
+    for (const auto& member : group.members) {
+      for (const auto& candidate : member.candidates) {
+        if (builtin_description(candidate.event).empty()) continue;  // a vendor's native event
+        CAPTURE(group.name, member.variable, candidate.event);
+        CHECK(member.metric == default_metric_base(candidate.event));
+        ++checked;
+      }
+    }
+  }
+  // ipc, branch, cache, freq and software count nothing else.
+  CHECK(checked >= 13);
+}
+
 TEST_CASE("A built-in group counts the first candidate of each member this machine has",
           "[groups]") {
   GroupDefinition group;
