@@ -44,7 +44,8 @@ const std::vector<GroupRow>& rows() {
   static const std::vector<GroupRow> table = {
       {"ipc",
        "instructions retired per CPU cycle",
-       "perf stat's \"insn per cycle\" (tools/perf/util/stat-shadow.c); likwid's CPI",
+       "perf stat's \"insn per cycle\" (tools/perf/util/stat-shadow.c); likwid's IPC line "
+       "(groups/<arch>/*.txt: FIXC0 / FIXC1)",
        {{"ins", nullptr, {"perf::INSTRUCTIONS"}}, {"cyc", nullptr, {"perf::CYCLES"}}},
        {{"ipc", "ins / cyc", "Instructions retired per CPU cycle."}}},
       {"branch",
@@ -116,7 +117,8 @@ const std::vector<GroupRow>& rows() {
        "speculation, or bound by the front end or the back end (Ice Lake and later)",
        "Intel's top-down microarchitecture analysis method (Intel 64 and IA-32 Architectures "
        "Optimization Reference Manual, appendix B.1); the kernel's topdown-* events "
-       "(arch/x86/events/intel/core.c) and perf stat --topdown",
+       "(arch/x86/events/intel/core.c), perf stat --topdown and the tma_* metrics of "
+       "tools/perf/pmu-events/arch/x86/*/*metrics.json; likwid's TMA group",
        // Only in sysfs (EVENT_ATTR_STR(slots, ...) and topdown-* in arch/x86/events/intel/core.c);
        // the kernel counts the topdown-* metrics only in a group that slots leads.
        {{"slots", "topdown_slots", {"cpu/slots/"}},

@@ -47,7 +47,9 @@ std::string counted_as(const std::string& event, const EventRequest& request) {
 struct Probe {
   EventEncoding encoding;
   std::string encoding_error;
+  bool elsewhere = false;  // libpfm4 cannot encode it here: not an event of this machine
   std::string reason;
+  std::string cause;  // short: "perf_event_open: ENOENT (...)"
   bool ok() const { return encoding_error.empty() && reason.empty(); }
   std::string why(const std::string& event) const {
     return !encoding_error.empty() ? encoding_error : event + ": " + reason;
@@ -65,6 +67,7 @@ Probe probe_event(const std::string& event, const EventRequest& request, Resolve
     probe.encoding.name = event;
   } catch (const std::invalid_argument& e) {
     probe.encoding_error = e.what();
+    probe.elsewhere = dynamic_cast<const perf::UnknownEvent*>(&e) != nullptr;
     return probe;
   }
   EventEncoding& encoding = probe.encoding;
@@ -88,7 +91,8 @@ Probe probe_event(const std::string& event, const EventRequest& request, Resolve
     encoding.exclude_hv = true;
   }
   if (!opened.ok()) {
-    probe.reason = "perf_event_open: " + errno_text(opened.error) +
+    probe.cause = "perf_event_open: " + errno_text(opened.error);
+    probe.reason = probe.cause +
                    (missing_counter(opened.error)
                         ? " (this machine has no such counter: a VM without a hardware PMU counts "
                           "software events only, perf::TASK-CLOCK, perf::PAGE-FAULTS, ...)"
@@ -165,12 +169,22 @@ void resolve_groups(const EventRequest& request, ResolvedEvents& resolved,
                     std::vector<std::string>& problems) {
   for (const auto& group : request.groups) {
     std::map<std::string, EventEncoding> encoded;  // candidate -> encoding, when countable
-    const auto choice = events::choose_members(group, [&](const PapiEventConfig& candidate) {
-      const Probe probe = probe_event(candidate.event, request, resolved);
-      if (!probe.ok()) return probe.encoding_error.empty() ? probe.reason : probe.encoding_error;
-      encoded[candidate.event] = probe.encoding;
-      return std::string();
-    });
+    const auto choice = events::choose_members(
+        group,
+        [&](const PapiEventConfig& candidate) {
+          const Probe probe = probe_event(candidate.event, request, resolved);
+          if (probe.ok()) encoded[candidate.event] = probe.encoding;
+          const std::string named = candidate.event + ": ";
+          const std::string error = probe.encoding_error;
+          return events::CandidateVerdict{error.empty()                ? probe.reason
+                                          : error.rfind(named, 0) == 0 ? error.substr(named.size())
+                                                                       : error,
+                                          error.empty()     ? probe.cause
+                                          : probe.elsewhere ? "not an event of this machine"
+                                                            : "not one counter",
+                                          probe.elsewhere};
+        },
+        perf::core_pmu_text());
     std::string why = choice.unavailable;
     std::vector<EventEncoding> encodings;
     for (const auto& event : choice.events) encodings.push_back(encoded.at(event.event));
