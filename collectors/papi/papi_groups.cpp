@@ -48,15 +48,17 @@ perf::EventEncoding encode_member(const std::string& event, const GroupProbe& pr
   std::string counted = event;
   if (events::is_preset(event)) {
     const auto preset = probe.presets->lookup(event, probe.paths.procfs);
-    if (preset && !preset->single_native.empty()) {
-      counted = preset->single_native;
+    if (preset && !preset->single_native().empty()) {
+      counted = preset->single_native();
     } else if (const auto generic = events::generic_equivalent(event)) {
       counted = *generic;
     } else if (preset && preset->available && preset->native_terms > 1) {
+      const auto& terms = preset->derivation.terms;
       throw std::invalid_argument(
           "PAPI derives " + event + " here from " + std::to_string(preset->native_terms) +
-          " native events, and a group member is one kernel counter; make each native event a "
-          "member of its own (papi_avail -e " +
+          " native events" + (terms.empty() ? "" : " (" + events::derivation_text(terms) + ")") +
+          ", and a group member is one kernel counter; make each native event a member of its "
+          "own (papi_avail -e " +
           event + " names them)");
     }
   }

@@ -58,9 +58,9 @@ EventEncoding encode_event(const std::string& name, CountingDomain domain) {
     if (!generic) {
       throw std::invalid_argument(
           name +
-          " is neither one native event in PAPI's definition for this CPU nor a kernel generic "
-          "event with exactly its meaning; name the native event instead (`papi_native_avail` "
-          "lists them)");
+          ": PAPI defines no native events for it on this CPU (or cannot start, or does not know "
+          "the name), and no kernel generic event has exactly its meaning; name the native "
+          "event instead (`papi_native_avail` lists this CPU's)");
     }
     counted = *generic;
   }

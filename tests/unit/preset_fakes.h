@@ -9,6 +9,7 @@
 #include <string>
 
 #include "collectors/events/presets.h"
+#include "collectors/perf/counted_events.h"
 
 namespace hwperf::test {
 
@@ -27,5 +28,17 @@ class FakePresets final : public events::PresetCatalog {
  private:
   std::map<std::string, events::PresetDefinition> defined_;
 };
+
+// What the process collector asks of the perf backend, its events to come, with `presets`.
+inline perf::EventRequest process_request(const events::PresetCatalog& presets) {
+  perf::EventRequest request;
+  request.presets = &presets;
+  request.procfs = "/proc";
+  request.level = "process";
+  request.collector = "process";
+  request.config_path = "collectors.process.events";
+  request.counted_for = "Counted for each process target";
+  return request;
+}
 
 }  // namespace hwperf::test

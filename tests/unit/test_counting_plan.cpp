@@ -62,16 +62,10 @@ TEST_CASE("A counting plan makes each event and group one unit and each family n
 TEST_CASE("An event counted alone and in the software group is exported in one family",
           "[perf][groups][events]") {
   const test::FakePresets presets;  // PAPI out of the picture
-  perf::EventRequest request;
+  auto request = test::process_request(presets);
   request.configured = events::events_from_names({"perf::CPU-MIGRATIONS"});
   request.groups =
       events::group_definitions({{"software", {}}}, true, {}, {}, "collectors.process.groups");
-  request.presets = &presets;
-  request.procfs = "/proc";
-  request.level = "process";
-  request.collector = "process";
-  request.config_path = "collectors.process.events";
-  request.counted_for = "Counted for each process target";
   const auto resolved = perf::resolve_counted_events(request);
   REQUIRE(resolved.events.size() == 1);
   REQUIRE(resolved.groups.size() == 1);

@@ -222,8 +222,14 @@ namespace {
 // PAPI_X_ONE is one native event (a software event, so that it opens anywhere), PAPI_X_SUM three.
 const test::FakePresets& fake_catalog() {
   static const test::FakePresets catalog(
-      {{"PAPI_X_ONE", events::PresetDefinition{true, true, 1, "perf::PAGE-FAULTS"}},
-       {"PAPI_X_SUM", events::PresetDefinition{true, true, 3, ""}}});
+      {{"PAPI_X_ONE", events::PresetDefinition{true, true, 1, {{{"perf::PAGE-FAULTS", 1}}, ""}}},
+       {"PAPI_X_SUM",
+        events::PresetDefinition{
+            true,
+            true,
+            3,
+            {{{"perf::PAGE-FAULTS", 1}, {"perf::MINOR-FAULTS", 1}, {"perf::MAJOR-FAULTS", 1}},
+             ""}}}});
   return catalog;
 }
 
