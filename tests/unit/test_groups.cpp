@@ -332,13 +332,13 @@ TEST_CASE(
 namespace {
 
 // A table cell: a pipe would end it.
-std::string cell(const std::string& text) {
+std::string table_cell(const std::string& text) {
   std::string out;
   for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
   return out;
 }
 
-std::string code(const std::string& text) { return "`" + text + "`"; }
+std::string in_code(const std::string& text) { return "`" + text + "`"; }
 
 // The table of built-in groups in docs/collectors/groups.md, made from builtin_groups().
 std::string builtin_groups_table() {
@@ -351,18 +351,19 @@ std::string builtin_groups_table() {
     for (const auto& member : group.members) {
       std::string events;
       for (const auto& candidate : member.candidates) {
-        events += (events.empty() ? "" : ", ") + code(candidate.event);
+        events += (events.empty() ? "" : ", ") + in_code(candidate.event);
       }
-      members += (members.empty() ? "" : "; ") + code(member.variable) + ": " +
-                 code(member.metric) + " (" + events + ")";
+      members += (members.empty() ? "" : "; ") + in_code(member.variable) + ": " +
+                 in_code(member.metric) + " (" + events + ")";
     }
     std::string metrics;
     for (const auto& metric : group.metrics) {
-      metrics +=
-          (metrics.empty() ? "" : "; ") + code(metric.name) + ": " + code(metric.formula.text());
+      metrics += (metrics.empty() ? "" : "; ") + in_code(metric.name) + ": " +
+                 in_code(metric.formula.text());
     }
-    table += "| " + code(group.name) + " | " + cell(group.meaning) + " | " + cell(members) + " | " +
-             cell(metrics) + " | " + cell(group.source) + " |\n";
+    table += "| " + in_code(group.name) + " | " + table_cell(group.meaning) + " | " +
+             table_cell(members) + " | " + table_cell(metrics) + " | " + table_cell(group.source) +
+             " |\n";
   }
   return table;
 }
