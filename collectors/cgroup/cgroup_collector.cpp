@@ -338,7 +338,7 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
 
   std::lock_guard lock(mutex_);
   std::size_t open_counters = 0;
-  std::vector<std::uint64_t> totals(plan_.events() * cpus);       // [count * cpus + cpu]
+  std::vector<std::uint64_t> totals(plan_.counts * cpus);         // [count * cpus + cpu]
   std::vector<std::uint64_t> enabled(plan_.units.size() * cpus);  // [unit * cpus + cpu]
   std::vector<std::uint64_t> running(plan_.units.size() * cpus);
   for (auto& [path, counted] : counted_) {
@@ -369,10 +369,11 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
     const CgroupIdentity& id = counted.identity;
     const Labels identity = {
         {"container_id", id.container_id}, {"pod_uid", id.pod_uid}, {"cgroup", id.cgroup}};
+    const auto values = perf::value_totals(plan_, totals, cpus);
     for (std::size_t value = 0; value < plan_.events(); ++value) {
       Labels labels = identity;
       perf::add_group_label(labels, plan_.values[value]);
-      events::add_series(counts[plan_.values[value].family], series_, totals, value * cpus,
+      events::add_series(counts[plan_.values[value].family], series_, values, value * cpus,
                          plan_.values[value].unit, labels);
     }
     for (std::size_t unit = 0; unit < plan_.units.size(); ++unit) {

@@ -20,6 +20,10 @@ namespace {
 
 struct MemberRow {
   const char* variable;
+  // nullptr: the name the vocabulary gives the first candidate (default_metric_base), the name
+  // the event has wherever it is counted, alone or in any group. Given only for a member counted
+  // by native or sysfs events the vocabulary does not name (each vendor's own), where the name
+  // is the member's meaning, the same whichever candidate this machine counts.
   const char* metric;
   std::vector<const char*> candidates;
 };
@@ -40,21 +44,20 @@ const std::vector<GroupRow>& rows() {
   static const std::vector<GroupRow> table = {
       {"ipc",
        "instructions retired per CPU cycle",
-       "perf stat's \"insn per cycle\" (tools/perf/util/stat-shadow.c); likwid's CPI",
-       {{"ins", "instructions", {"perf::INSTRUCTIONS"}}, {"cyc", "cycles", {"perf::CYCLES"}}},
+       "perf stat's \"insn per cycle\" (tools/perf/util/stat-shadow.c); likwid's IPC line "
+       "(groups/<arch>/*.txt: FIXC0 / FIXC1)",
+       {{"ins", nullptr, {"perf::INSTRUCTIONS"}}, {"cyc", nullptr, {"perf::CYCLES"}}},
        {{"ipc", "ins / cyc", "Instructions retired per CPU cycle."}}},
       {"branch",
        "branches and the share of them mispredicted",
        "perf stat's \"of all branches\" (tools/perf/util/stat-shadow.c); likwid's BRANCH group",
-       {{"br", "branch_instructions", {"perf::BRANCH-INSTRUCTIONS"}},
-        {"miss", "branch_mispredictions", {"perf::BRANCH-MISSES"}}},
+       {{"br", nullptr, {"perf::BRANCH-INSTRUCTIONS"}}, {"miss", nullptr, {"perf::BRANCH-MISSES"}}},
        {{"branch_miss_ratio", "miss / br", "Share of branch instructions mispredicted."}}},
       {"cache",
        "cache references and the share of them that missed (the kernel's generic cache events: "
        "the last-level cache on Intel, L2 requests from the core on AMD Zen)",
        "perf stat's \"of all cache refs\" (tools/perf/util/stat-shadow.c)",
-       {{"ref", "cache_references", {"perf::CACHE-REFERENCES"}},
-        {"miss", "cache_misses", {"perf::CACHE-MISSES"}}},
+       {{"ref", nullptr, {"perf::CACHE-REFERENCES"}}, {"miss", nullptr, {"perf::CACHE-MISSES"}}},
        {{"cache_miss_ratio", "miss / ref", "Share of cache references that missed."}}},
       // Intel: PAPI_L1_DCM is L1D:REPLACEMENT (icx, skx); PAPI defines no PAPI_L1_DCA there, and
       // MEM_INST_RETIRED:ANY (every retired load and store) is the access that can replace a
@@ -101,9 +104,9 @@ const std::vector<GroupRow>& rows() {
        // The kernel maps REF-CYCLES on Intel only (arch/x86/events/intel/core.c; AMD's
        // amd_perfmon_event_map has none): elsewhere the msr PMU's MPERF, which also counts at the
        // reference clock while not halted (arch/x86/events/msr.c; turbostat's Bzy_MHz).
-       {{"cyc", "cycles", {"perf::CYCLES"}},
-        {"ref", "reference_cycles", {"perf::REF-CYCLES", "msr/mperf/"}},
-        {"clock", "task_clock_seconds", {"perf::TASK-CLOCK"}}},
+       {{"cyc", nullptr, {"perf::CYCLES"}},
+        {"ref", nullptr, {"perf::REF-CYCLES", "msr/mperf/"}},
+        {"clock", nullptr, {"perf::TASK-CLOCK"}}},
        {{"frequency_ratio", "cyc / ref",
          "Average clock while not halted, as a multiple of the nominal (reference) clock."},
         {"ghz", "cyc / clock / 1e9",
@@ -114,7 +117,8 @@ const std::vector<GroupRow>& rows() {
        "speculation, or bound by the front end or the back end (Ice Lake and later)",
        "Intel's top-down microarchitecture analysis method (Intel 64 and IA-32 Architectures "
        "Optimization Reference Manual, appendix B.1); the kernel's topdown-* events "
-       "(arch/x86/events/intel/core.c) and perf stat --topdown",
+       "(arch/x86/events/intel/core.c), perf stat --topdown and the tma_* metrics of "
+       "tools/perf/pmu-events/arch/x86/*/*metrics.json; likwid's TMA group",
        // Only in sysfs (EVENT_ATTR_STR(slots, ...) and topdown-* in arch/x86/events/intel/core.c);
        // the kernel counts the topdown-* metrics only in a group that slots leads.
        {{"slots", "topdown_slots", {"cpu/slots/"}},
@@ -142,10 +146,10 @@ const std::vector<GroupRow>& rows() {
        "(countable without a hardware PMU, in VMs too)",
        "perf stat's default software lines (\"CPUs utilized\", \"/sec\" per second of task-clock, "
        "tools/perf/util/stat-shadow.c)",
-       {{"clock", "task_clock_seconds", {"perf::TASK-CLOCK"}},
-        {"cs", "context_switches", {"perf::CONTEXT-SWITCHES"}},
-        {"migrations", "cpu_migrations", {"perf::CPU-MIGRATIONS"}},
-        {"faults", "page_faults", {"perf::PAGE-FAULTS"}}},
+       {{"clock", nullptr, {"perf::TASK-CLOCK"}},
+        {"cs", nullptr, {"perf::CONTEXT-SWITCHES"}},
+        {"migrations", nullptr, {"perf::CPU-MIGRATIONS"}},
+        {"faults", nullptr, {"perf::PAGE-FAULTS"}}},
        {{"cpus_utilized", "clock", "CPUs utilized: seconds of CPU time per second."},
         {"context_switches_per_cpu_second", "cs / clock",
          "Context switches per second of CPU time."},
@@ -169,11 +173,13 @@ std::vector<GroupDefinition> builtin_groups() {
     for (const auto& member_row : row.members) {
       GroupMember member;
       member.variable = member_row.variable;
-      member.metric = member_row.metric;
+      member.metric = member_row.metric != nullptr
+                          ? member_row.metric
+                          : default_metric_base(member_row.candidates.front());
       for (const char* candidate : member_row.candidates) {
         PapiEventConfig event;
         event.event = candidate;
-        event.metric = member_row.metric;
+        event.metric = member.metric;
         member.candidates.push_back(std::move(event));
       }
       member.unit = event_unit(member.candidates.front().event);

@@ -133,25 +133,43 @@ std::vector<GroupDefinition> group_definitions(const std::vector<GroupRef>& refs
 }
 
 MemberChoice choose_members(const GroupDefinition& group,
-                            const std::function<std::string(const PapiEventConfig&)>& why_not) {
+                            const std::function<CandidateVerdict(const PapiEventConfig&)>& judge,
+                            const std::string& this_machine) {
   MemberChoice choice;
   for (const auto& member : group.members) {
-    std::string first_reason;
+    std::vector<std::pair<std::string, CandidateVerdict>> refused;  // candidate, verdict
     bool chosen = false;
     for (const auto& candidate : member.candidates) {
-      const std::string reason = why_not(candidate);
-      if (reason.empty()) {
+      CandidateVerdict verdict = judge(candidate);
+      if (verdict.reason.empty()) {
         choice.events.push_back(candidate);
         chosen = true;
         break;
       }
-      if (first_reason.empty()) first_reason = candidate.event + ": " + reason;
+      refused.emplace_back(candidate.event, std::move(verdict));
     }
-    if (!chosen) {
-      choice.events.clear();
-      choice.unavailable = member.variable + " (" + first_reason + ")";
+    if (chosen) continue;
+    choice.events.clear();
+    choice.member = member.variable;
+    // The first this machine has; else the only one there is.
+    auto given = std::find_if(refused.begin(), refused.end(),
+                              [](const auto& entry) { return !entry.second.elsewhere; });
+    if (given == refused.end() && refused.size() == 1) given = refused.begin();
+    if (given != refused.end()) {
+      choice.event = given->first;
+      choice.cause = given->second.cause;
+      choice.unavailable =
+          member.variable + " (" + given->first + ": " + given->second.reason + ")";
       return choice;
     }
+    std::vector<std::string> tried;
+    for (const auto& entry : refused) tried.push_back(entry.first);
+    choice.event = join(tried);
+    choice.cause = refused.empty() ? "no events" : refused.front().second.cause;
+    choice.unavailable = member.variable +
+                         " (none of its events is one this machine has: " + this_machine +
+                         "; tried " + join(tried) + ")";
+    return choice;
   }
   return choice;
 }

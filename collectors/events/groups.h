@@ -64,15 +64,33 @@ std::vector<GroupDefinition> group_definitions(const std::vector<GroupRef>& refs
                                                const std::vector<GroupConfig>& user,
                                                const std::string& config_path);
 
-// The event each member counts on this machine: the first candidate `why_not` has no objection
-// to ("" means countable). When a member has none, `unavailable` says why (the first
-// candidate's reason) and `events` is empty: the group is counted whole or not at all.
+// What probing one candidate found: "" when this machine can count it, else why not. A candidate
+// is `elsewhere` when it is not an event of this machine at all (libpfm4 or the kernel's sysfs
+// cannot encode it: another vendor's event, a sysfs PMU or event this kernel lacks), as opposed to
+// one of this machine's own events that cannot be opened here (no PMU in a VM, no permission).
+struct CandidateVerdict {
+  std::string reason;  // the whole sentence, with the remedy
+  std::string cause;   // short and stable, for a metric's label: "ENOENT (No such file ...)"
+  bool elsewhere = false;
+};
+
+// The event each member counts on this machine: the first candidate `judge` finds countable.
+// When a member has none, the group is counted whole or not at all: `events` is empty and
+// `unavailable` says why, from the first candidate this machine has (on AMD, AMD's event, not
+// Intel's listed before it); when none is one of this machine's, it names `this_machine` (its
+// PMU, pfm_encoder.h) and every candidate tried. A single candidate's own reason is given as it is.
 struct MemberChoice {
   std::vector<PapiEventConfig> events;  // per member
-  std::string unavailable;
+  std::string unavailable;              // "" or "<member> (<event>: <reason>)"
+  // The parts of `unavailable`: the member, the event whose reason it gives (every candidate,
+  // comma-separated, when none is this machine's) and a short cause.
+  std::string member;
+  std::string event;
+  std::string cause;
 };
 MemberChoice choose_members(const GroupDefinition& group,
-                            const std::function<std::string(const PapiEventConfig&)>& why_not);
+                            const std::function<CandidateVerdict(const PapiEventConfig&)>& judge,
+                            const std::string& this_machine);
 
 // The HELP of a member's family: what the event is, and that it is counted in a group.
 std::string member_help(const GroupDefinition& group, const GroupMember& member);

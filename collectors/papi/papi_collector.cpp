@@ -44,7 +44,8 @@ class UnavailablePapiCollector final : public Collector {
 class PapiCollector final : public Collector {
  public:
   PapiCollector(const PapiCollectorConfig& config, const std::vector<EventSpec>& events,
-                const std::vector<papi::ExportedGroup>& groups, const Topology& topology,
+                const std::vector<papi::ExportedGroup>& groups,
+                const std::vector<papi::DroppedGroup>& dropped, const Topology& topology,
                 std::unique_ptr<CounterSource> source, papi::Maintenance maintenance)
       : source_(std::move(source)), maintenance_(std::move(maintenance)) {
     if (!source_) throw std::invalid_argument("papi collector: no counter source");
@@ -68,7 +69,7 @@ class PapiCollector final : public Collector {
       if (declared.insert(event.family).second) declared_.push_back({event.family, event.where});
     }
     families_ = papi::event_families(config, named, group_of, topology, layout);
-    status_ = papi::status_families(named, events.size(), layout);
+    status_ = papi::status_families(named, events.size(), layout, dropped);
     if (maintenance_.online_cpus) {
       for (const auto& set : layout.event_sets) cpu_online_.emplace(set.cpu, true);
       if (const auto online = maintenance_.online_cpus()) note_online(*online, false);
@@ -353,9 +354,10 @@ std::unique_ptr<Collector> make_papi_unavailable_collector(const std::string& re
 std::unique_ptr<Collector> make_papi_collector_from_source(
     const PapiCollectorConfig& config, std::vector<events::EventSpec> events,
     const Topology& topology, std::unique_ptr<papi::CounterSource> source,
-    papi::Maintenance maintenance, std::vector<papi::ExportedGroup> groups) {
-  return std::make_unique<PapiCollector>(config, events, groups, topology, std::move(source),
-                                         std::move(maintenance));
+    papi::Maintenance maintenance, std::vector<papi::ExportedGroup> groups,
+    std::vector<papi::DroppedGroup> dropped) {
+  return std::make_unique<PapiCollector>(config, events, groups, dropped, topology,
+                                         std::move(source), std::move(maintenance));
 }
 
 }  // namespace hwperf

@@ -47,17 +47,27 @@ struct ExportedGroup {
   std::string name;
   std::vector<events::EventSpec> members;
 };
+// A default group this machine cannot count: exported as
+// hwperf_papi_group_dropped{group, member, event, reason} 1 (papi_groups.h: PlannedGroup).
+struct DroppedGroup {
+  std::string name;
+  std::string member;
+  std::string event;
+  std::string reason;
+};
 }  // namespace papi
 
 // The collector around any source (tests use a fake one). Uses config.granularity and
 // config.domain only; `events` are those the source was opened with, in the same order, and
 // `groups` those it counts as kernel groups. Per group it exports
-// hwperf_<level>_group_enabled_seconds_total and _running_seconds_total. Throws ConfigError if
-// a metric name is invalid or clashes (within the ungrouped events, or within one group).
+// hwperf_<level>_group_enabled_seconds_total and _running_seconds_total; `dropped` are the
+// default groups left out. Throws ConfigError if a metric name is invalid or clashes (within the
+// ungrouped events, or within one group).
 std::unique_ptr<Collector> make_papi_collector_from_source(
     const PapiCollectorConfig& config, std::vector<events::EventSpec> events,
     const Topology& topology, std::unique_ptr<papi::CounterSource> source,
-    papi::Maintenance maintenance = {}, std::vector<papi::ExportedGroup> groups = {});
+    papi::Maintenance maintenance = {}, std::vector<papi::ExportedGroup> groups = {},
+    std::vector<papi::DroppedGroup> dropped = {});
 
 // The collector when PAPI cannot count on this machine at all and only the default events were
 // asked for: hwperf_papi_available{reason} 0, nothing else. `reason` is

@@ -85,6 +85,7 @@ struct Prepared {
   std::vector<std::size_t> opened_as;         // spec index -> the source's event index
   std::vector<papi::PlannedGroup> groups;     // counted, in the layout's order
   std::vector<papi::ExportedGroup> exported;  // the same, as the collector exports them
+  std::vector<papi::DroppedGroup> dropped;    // default groups this machine cannot count
 };
 
 bool default_set(const PapiCollectorConfig& config) {
@@ -192,9 +193,13 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
   request.paths = paths;
   // The default groups are best effort like the default events; groups the user listed are
   // strict (a ConfigError naming each one that cannot be counted).
+  std::vector<papi::PlannedGroup> skipped;
   prepared.groups = papi::countable_groups(groups, group_probe(config, prepared.cpus, paths),
-                                           !config.groups_given);
+                                           !config.groups_given, &skipped);
   prepared.exported = papi::exported_groups(prepared.groups);
+  for (const auto& group : skipped) {
+    prepared.dropped.push_back({group.definition.name, group.member, group.event, group.cause});
+  }
   std::vector<papi::GroupOpening> openings;
   std::size_t next_event = prepared.specs.size();
   for (const auto& group : prepared.groups) {
@@ -373,7 +378,7 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
   maintenance.online_cpus = [sysfs = paths.sysfs] { return read_online_cpus(sysfs); };
   return make_papi_collector_from_source(config, std::move(prepared.specs), topology,
                                          std::move(prepared.source), std::move(maintenance),
-                                         std::move(prepared.exported));
+                                         std::move(prepared.exported), std::move(prepared.dropped));
 }
 
 FileNeed papi_file_need(const PapiCollectorConfig& config, const Topology& topology,

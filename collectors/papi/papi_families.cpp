@@ -51,6 +51,44 @@ std::string help_text(const EventSpec& event, const PapiCollectorConfig& config)
   return help;
 }
 
+// hwperf_papi_event_dropped: one series per event and reason, not per CPU: on a 512-CPU
+// machine without a PMU a dropped event would otherwise be 512 series saying the same thing.
+prometheus::MetricFamily dropped_event_family(const std::vector<EventSpec>& events,
+                                              const SourceLayout& layout) {
+  auto dropped = make_gauge_family(
+      {"papi", "event", "dropped"},
+      "How many CPUs a PAPI event could not be opened on at startup (not retried), per event "
+      "and PAPI's reason; cpus lists them. The startup log names the remedy.");
+  std::map<std::pair<std::size_t, std::string>, std::vector<unsigned>> grouped;
+  for (const auto& drop : layout.dropped) grouped[{drop.event, drop.reason}].push_back(drop.cpu);
+  for (auto& [key, cpus] : grouped) {
+    const auto& [index, reason] = key;
+    const std::string event = index < events.size() ? events[index].event : std::to_string(index);
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    add_gauge(dropped, {{"event", event}, {"reason", reason}, {"cpus", format_cpu_list(cpus)}},
+              static_cast<double>(cpus.size()));
+  }
+  return dropped;
+}
+
+prometheus::MetricFamily dropped_group_family(const std::vector<DroppedGroup>& groups) {
+  auto family = make_gauge_family(
+      {"papi", "group", "dropped"},
+      "1 per default event group this machine cannot count (decided once at startup): the "
+      "member that cannot be counted, the event whose reason is given (the first of its events "
+      "this machine has) and why. The startup log and --check-config give the whole reason.");
+  for (const auto& group : groups) {
+    add_gauge(family,
+              {{"group", group.name},
+               {"member", group.member},
+               {"event", group.event},
+               {"reason", group.reason}},
+              1.0);
+  }
+  return family;
+}
+
 }  // namespace
 
 std::vector<EventFamily> event_families(const PapiCollectorConfig& config,
@@ -112,9 +150,9 @@ prometheus::MetricFamily availability_family(const std::string& reason) {
   return family;
 }
 
-std::vector<prometheus::MetricFamily> status_families(const std::vector<EventSpec>& events,
-                                                      std::size_t configured,
-                                                      const SourceLayout& layout) {
+std::vector<prometheus::MetricFamily> status_families(
+    const std::vector<EventSpec>& events, std::size_t configured, const SourceLayout& layout,
+    const std::vector<DroppedGroup>& dropped_groups) {
   std::vector<prometheus::MetricFamily> out;
   out.push_back(availability_family("ok"));
   auto info = make_gauge_family(
@@ -131,25 +169,8 @@ std::vector<prometheus::MetricFamily> status_families(const std::vector<EventSpe
               1.0);
   }
   out.push_back(std::move(info));
-  if (!layout.dropped.empty()) {
-    auto dropped = make_gauge_family(
-        {"papi", "event", "dropped"},
-        "How many CPUs a PAPI event could not be opened on at startup (not retried), per event "
-        "and PAPI's reason; cpus lists them. The startup log names the remedy.");
-    // One series per event and reason, not per CPU: on a 512-CPU machine without a PMU a
-    // dropped event would otherwise be 512 series saying the same thing.
-    std::map<std::pair<std::size_t, std::string>, std::vector<unsigned>> grouped;
-    for (const auto& drop : layout.dropped) grouped[{drop.event, drop.reason}].push_back(drop.cpu);
-    for (auto& [key, cpus] : grouped) {
-      const auto& [index, reason] = key;
-      const std::string event = index < events.size() ? events[index].event : std::to_string(index);
-      std::sort(cpus.begin(), cpus.end());
-      cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
-      add_gauge(dropped, {{"event", event}, {"reason", reason}, {"cpus", format_cpu_list(cpus)}},
-                static_cast<double>(cpus.size()));
-    }
-    out.push_back(std::move(dropped));
-  }
+  if (!layout.dropped.empty()) out.push_back(dropped_event_family(events, layout));
+  if (!dropped_groups.empty()) out.push_back(dropped_group_family(dropped_groups));
   auto multiplexed = make_gauge_family(
       {"papi", "event", "set", "multiplexed"},
       "1 if the PAPI event set time-shares the hardware counters (its counts are scaled "

@@ -11,6 +11,7 @@
 #include "collectors/events/emission.h"
 #include "collectors/events/event_specs.h"
 #include "collectors/papi/counter_source.h"
+#include "collectors/papi/papi_collector.h"
 #include "config/config.h"
 #include "topology/topology.h"
 
@@ -41,9 +42,9 @@ std::vector<EventFamily> event_families(const PapiCollectorConfig& config,
 prometheus::MetricFamily availability_family(const std::string& reason);
 
 // Availability ("ok"), event info (of the first `configured` events: those not in a group),
-// dropped events and event-set shapes.
-std::vector<prometheus::MetricFamily> status_families(const std::vector<events::EventSpec>& events,
-                                                      std::size_t configured,
-                                                      const SourceLayout& layout);
+// dropped events, dropped default groups and event-set shapes.
+std::vector<prometheus::MetricFamily> status_families(
+    const std::vector<events::EventSpec>& events, std::size_t configured,
+    const SourceLayout& layout, const std::vector<DroppedGroup>& dropped_groups = {});
 
 }  // namespace hwperf::papi

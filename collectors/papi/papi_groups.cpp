@@ -48,46 +48,69 @@ perf::EventEncoding encode_member(const std::string& event, const GroupProbe& pr
   std::string counted = event;
   if (events::is_preset(event)) {
     const auto preset = probe.presets->lookup(event, probe.paths.procfs);
-    if (preset && !preset->single_native.empty()) {
-      counted = preset->single_native;
+    if (preset && !preset->single_native().empty()) {
+      counted = preset->single_native();
     } else if (const auto generic = events::generic_equivalent(event)) {
       counted = *generic;
     } else if (preset && preset->available && preset->native_terms > 1) {
+      const auto& terms = preset->derivation.terms;
       throw std::invalid_argument(
           "PAPI derives " + event + " here from " + std::to_string(preset->native_terms) +
-          " native events, and a group member is one kernel counter; make each native event a "
-          "member of its own (papi_avail -e " +
+          " native events" + (terms.empty() ? "" : " (" + events::derivation_text(terms) + ")") +
+          ", and a group member is one kernel counter; make each native event a member of its "
+          "own (papi_avail -e " +
           event + " names them)");
     }
   }
-  auto encoding = perf::is_sysfs_event_name(counted)
-                      ? perf::encode_sysfs_event(counted, probe.paths.sysfs, probe.domain)
-                      : perf::encode_event(counted, probe.domain);
-  encoding.name = event;
-  return encoding;
+  if (!perf::is_sysfs_event_name(counted)) {
+    auto encoding = perf::encode_event(counted, probe.domain);
+    encoding.name = event;
+    return encoding;
+  }
+  try {
+    auto encoding = perf::encode_sysfs_event(counted, probe.paths.sysfs, probe.domain);
+    encoding.name = event;
+    return encoding;
+  } catch (const std::invalid_argument& e) {
+    throw perf::UnknownEvent(e.what());  // this kernel has no such PMU or event
+  }
 }
 
 PlannedGroup plan_group(const events::GroupDefinition& group, const GroupProbe& probe) {
   PlannedGroup planned;
   planned.definition = group;
   std::vector<perf::EventEncoding> chosen;
-  const auto choice = events::choose_members(group, [&](const PapiEventConfig& candidate) {
-    perf::EventEncoding encoding;
-    try {
-      encoding = encode_member(candidate.event, probe);
-    } catch (const std::exception& e) {
-      // choose_members names the candidate already.
-      const std::string what = e.what();
-      const std::string named = candidate.event + ": ";
-      return what.rfind(named, 0) == 0 ? what.substr(named.size()) : what;
-    }
-    const auto opened = perf::open_counter(encoding, -1, probe.cpu);
-    if (!opened.ok()) return open_failure(encoding, opened.error, probe);
-    chosen.push_back(encoding);
-    return std::string();
-  });
+  const auto choice = events::choose_members(
+      group,
+      [&](const PapiEventConfig& candidate) {
+        events::CandidateVerdict verdict;
+        perf::EventEncoding encoding;
+        try {
+          encoding = encode_member(candidate.event, probe);
+        } catch (const std::invalid_argument& e) {
+          // choose_members names the candidate already.
+          const std::string what = e.what();
+          const std::string named = candidate.event + ": ";
+          verdict.reason = what.rfind(named, 0) == 0 ? what.substr(named.size()) : what;
+          verdict.elsewhere = dynamic_cast<const perf::UnknownEvent*>(&e) != nullptr;
+          verdict.cause = verdict.elsewhere ? "not an event of this machine" : "not one counter";
+          return verdict;
+        }
+        const auto opened = perf::open_counter(encoding, -1, probe.cpu);
+        if (!opened.ok()) {
+          verdict.reason = open_failure(encoding, opened.error, probe);
+          verdict.cause = "perf_event_open: " + errno_text(opened.error);
+          return verdict;
+        }
+        chosen.push_back(encoding);
+        return verdict;
+      },
+      perf::core_pmu_text());
   if (!choice.unavailable.empty()) {
     planned.unavailable = choice.unavailable;
+    planned.member = choice.member;
+    planned.event = choice.event;
+    planned.cause = choice.cause;
     return planned;
   }
   for (const auto& event : choice.events) planned.counted.push_back(event.event);
@@ -99,6 +122,11 @@ PlannedGroup plan_group(const events::GroupDefinition& group, const GroupProbe& 
   if (!group_open.ok()) {
     const std::size_t failed = group_open.value.failed_event();
     const auto& member = group.members.at(failed);
+    planned.member = member.variable;
+    planned.event = planned.counted[failed];
+    planned.cause = group_open.error == EINVAL && failed > 0
+                        ? "never on the counters together"
+                        : "perf_event_open: " + errno_text(group_open.error);
     planned.unavailable =
         group_open.error == EINVAL && failed > 0
             ? "its " + std::to_string(planned.encodings.size()) +
@@ -114,7 +142,8 @@ PlannedGroup plan_group(const events::GroupDefinition& group, const GroupProbe& 
 }
 
 std::vector<PlannedGroup> countable_groups(const std::vector<events::GroupDefinition>& groups,
-                                           const GroupProbe& probe, bool best_effort) {
+                                           const GroupProbe& probe, bool best_effort,
+                                           std::vector<PlannedGroup>* skipped) {
   std::vector<PlannedGroup> countable;
   std::vector<std::string> problems;
   for (const auto& group : groups) {
@@ -122,7 +151,9 @@ std::vector<PlannedGroup> countable_groups(const std::vector<events::GroupDefini
     if (planned.unavailable.empty()) {
       countable.push_back(std::move(planned));
     } else if (best_effort) {
-      log::warn("papi: not counting default group " + group.name + ": " + planned.unavailable);
+      log::warn("papi: not counting default group " + group.name + ": " + planned.unavailable +
+                " (see hwperf_papi_group_dropped)");
+      if (skipped != nullptr) skipped->push_back(std::move(planned));
     } else {
       problems.push_back((group.where.empty() ? "" : group.where + ": ") + "group " + group.name +
                          " cannot be counted here: " + planned.unavailable);

@@ -29,6 +29,10 @@ struct PlannedGroup {
   // "" when countable; else "<member> (<event>: <reason>)", or why the members can never be on
   // the counters together.
   std::string unavailable;
+  // Its parts (events::MemberChoice): the member, the event and a short cause.
+  std::string member;
+  std::string event;
+  std::string cause;
 };
 
 // One candidate as one kernel counter: a preset through the one native event PAPI defines it as
@@ -40,10 +44,12 @@ perf::EventEncoding encode_member(const std::string& event, const GroupProbe& pr
 PlannedGroup plan_group(const events::GroupDefinition& group, const GroupProbe& probe);
 
 // The groups to count. best_effort (the default groups): one that cannot be counted is skipped
-// with one warning naming the member and why; otherwise it is a ConfigError naming where it was
-// listed, the group, the member, the event and why. A group is never split.
+// with one warning naming the member and why, and added to `skipped` when given; otherwise it is
+// a ConfigError naming where it was listed, the group, the member, the event and why. A group is
+// never split.
 std::vector<PlannedGroup> countable_groups(const std::vector<events::GroupDefinition>& groups,
-                                           const GroupProbe& probe, bool best_effort);
+                                           const GroupProbe& probe, bool best_effort,
+                                           std::vector<PlannedGroup>* skipped = nullptr);
 
 // "group ipc: countable (perf::INSTRUCTIONS, perf::CYCLES)" or
 // "group ipc: NOT countable: ins (perf::INSTRUCTIONS: <reason>)".

@@ -172,9 +172,13 @@ EventLookup lookup_event(const std::string& event) {
   if (PAPI_get_event_info(code, &info) == PAPI_OK) {
     lookup.description = info.long_descr[0] != '\0' ? info.long_descr : info.short_descr;
     if (lookup.available && info.count > 1) lookup.native_terms = info.count;
-    const std::string derived = info.derived;
-    if (lookup.available && info.count == 1 && (derived.empty() || derived == "NOT_DERIVED")) {
-      lookup.single_native = info.name[0];
+    // Presets only: a native event's info has no derivation (and count 1, itself).
+    if (lookup.available && IS_PRESET(code)) {
+      std::vector<std::string> natives;
+      for (unsigned i = 0; i < info.count && i < PAPI_MAX_INFO_TERMS; ++i) {
+        natives.emplace_back(info.name[i]);
+      }
+      lookup.derivation = events::linear_derivation(info.derived, info.postfix, natives);
     }
   }
   return lookup;

@@ -8,6 +8,9 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "collectors/events/presets.h"
 
 namespace hwperf::papi {
 
@@ -70,9 +73,9 @@ struct EventLookup {
   // Native events a preset is derived from here (PAPI_event_info_t.count), each one perf event
   // and one descriptor per CPU; 1 for a native event or an undefined preset.
   unsigned native_terms = 1;
-  // For a preset PAPI defines here as exactly one native event, not derived: that event's name
-  // (what another backend can count it as); "" otherwise.
-  std::string single_native;
+  // For a preset PAPI defines here: its recipe as a sum of native events (one term for a preset
+  // defined as one native event), what another backend can count it as; or why it is not one.
+  events::Derivation derivation;
 };
 // Whether PAPI knows this event name (with its qualifiers) at all. Knowing is not counting:
 // PAPI_TOT_INS is known on a machine without a PMU; open_papi_source() finds out the rest.

@@ -16,7 +16,7 @@ class PapiPresetCatalog final : public events::PresetCatalog {
     }
     const EventLookup found = lookup_event(preset);
     return events::PresetDefinition{found.known, found.available, found.native_terms,
-                                    found.single_native};
+                                    found.derivation};
   }
 };
 

@@ -1,6 +1,7 @@
 #include "collectors/perf/counted_events.h"
 
 #include <cerrno>
+#include <limits>
 #include <map>
 #include <stdexcept>
 
@@ -23,51 +24,56 @@ bool missing_counter(int error) {
   return error == ENOENT || error == EOPNOTSUPP || error == EINVAL || error == ENODEV;
 }
 
-// A PAPI preset as libpfm4 can encode it: the one native event PAPI defines it as on this CPU,
-// else the kernel's generic event with exactly its meaning (encode_event's own fallback); a
-// preset PAPI derives from several events (a sum or difference) cannot be one counter. Without
-// PAPI, only the kernel's generic equivalent is left.
-std::string counted_as(const std::string& event, const EventRequest& request) {
-  if (!events::is_preset(event)) return event;
+// A PAPI preset as native events libpfm4 can encode, each times an integer: PAPI's definition
+// here when it is one native event; else the kernel's generic event with exactly its meaning
+// (encode_event's own fallback); else PAPI's definition as a sum or difference of native events
+// (DERIVED_ADD, DERIVED_SUB, a postfix formula of + and -), counted side by side in one kernel
+// group. Throws std::invalid_argument saying why a preset cannot be counted. Any other event is
+// itself.
+std::vector<events::PresetTerm> preset_terms(const std::string& event,
+                                             const EventRequest& request) {
+  if (!events::is_preset(event)) return {{event, 1}};
   const auto preset = request.presets->lookup(event, request.procfs);
-  if (!preset) return event;
-  if (!preset->single_native.empty()) return preset->single_native;
-  if (preset->available && preset->native_terms > 1 && !events::generic_equivalent(event)) {
-    throw std::invalid_argument(event + " is derived here from " +
-                                std::to_string(preset->native_terms) +
-                                " native events, which one process counter cannot count; list "
-                                "them one by one (papi_avail -e " +
+  if (preset && !preset->single_native().empty()) return {{preset->single_native(), 1}};
+  // Without PAPI, or for a name PAPI does not know, encode_event says the rest.
+  if (!preset || !preset->known || events::generic_equivalent(event)) return {{event, 1}};
+  if (preset->available && !preset->derivation.terms.empty()) return preset->derivation.terms;
+  if (preset->available) {
+    throw std::invalid_argument(event + ": " + preset->derivation.refused +
+                                ", and no kernel generic event has exactly its meaning; count "
+                                "the native events it is made of instead (papi_avail -e " +
                                 event + " names them)");
   }
-  return event;
+  throw std::invalid_argument(event + ": this PAPI has no definition of it for this CPU (" +
+                              core_pmu_text() +
+                              "), and no kernel generic event has exactly its meaning; count "
+                              "the native event it stands for instead (papi_native_avail lists "
+                              "this CPU's)");
 }
 
-// What probing one event found: its encoding, or why it cannot be counted here (`encoding_error`
-// is libpfm4's whole sentence, `reason` the kernel's answer without the event's name).
+// What probing one event found: its counters (one, or a derived preset's terms), or why it
+// cannot be counted here (`encoding_error` is libpfm4's or PAPI's whole sentence, `reason` the
+// kernel's answer without the event's name).
 struct Probe {
-  EventEncoding encoding;
+  std::vector<CountedTerm> terms;
+  std::string counted_as;  // a preset's definition here
   std::string encoding_error;
+  bool elsewhere = false;  // libpfm4 cannot encode it here: not an event of this machine
   std::string reason;
+  std::string cause;  // short: "perf_event_open: ENOENT (...)"
   bool ok() const { return encoding_error.empty() && reason.empty(); }
   std::string why(const std::string& event) const {
-    return !encoding_error.empty() ? encoding_error : event + ": " + reason;
+    if (!encoding_error.empty()) return encoding_error;
+    return event + (counted_as.empty() ? "" : " (counted as " + counted_as + ")") + ": " + reason;
   }
 };
 
-// Encodes an event and opens it once on this thread: what cannot be counted here is found at
-// startup, not on the first scrape. Without CAP_PERFMON and with kernel.perf_event_paranoid = 2,
-// the kernel lets a user count user mode only (perf stat does the same): then every event counts
-// user mode, and the collector says so (the caller narrows what was resolved before).
-Probe probe_event(const std::string& event, const EventRequest& request, ResolvedEvents& resolved) {
-  Probe probe;
-  try {
-    probe.encoding = perf::encode_event(counted_as(event, request), resolved.domain);
-    probe.encoding.name = event;
-  } catch (const std::invalid_argument& e) {
-    probe.encoding_error = e.what();
-    return probe;
-  }
-  EventEncoding& encoding = probe.encoding;
+// Opens one counter once on this thread: what cannot be counted here is found at startup, not on
+// the first scrape. Without CAP_PERFMON and with kernel.perf_event_paranoid = 2, the kernel lets
+// a user count user mode only (perf stat does the same): then every event counts user mode, and
+// the collector says so (the caller narrows what was resolved before).
+void probe_open(EventEncoding& encoding, const EventRequest& request, ResolvedEvents& resolved,
+                Probe& probe) {
   auto opened = perf::open_counter(encoding, 0, -1);
   if ((opened.error == EACCES || opened.error == EPERM) && !encoding.exclude_kernel &&
       resolved.domain != CountingDomain::kernel) {
@@ -88,22 +94,92 @@ Probe probe_event(const std::string& event, const EventRequest& request, Resolve
     encoding.exclude_hv = true;
   }
   if (!opened.ok()) {
-    probe.reason = "perf_event_open: " + errno_text(opened.error) +
+    probe.cause = "perf_event_open: " + errno_text(opened.error);
+    probe.reason = probe.cause +
                    (missing_counter(opened.error)
                         ? " (this machine has no such counter: a VM without a hardware PMU counts "
                           "software events only, perf::TASK-CLOCK, perf::PAGE-FAULTS, ...)"
                         : "; run as root, grant CAP_PERFMON, or lower kernel.perf_event_paranoid");
   }
+}
+
+// Why a group whose members all count alone cannot be opened together; "" when it can.
+std::string open_together(const EventRequest& request, const std::vector<EventEncoding>& events) {
+  const auto opened =
+      request.open_group ? request.open_group(events) : CounterGroup::open(events, 0, -1);
+  if (opened.ok()) return "";
+  const std::size_t failed = opened.value.failed_event();
+  const std::string event = failed < events.size() ? events[failed].name : "?";
+  if (opened.error == EINVAL && failed > 0) {
+    return "its " + std::to_string(events.size()) +
+           " events can never be on the counters together (the kernel refused " + event +
+           " beside the others: " + errno_text(opened.error) +
+           "); list fewer events in it, or split it into groups of your own";
+  }
+  return event + ": perf_event_open of the group: " + errno_text(opened.error);
+}
+
+std::vector<EventEncoding> encodings_of(const std::vector<CountedTerm>& terms) {
+  std::vector<EventEncoding> encodings;
+  for (const auto& term : terms) encodings.push_back(term.encoding);
+  return encodings;
+}
+
+// Encodes an event (a preset as its native events) and opens each counter once; a derived
+// preset's terms must also open together, as they are counted.
+Probe probe_event(const std::string& event, const EventRequest& request, ResolvedEvents& resolved) {
+  Probe probe;
+  try {
+    const auto natives = preset_terms(event, request);
+    for (const auto& native : natives) {
+      CountedTerm term{perf::encode_event(native.native, resolved.domain), native.coefficient};
+      term.encoding.name = natives.size() == 1 ? event : native.native + " (of " + event + ")";
+      probe.terms.push_back(std::move(term));
+    }
+    if (natives.size() > 1 || natives.front().native != event) {
+      probe.counted_as = events::derivation_text(natives);
+    }
+  } catch (const std::invalid_argument& e) {
+    probe.encoding_error = e.what();
+    probe.elsewhere = dynamic_cast<const perf::UnknownEvent*>(&e) != nullptr;
+    return probe;
+  }
+  for (auto& term : probe.terms) {
+    probe_open(term.encoding, request, resolved, probe);
+    if (!probe.ok()) return probe;
+  }
+  if (probe.terms.size() > 1) {
+    probe.reason = open_together(request, encodings_of(probe.terms));
+    if (!probe.reason.empty()) probe.cause = "its terms never on the counters together";
+  }
   return probe;
+}
+
+void set_counters(CountedEvent& event, const Probe& probe) {
+  event.encoding = probe.terms.front().encoding;
+  if (probe.terms.size() > 1) event.derived = probe.terms;
+  event.counted_as = probe.counted_as;
 }
 
 std::string mode_and_scope(const EventRequest& request, const ResolvedEvents& resolved,
                            const CountedEvent& event) {
-  return request.counted_for + " (event " + event.event + ", " + to_string(resolved.domain) +
+  const std::string as = event.counted_as.empty() ? "" : " counted as " + event.counted_as;
+  return request.counted_for + " (event " + event.event + as + ", " + to_string(resolved.domain) +
          " mode), " + request.scope + ", scaled where multiplexed." +
          (event.unit == events::Unit::nanoseconds
               ? " Seconds, converted from the event's nanoseconds."
               : "");
+}
+
+// Family names of `counted`, one spec each (events::name_families, the one place they are made).
+void name_counted(std::vector<CountedEvent>& counted, std::vector<events::EventSpec>& named,
+                  const EventRequest& request, std::vector<std::string>& problems) {
+  const auto naming = events::name_families(named, request.level);
+  problems.insert(problems.end(), naming.begin(), naming.end());
+  for (std::size_t i = 0; i < named.size(); ++i) {
+    counted[i].family = named[i].family;
+    counted[i].metric = named[i].metric;
+  }
 }
 
 void resolve_events(const EventRequest& request, ResolvedEvents& resolved,
@@ -133,47 +209,66 @@ void resolve_events(const EventRequest& request, ResolvedEvents& resolved,
         events::description_of(event, [](const std::string& name) { return "Event " + name; });
     if (description.back() != '.') description += '.';
     resolved_event.help = description + " ";  // the mode is known once every event is probed
-    resolved_event.encoding = probe.encoding;
+    set_counters(resolved_event, probe);
     resolved.events.push_back(std::move(resolved_event));
     named.push_back(std::move(spec));
   }
-  const auto naming = events::name_families(named, request.level);
-  problems.insert(problems.end(), naming.begin(), naming.end());
-  for (std::size_t i = 0; i < named.size(); ++i) {
-    resolved.events[i].family = named[i].family;
-    resolved.events[i].metric = named[i].metric;
-  }
+  name_counted(resolved.events, named, request, problems);
 }
 
-// Why a group whose members all count alone cannot be opened together; "" when it can.
-std::string open_together(const EventRequest& request, const std::vector<EventEncoding>& events) {
-  const auto opened =
-      request.open_group ? request.open_group(events) : CounterGroup::open(events, 0, -1);
-  if (opened.ok()) return "";
-  const std::size_t failed = opened.value.failed_event();
-  const std::string event = failed < events.size() ? events[failed].name : "?";
-  if (opened.error == EINVAL && failed > 0) {
-    return "its " + std::to_string(events.size()) +
-           " events can never be on the counters together (the kernel refused " + event +
-           " beside the others: " + errno_text(opened.error) +
-           "); list fewer events in it, or split it into groups of your own";
+// A candidate's probe as events::choose_members judges it.
+events::CandidateVerdict verdict_of(const Probe& probe, const std::string& candidate) {
+  const std::string& error = probe.encoding_error;
+  if (error.empty()) return {probe.reason, probe.cause, false};
+  const std::string named = candidate + ": ";  // choose_members names the candidate already
+  return {error.rfind(named, 0) == 0 ? error.substr(named.size()) : error,
+          probe.elsewhere ? "not an event of this machine" : "not one counter", probe.elsewhere};
+}
+
+// The chosen events of a countable group as its members are counted and named.
+CountedGroup counted_group(const events::GroupDefinition& group,
+                           const std::vector<PapiEventConfig>& chosen,
+                           const std::map<std::string, Probe>& probes, const EventRequest& request,
+                           std::vector<std::string>& problems) {
+  CountedGroup counted{group.name, group.where, {}};
+  std::vector<events::EventSpec> named;
+  for (std::size_t i = 0; i < group.members.size(); ++i) {
+    const auto& member = group.members[i];
+    CountedEvent event;
+    event.event = chosen[i].event;
+    event.where = group.where;
+    event.unit = member.unit;
+    event.help = events::member_help(group, member) + " ";
+    set_counters(event, probes.at(event.event));
+    counted.members.push_back(std::move(event));
+    events::EventSpec spec;
+    spec.event = chosen[i].event;
+    spec.where = group.where;
+    spec.metric = member.metric;
+    named.push_back(std::move(spec));
   }
-  return event + ": perf_event_open of the group: " + errno_text(opened.error);
+  // Named per group: a member shares its family with the same metric elsewhere.
+  name_counted(counted.members, named, request, problems);
+  return counted;
 }
 
 void resolve_groups(const EventRequest& request, ResolvedEvents& resolved,
                     std::vector<std::string>& problems) {
   for (const auto& group : request.groups) {
-    std::map<std::string, EventEncoding> encoded;  // candidate -> encoding, when countable
-    const auto choice = events::choose_members(group, [&](const PapiEventConfig& candidate) {
-      const Probe probe = probe_event(candidate.event, request, resolved);
-      if (!probe.ok()) return probe.encoding_error.empty() ? probe.reason : probe.encoding_error;
-      encoded[candidate.event] = probe.encoding;
-      return std::string();
-    });
+    std::map<std::string, Probe> probes;  // candidate -> what probing it found
+    const auto choice = events::choose_members(
+        group,
+        [&](const PapiEventConfig& candidate) {
+          const auto& probe = probes[candidate.event] =
+              probe_event(candidate.event, request, resolved);
+          return verdict_of(probe, candidate.event);
+        },
+        perf::core_pmu_text());
     std::string why = choice.unavailable;
-    std::vector<EventEncoding> encodings;
-    for (const auto& event : choice.events) encodings.push_back(encoded.at(event.event));
+    std::vector<EventEncoding> encodings;  // every member's counters, a derived one's terms
+    for (const auto& event : choice.events) {
+      for (const auto& term : probes.at(event.event).terms) encodings.push_back(term.encoding);
+    }
     if (why.empty()) why = open_together(request, encodings);
     if (!why.empty()) {
       resolved.group_lines.push_back("group " + group.name + ": NOT countable: " + why);
@@ -184,30 +279,7 @@ void resolve_groups(const EventRequest& request, ResolvedEvents& resolved,
       }
       continue;
     }
-    CountedGroup counted{group.name, group.where, {}};
-    std::vector<events::EventSpec> named;
-    for (std::size_t i = 0; i < group.members.size(); ++i) {
-      const auto& member = group.members[i];
-      CountedEvent event;
-      event.event = choice.events[i].event;
-      event.where = group.where;
-      event.unit = member.unit;
-      event.help = events::member_help(group, member) + " ";
-      event.encoding = encodings[i];
-      counted.members.push_back(std::move(event));
-      events::EventSpec spec;
-      spec.event = choice.events[i].event;
-      spec.where = group.where;
-      spec.metric = member.metric;
-      named.push_back(std::move(spec));
-    }
-    // Named per group: a member shares its family with the same metric elsewhere.
-    const auto naming = events::name_families(named, request.level);
-    problems.insert(problems.end(), naming.begin(), naming.end());
-    for (std::size_t i = 0; i < named.size(); ++i) {
-      counted.members[i].family = named[i].family;
-      counted.members[i].metric = named[i].metric;
-    }
+    CountedGroup counted = counted_group(group, choice.events, probes, request, problems);
     std::vector<std::string> names;
     for (const auto& member : counted.members) names.push_back(member.event);
     resolved.group_lines.push_back("group " + group.name + ": countable (" + join(names) + ")");
@@ -233,8 +305,12 @@ ResolvedEvents resolve_counted_events(const EventRequest& request) {
   }
   for (CountedEvent* event : all) {
     if (!resolved.domain_note.empty()) {
-      event->encoding.exclude_kernel = true;
-      event->encoding.exclude_hv = true;
+      std::vector<EventEncoding*> encodings = {&event->encoding};
+      for (auto& term : event->derived) encodings.push_back(&term.encoding);
+      for (EventEncoding* encoding : encodings) {
+        encoding->exclude_kernel = true;
+        encoding->exclude_hv = true;
+      }
     }
     event->help += mode_and_scope(request, resolved, *event);
   }
@@ -250,32 +326,62 @@ ResolvedEvents resolve_counted_events(const EventRequest& request) {
 
 std::vector<std::string> event_lines(const std::vector<CountedEvent>& events) {
   std::vector<std::string> lines;
-  for (const auto& event : events) lines.push_back("event " + event.event + " -> " + event.family);
+  for (const auto& event : events) {
+    lines.push_back("event " + event.event + " -> " + event.family +
+                    (event.counted_as.empty() ? "" : " (counted as " + event.counted_as + ")"));
+  }
   return lines;
+}
+
+std::vector<CountedTerm> counters_of(const CountedEvent& event) {
+  if (!event.derived.empty()) return event.derived;
+  return {{event.encoding, 1}};
 }
 
 CountingPlan counting_plan(const std::vector<CountedEvent>& events,
                            const std::vector<CountedGroup>& groups) {
   CountingPlan plan;
   std::map<std::string, std::size_t> family_of;
-  auto add = [&](const CountedEvent& event, const std::string& group) {
+  auto add = [&](const CountedEvent& event, const std::string& group, CountingUnit& unit) {
     const auto [at, added] = family_of.emplace(event.family, plan.families.size());
     if (added) plan.families.push_back({event.family, event.help, event.where});
-    plan.values.push_back({at->second, event.unit, group, event.event});
+    CountedValue value{at->second, event.unit, group, event.event, {}};
+    for (const auto& term : counters_of(event)) {
+      value.terms.emplace_back(plan.counts++, term.coefficient);
+      unit.events.push_back(term.encoding);
+    }
+    plan.values.push_back(std::move(value));
   };
   for (const auto& event : events) {
-    plan.units.push_back({"", {event.encoding}, plan.values.size()});
-    add(event, "");
+    CountingUnit unit{"", {}, plan.counts, plan.values.size()};
+    add(event, "", unit);
+    plan.units.push_back(std::move(unit));
   }
   for (const auto& group : groups) {
-    CountingUnit unit{group.name, {}, plan.values.size()};
-    for (const auto& member : group.members) {
-      unit.events.push_back(member.encoding);
-      add(member, group.name);
-    }
+    CountingUnit unit{group.name, {}, plan.counts, plan.values.size()};
+    for (const auto& member : group.members) add(member, group.name, unit);
     plan.units.push_back(std::move(unit));
   }
   return plan;
+}
+
+std::vector<std::uint64_t> value_totals(const CountingPlan& plan,
+                                        const std::vector<std::uint64_t>& counts,
+                                        std::size_t slots) {
+  std::vector<std::uint64_t> values(plan.values.size() * slots, 0);
+  for (std::size_t value = 0; value < plan.values.size(); ++value) {
+    for (std::size_t slot = 0; slot < slots; ++slot) {
+      __int128 sum = 0;
+      for (const auto& [count, coefficient] : plan.values[value].terms) {
+        sum += static_cast<__int128>(coefficient) *
+               static_cast<__int128>(counts.at(count * slots + slot));
+      }
+      const auto most = static_cast<__int128>(std::numeric_limits<std::uint64_t>::max());
+      values[value * slots + slot] =
+          sum <= 0 ? 0 : static_cast<std::uint64_t>(sum > most ? most : sum);
+    }
+  }
+  return values;
 }
 
 std::vector<prometheus::MetricFamily> counter_families(const CountingPlan& plan) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <stdexcept>
+#include <vector>
 
 #include "collectors/events/vocabulary.h"
 
@@ -25,6 +26,30 @@ void initialize_pfm() {
   }
 }
 
+std::string core_pmu_text() {
+  try {
+    initialize_pfm();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  std::vector<std::string> cores;
+  int pmu = 0;
+  pfm_for_all_pmus(pmu) {
+    pfm_pmu_info_t info;
+    std::memset(&info, 0, sizeof info);
+    info.size = sizeof info;
+    if (pfm_get_pmu_info(static_cast<pfm_pmu_t>(pmu), &info) != PFM_SUCCESS) continue;
+    if (info.is_present && info.type == PFM_PMU_TYPE_CORE) {
+      cores.push_back(std::string(info.name) + " (" + info.desc + ")");
+    }
+  }
+  if (cores.empty()) return "libpfm4 knows no core PMU of this CPU";
+  std::string text = "libpfm4's core PMU is " + cores.front();
+  for (std::size_t i = 1; i < cores.size(); ++i)
+    text += (i + 1 == cores.size() ? " and " : ", ") + cores[i];
+  return text;
+}
+
 EventEncoding encode_event(const std::string& name, CountingDomain domain) {
   initialize_pfm();
   std::string counted = name;
@@ -33,9 +58,9 @@ EventEncoding encode_event(const std::string& name, CountingDomain domain) {
     if (!generic) {
       throw std::invalid_argument(
           name +
-          " is neither one native event in PAPI's definition for this CPU nor a kernel generic "
-          "event with exactly its meaning; name the native event instead (`papi_native_avail` "
-          "lists them)");
+          ": PAPI defines no native events for it on this CPU (or cannot start, or does not know "
+          "the name), and no kernel generic event has exactly its meaning; name the native "
+          "event instead (`papi_native_avail` lists this CPU's)");
     }
     counted = *generic;
   }
@@ -59,12 +84,12 @@ EventEncoding encode_event(const std::string& name, CountingDomain domain) {
   if (status != PFM_SUCCESS) {
     // With LIBPFM_FORCE_PMU set, libpfm4 knows that PMU's events only, not even perf::'s.
     const char* forced = std::getenv("LIBPFM_FORCE_PMU");
-    throw std::invalid_argument(
-        name + ": " + pfm_strerror(status) +
-        (forced != nullptr ? " (LIBPFM_FORCE_PMU=" + std::string(forced) +
-                                 " is set, which leaves libpfm4 that PMU's events only; unset it)"
-                           : std::string(" (`papi_native_avail` lists the events this machine "
-                                         "knows)")));
+    throw UnknownEvent(name + ": " + pfm_strerror(status) +
+                       (forced != nullptr
+                            ? " (LIBPFM_FORCE_PMU=" + std::string(forced) +
+                                  " is set, which leaves libpfm4 that PMU's events only; unset it)"
+                            : std::string(" (`papi_native_avail` lists the events this machine "
+                                          "knows)")));
   }
   if (attr.sample_period != 0 || attr.freq != 0) {
     throw std::invalid_argument(name + ": a sampling event; the exporter only counts");

@@ -279,9 +279,10 @@ std::vector<std::uint64_t> ProcessCollector::target_totals(const std::string& na
     if (target->plan.config().name != name) continue;
     const CountTotals totals = target->counting.read();
     const std::size_t slots = target->counting.slots();
+    const auto values = perf::value_totals(plan_, totals.counts, slots);
     for (std::size_t event = 0; event < sums.size(); ++event) {
       for (std::size_t slot = 0; slot < slots; ++slot) {
-        sums[event] += totals.counts[event * slots + slot];
+        sums[event] += values[event * slots + slot];
       }
     }
   }
@@ -327,17 +328,18 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
     if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
     const CountTotals totals = target->counting.read();
     const std::size_t slots = target->counting.slots();
+    const auto values = perf::value_totals(plan_, totals.counts, slots);
     for (std::size_t value = 0; value < plan_.events(); ++value) {
       Labels labels = {{"target", name}};
       perf::add_group_label(labels, plan_.values[value]);
-      events::add_series(counts[plan_.values[value].family], slot_series_, totals.counts,
-                         value * slots, plan_.values[value].unit, labels);
+      events::add_series(counts[plan_.values[value].family], slot_series_, values, value * slots,
+                         plan_.values[value].unit, labels);
     }
     for (std::size_t unit = 0; unit < plan_.units.size() && settings_.cpus.empty(); ++unit) {
       const auto& group = plan_.units[unit].group;
       const Labels labels = {
           {"target", name},
-          group.empty() ? Labels::value_type{"event", plan_.values[plan_.units[unit].first].event}
+          group.empty() ? Labels::value_type{"event", plan_.values[plan_.units[unit].value].event}
                         : Labels::value_type{"group", group}};
       auto& unit_times = times[group.empty() ? 0 : 1];
       add_counter(unit_times[0], labels, nanoseconds_to_seconds(totals.enabled_ns[unit]));

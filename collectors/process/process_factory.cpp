@@ -55,6 +55,30 @@ std::vector<PapiEventConfig> process_events(const ProcessCollectorConfig& proces
   return process.events_given ? process.events : std::vector<PapiEventConfig>{};
 }
 
+// What the marker library counts per region: the targets' events, each one counter; a preset
+// derived from several native events is left out, said once.
+std::vector<region::RegionEvent> regions_count(const ProcessCollectorSettings& settings) {
+  std::vector<perf::CountedEvent> counted;
+  std::vector<std::string> derived;
+  auto add = [&](const perf::CountedEvent& event) {
+    if (event.derived.empty()) {
+      counted.push_back(event);
+    } else if (std::find(derived.begin(), derived.end(), event.event) == derived.end()) {
+      derived.push_back(event.event);
+    }
+  };
+  for (const auto& event : settings.events) add(event);
+  for (const auto& group : settings.groups) {
+    for (const auto& member : group.members) add(member);
+  }
+  if (!derived.empty()) {
+    log::warn("process: regions do not count " + join(derived) +
+              ": each is a sum of native events, and the marker library counts each event as "
+              "one counter; list its native events to count them per region");
+  }
+  return region::region_events(counted);
+}
+
 }  // namespace
 
 std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
@@ -95,13 +119,7 @@ std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
       std::any_of(process.targets.begin(), process.targets.end(),
                   [](const ProcessTargetConfig& target) { return target.regions_fd >= 0; });
   settings.regions = process.regions;
-  if (process.regions || command_regions) {
-    std::vector<perf::CountedEvent> counted = settings.events;
-    for (const auto& group : settings.groups) {
-      counted.insert(counted.end(), group.members.begin(), group.members.end());
-    }
-    settings.region_events = region::region_events(counted);
-  }
+  if (process.regions || command_regions) settings.region_events = regions_count(settings);
   return std::make_unique<ProcessCollector>(std::move(settings));
 }
 

@@ -5,10 +5,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "collectors/events/groups.h"
 #include "collectors/papi/papi_group_source.h"
 #include "collectors/papi/papi_groups.h"
 #include "collectors/papi/papi_presets.h"
@@ -231,4 +236,68 @@ TEST_CASE("a user group the kernel can never put on the counters together is ref
   CHECK_THAT(result.err, Catch::Contains("hwperf.yml:6:14") &&
                              Catch::Contains("group mine cannot be counted here: its 2 events can "
                                              "never be on the counters together"));
+}
+
+// Issue 35, item 16: a default group this machine cannot count is logged and reported in
+// hwperf_papi_group_dropped, as the README promises for every default the machine cannot count.
+// Which default groups those are is this machine's business: --check-config says, and the
+// metric must name exactly those (on the development VM, without a PMU: ipc, branch, cache and
+// freq).
+TEST_CASE("every default group --check-config cannot count is in hwperf_papi_group_dropped",
+          "[papi][groups][e2e]") {
+  const test::TempDir dir;
+  const auto config = dir.path() / "hwperf.yml";
+  std::ofstream(config) << "collectors:\n  rapl:\n    enabled: false\n";
+  const auto check = test::run_exporter({"--config.file=" + config.string(), "--check-config"});
+  REQUIRE(check.exit_code == 0);
+  std::set<std::string> not_countable;
+  std::istringstream lines(check.out);
+  for (std::string line; std::getline(lines, line);) {
+    const std::string head = "# papi: group ";
+    if (line.rfind(head, 0) != 0 || line.find(": NOT countable") == std::string::npos) continue;
+    const std::string group = line.substr(head.size(), line.find(':', head.size()) - head.size());
+    for (const char* name : {"ipc", "branch", "cache", "freq"}) {
+      if (group == name) not_countable.insert(group);
+    }
+  }
+  const auto once = test::run_exporter({"--config.file=" + config.string(), "--once"});
+  REQUIRE(once.exit_code == 0);
+  std::set<std::string> dropped;
+  for (const auto& sample :
+       test::find_samples(test::parse_exposition(once.out), "hwperf_papi_group_dropped")) {
+    CHECK(sample.value == 1.0);
+    dropped.insert(sample.labels.at("group"));
+    CHECK_FALSE(sample.labels.at("reason").empty());
+    CHECK_THAT(once.err,
+               Catch::Contains("not counting default group " + sample.labels.at("group")));
+  }
+  INFO(check.out);
+  CHECK(dropped == not_countable);
+}
+
+// The first candidate of a member that this CPU's PMU has is the one whose reason is given: on
+// AMD, a member whose Intel candidate comes first must not be reported by Intel's event name.
+TEST_CASE("(child) a group's reason names the candidate this CPU's PMU has",
+          "[.forced_pmu_child_reason]") {
+  papi::GroupProbe probe;
+  probe.presets = &papi::preset_catalog();
+  for (const auto& group : events::builtin_groups()) {
+    if (group.name != "l1d" && group.name != "l2") continue;
+    const std::string line = papi::group_check_line(papi::plan_group(group, probe));
+    CAPTURE(line);
+    CHECK_THAT(line, !Catch::Contains("MEM_INST_RETIRED") && !Catch::Contains("L2_RQSTS"));
+    CHECK_THAT(line,
+               Catch::Contains(group.name == "l1d" ? "LS_DISPATCH" : "REQUESTS_TO_L2_GROUP1"));
+  }
+}
+
+TEST_CASE("on AMD, --check-config names AMD's candidate of a group it cannot count",
+          "[papi][groups]") {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  int exit_code = -1;
+  const std::string out = test::run_shell(
+      "LIBPFM_FORCE_PMU=amd64_fam19h_zen4 '" + self + "' '[.forced_pmu_child_reason]'", &exit_code);
+  INFO(out);
+  CHECK(exit_code == 0);
+  CHECK_THAT(out, Catch::Contains("1 test case"));
 }

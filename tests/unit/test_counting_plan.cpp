@@ -3,7 +3,12 @@
 // per name however many ways its event is counted.
 #include "tests/catch.hpp"
 
+#include <algorithm>
+
+#include "collectors/events/event_specs.h"
+#include "collectors/events/groups.h"
 #include "collectors/perf/counted_events.h"
+#include "tests/unit/preset_fakes.h"
 
 using namespace hwperf;
 
@@ -51,4 +56,27 @@ TEST_CASE("A counting plan makes each event and group one unit and each family n
   perf::add_group_label(labels, plan.values[3]);
   CHECK(labels == Labels{{"group", "b"}});
   CHECK(perf::counter_families(plan).size() == 2);
+}
+
+// Issue 35, item 10: one event, one family, whether it is counted alone or in a built-in group.
+TEST_CASE("An event counted alone and in the software group is exported in one family",
+          "[perf][groups][events]") {
+  const test::FakePresets presets;  // PAPI out of the picture
+  auto request = test::process_request(presets);
+  request.configured = events::events_from_names({"perf::CPU-MIGRATIONS"});
+  request.groups =
+      events::group_definitions({{"software", {}}}, true, {}, {}, "collectors.process.groups");
+  const auto resolved = perf::resolve_counted_events(request);
+  REQUIRE(resolved.events.size() == 1);
+  REQUIRE(resolved.groups.size() == 1);
+  std::string grouped;
+  for (const auto& member : resolved.groups[0].members) {
+    if (member.event == "perf::CPU-MIGRATIONS") grouped = member.family;
+  }
+  CHECK(resolved.events[0].family == "hwperf_process_migrations_total");
+  CHECK(grouped == resolved.events[0].family);
+  const auto plan = perf::counting_plan(resolved.events, resolved.groups);
+  CHECK(std::count_if(plan.families.begin(), plan.families.end(), [](const auto& family) {
+          return family.name.find("migrations") != std::string::npos;
+        }) == 1);
 }

@@ -57,7 +57,7 @@ ExperimentSummary two_runs() {
   }
   families = {counter_family("page_faults", faults), counter_family("task_clock_seconds", clock),
               counter_family("context_switches", switches),
-              counter_family("cpu_migrations", migrations)};
+              counter_family("migrations", migrations)};
   ExperimentSummary summary;
   summary.command_line = "sh -c \"spin, then stop\"";
   add_run(summary, families, {process_scope({"software"})}, "sh.1", {0, 2.0});
@@ -78,7 +78,7 @@ TEST_CASE("The summary evaluates each group's formulas over the run, per second 
   const std::vector<prometheus::MetricFamily> families = {
       counter_family("task_clock_seconds", {{sh_software, 1.25}, {sh_cpu1, 1.75}, {other, 50.0}}),
       counter_family("context_switches", {{sh_software, 60.0}}),
-      counter_family("cpu_migrations", {{sh_software, 6.0}}),
+      counter_family("migrations", {{sh_software, 6.0}}),
       counter_family("page_faults",
                      {{sh_software, 900.0}, {{{"target", "sh"}}, 5000.0}, {other, 7.0}}),
       counter_family("group_enabled_seconds", {{sh_software, 2.0}}),

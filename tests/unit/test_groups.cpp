@@ -2,6 +2,8 @@
 // built-in table, recording rules, and the scaling of a group's counts by its one running share.
 #include "tests/catch.hpp"
 #include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -150,6 +152,26 @@ TEST_CASE("Every built-in group's formulas read only its own members", "[groups]
   }
 }
 
+// Issue 35, item 10: perf::CPU-MIGRATIONS was hwperf_*_migrations_total alone and
+// hwperf_*_cpu_migrations_total in the software group. The vocabulary names every event it knows
+// (builtin_description), and a built-in member counting such an event takes that name.
+TEST_CASE("An event the vocabulary names has that name in every built-in group that counts it",
+          "[groups][events]") {
+  std::size_t checked = 0;
+  for (const auto& group : builtin_groups()) {
+    for (const auto& member : group.members) {
+      for (const auto& candidate : member.candidates) {
+        if (builtin_description(candidate.event).empty()) continue;  // a vendor's native event
+        CAPTURE(group.name, member.variable, candidate.event);
+        CHECK(member.metric == default_metric_base(candidate.event));
+        ++checked;
+      }
+    }
+  }
+  // ipc, branch, cache, freq and software count nothing else.
+  CHECK(checked >= 13);
+}
+
 TEST_CASE("A built-in group counts the first candidate of each member this machine has",
           "[groups]") {
   GroupDefinition group;
@@ -159,17 +181,72 @@ TEST_CASE("A built-in group counts the first candidate of each member this machi
   a2.event = "perf::GENERIC_A";
   b1.event = "perf::B";
   group.members = {{"a", "a", Unit::count, {a1, a2}}, {"b", "b", Unit::count, {b1}}};
-  const auto choice = choose_members(group, [](const PapiEventConfig& event) -> std::string {
-    return event.event == "VENDOR_A" ? "not on this CPU" : "";
-  });
+  const auto choice = choose_members(
+      group,
+      [](const PapiEventConfig& event) {
+        return event.event == "VENDOR_A" ? CandidateVerdict{"not on this CPU", "elsewhere", true}
+                                         : CandidateVerdict{};
+      },
+      "this PMU");
   REQUIRE(choice.unavailable.empty());
   REQUIRE(choice.events.size() == 2);
   CHECK(choice.events[0].event == "perf::GENERIC_A");
-  const auto none = choose_members(group, [](const PapiEventConfig& event) -> std::string {
-    return event.event == "perf::B" ? "" : "no hardware PMU";
-  });
+  const auto none = choose_members(
+      group,
+      [](const PapiEventConfig& event) {
+        return event.event == "perf::B" ? CandidateVerdict{}
+                                        : CandidateVerdict{"no hardware PMU", "ENOENT", false};
+      },
+      "this PMU");
   CHECK(none.events.empty());
   CHECK(none.unavailable == "a (VENDOR_A: no hardware PMU)");
+  CHECK(none.member == "a");
+  CHECK(none.event == "VENDOR_A");
+  CHECK(none.cause == "ENOENT");
+}
+
+// Issue 35, item 16: on AMD, l1d's reason named Intel's MEM_INST_RETIRED:ANY, listed first.
+TEST_CASE("A member's reason is that of the first of its events this machine has", "[groups]") {
+  GroupDefinition group;
+  group.name = "g";
+  group.members = {{"access", "accesses", Unit::count, {}}};
+  for (const char* name : {"INTEL_EVENT", "AMD_EVENT", "perf::GENERIC"}) {
+    PapiEventConfig candidate;
+    candidate.event = name;
+    group.members[0].candidates.push_back(candidate);
+  }
+  // AMD's event is this machine's; Intel's is not (it does not encode).
+  const auto amd = choose_members(
+      group,
+      [](const PapiEventConfig& event) {
+        return event.event == "INTEL_EVENT"
+                   ? CandidateVerdict{"event not found", "not an event of this machine", true}
+                   : CandidateVerdict{"perf_event_open on CPU 0: ENOENT", "ENOENT", false};
+      },
+      "libpfm4's core PMU is amd64_fam19h_zen4");
+  CHECK(amd.unavailable == "access (AMD_EVENT: perf_event_open on CPU 0: ENOENT)");
+  CHECK(amd.event == "AMD_EVENT");
+  // None of them is: the machine's PMU is named, with every event tried.
+  const auto foreign = choose_members(
+      group,
+      [](const PapiEventConfig&) {
+        return CandidateVerdict{"event not found", "not an event of this machine", true};
+      },
+      "libpfm4's core PMU is arm_neoverse_v2");
+  CHECK(foreign.unavailable ==
+        "access (none of its events is one this machine has: libpfm4's core PMU is "
+        "arm_neoverse_v2; tried INTEL_EVENT, AMD_EVENT, perf::GENERIC)");
+  CHECK(foreign.event == "INTEL_EVENT, AMD_EVENT, perf::GENERIC");
+  CHECK(foreign.cause == "not an event of this machine");
+  // A single event (a user's group) keeps its own reason: a typo deserves libpfm4's words.
+  group.members[0].candidates.resize(1);
+  const auto typo = choose_members(
+      group,
+      [](const PapiEventConfig&) {
+        return CandidateVerdict{"event not found", "not an event of this machine", true};
+      },
+      "libpfm4's core PMU is icx");
+  CHECK(typo.unavailable == "access (INTEL_EVENT: event not found)");
 }
 
 TEST_CASE("Recording rules divide a group's own rates, summed at each level", "[groups]") {
@@ -250,4 +327,70 @@ TEST_CASE(
       static_cast<double>(alone_instructions.count) / static_cast<double>(alone_cycles.count);
   CHECK(ungrouped_ipc == Approx(true_ipc * 100));
   CHECK(std::abs(ungrouped_ipc - true_ipc) > 1.0);
+}
+
+namespace {
+
+// A table cell: a pipe would end it.
+std::string table_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+std::string in_code(const std::string& text) { return "`" + text + "`"; }
+
+// The table of built-in groups in docs/collectors/groups.md, made from builtin_groups().
+std::string builtin_groups_table() {
+  std::string table =
+      "| group | what it measures | members (variable: family metric, then the events that may "
+      "count it, in order of preference) | metrics: formula | source |\n"
+      "|---|---|---|---|---|\n";
+  for (const auto& group : builtin_groups()) {
+    std::string members;
+    for (const auto& member : group.members) {
+      std::string events;
+      for (const auto& candidate : member.candidates) {
+        events += (events.empty() ? "" : ", ") + in_code(candidate.event);
+      }
+      members += (members.empty() ? "" : "; ") + in_code(member.variable) + ": " +
+                 in_code(member.metric) + " (" + events + ")";
+    }
+    std::string metrics;
+    for (const auto& metric : group.metrics) {
+      metrics += (metrics.empty() ? "" : "; ") + in_code(metric.name) + ": " +
+                 in_code(metric.formula.text());
+    }
+    table += "| " + in_code(group.name) + " | " + table_cell(group.meaning) + " | " +
+             table_cell(members) + " | " + table_cell(metrics) + " | " + table_cell(group.source) +
+             " |\n";
+  }
+  return table;
+}
+
+}  // namespace
+
+// Issue 35, item 16: the page listed other events than builtin_groups.cpp tries. Its table is
+// this test's output; HWPERF_UPDATE_GOLDEN=1 writes it into the page.
+TEST_CASE("docs/collectors/groups.md lists the built-in groups as builtin_groups.cpp defines them",
+          "[groups][events]") {
+  const std::string path = std::string(HWPERF_SOURCE_DIR) + "/docs/collectors/groups.md";
+  const std::string begin =
+      "<!-- generated from builtin_groups(): HWPERF_UPDATE_GOLDEN=1 ./build/tests/hwperf_tests "
+      "\"docs/collectors/groups.md lists the built-in groups as builtin_groups.cpp defines "
+      "them\" rewrites it -->\n";
+  const std::string end = "<!-- end of the generated table -->\n";
+  std::string page = test::read_file(path);
+  const auto from = page.find(begin);
+  const auto to = page.find(end);
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  REQUIRE(from < to);
+  const std::string expected = builtin_groups_table();
+  if (std::getenv("HWPERF_UPDATE_GOLDEN") != nullptr) {
+    page.replace(from + begin.size(), to - from - begin.size(), expected);
+    std::ofstream(path) << page;
+    WARN("table of built-in groups rewritten in " + path);
+  }
+  CHECK(page.substr(from + begin.size(), to - from - begin.size()) == expected);
 }

@@ -19,6 +19,7 @@
 #include "tests/catch.hpp"
 #include "tests/support.h"
 #include "tests/unit/papi_fakes.h"
+#include "tests/unit/preset_fakes.h"
 
 using namespace hwperf;
 using namespace hwperf::test::papi_fakes;
@@ -218,23 +219,25 @@ TEST_CASE("l1d and l2 count native events on Intel and AMD server cores", "[papi
 
 namespace {
 
-// What PAPI defines presets as, made up: PAPI_X_ONE is one native event (a software event, so
-// that it opens anywhere), PAPI_X_SUM three.
-class FakeCatalog final : public events::PresetCatalog {
- public:
-  std::optional<events::PresetDefinition> lookup(const std::string& preset,
-                                                 const std::string&) const override {
-    if (preset == "PAPI_X_ONE") return events::PresetDefinition{true, true, 1, "perf::PAGE-FAULTS"};
-    if (preset == "PAPI_X_SUM") return events::PresetDefinition{true, true, 3, ""};
-    return std::nullopt;
-  }
-};
+// PAPI_X_ONE is one native event (a software event, so that it opens anywhere), PAPI_X_SUM three.
+const test::FakePresets& fake_catalog() {
+  static const test::FakePresets catalog(
+      {{"PAPI_X_ONE", events::PresetDefinition{true, true, 1, {{{"perf::PAGE-FAULTS", 1}}, ""}}},
+       {"PAPI_X_SUM",
+        events::PresetDefinition{
+            true,
+            true,
+            3,
+            {{{"perf::PAGE-FAULTS", 1}, {"perf::MINOR-FAULTS", 1}, {"perf::MAJOR-FAULTS", 1}},
+             ""}}}});
+  return catalog;
+}
 
 }  // namespace
 
 TEST_CASE("a preset member is its one native event, and a derived one cannot be a member",
           "[papi][groups]") {
-  const FakeCatalog catalog;
+  const auto& catalog = fake_catalog();
   papi::GroupProbe probe;
   probe.presets = &catalog;
   const auto one = papi::encode_member("PAPI_X_ONE", probe);
@@ -254,7 +257,7 @@ TEST_CASE(
     "a user group with a member this machine cannot count is refused naming where, the "
     "member, the event and why",
     "[papi][groups]") {
-  const FakeCatalog catalog;
+  const auto& catalog = fake_catalog();
   papi::GroupProbe probe;
   probe.presets = &catalog;
   events::GroupDefinition group;
