@@ -32,13 +32,24 @@ namespace hwperf::test {
 namespace fs = std::filesystem;
 
 namespace {
+// The words of HWPERF_TEST_EMULATOR ("qemu-aarch64-static -L SYSROOT" in the arm64 run of
+// scripts/arm64-test.sh, where no binfmt_misc handler would start an arm64 binary for us).
+std::vector<std::string> emulator_words() {
+  std::vector<std::string> words;
+  const char* emulator = std::getenv("HWPERF_TEST_EMULATOR");
+  std::istringstream in(emulator != nullptr ? emulator : "");
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
 int spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err,
           const Environment& environment = {}) {
   std::vector<char*> argv;
   static std::string binary;
   binary = exporter_binary();
-  argv.push_back(binary.data());
-  std::vector<std::string> copies = args;
+  std::vector<std::string> copies = emulator_words();
+  copies.push_back(binary);
+  copies.insert(copies.end(), args.begin(), args.end());
   for (auto& a : copies) argv.push_back(a.data());
   argv.push_back(nullptr);
   const pid_t pid = fork();
@@ -55,7 +66,7 @@ int spawn(const std::vector<std::string>& args, const fs::path& out, const fs::p
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     for (const auto& [name, value] : environment) setenv(name.c_str(), value.c_str(), 1);
-    execv(argv[0], argv.data());
+    execvp(argv[0], argv.data());
     _exit(127);
   }
   return pid;
