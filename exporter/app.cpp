@@ -172,8 +172,8 @@ void wait_for_stop(const sigset_t& signals) {
   }
 }
 
-// Served -- CMD: the command runs from now on; 0, or what a shell would exit with when it could
-// not run (127 not found, 126 not executable).
+// Served -- CMD: lets the command run; nothing once it does, else the status to exit with, as a
+// shell gives it (127 not found, 126 not executable, 128+N when it was killed while it waited).
 std::optional<int> release_command(Experiment& experiment) {
   bool started = false;
   if (startup_step([&] { started = experiment.release(); }) != ExitCode::ok) {
