@@ -75,8 +75,8 @@ const std::vector<CliFlag>& cli_flags() {
          "with -- CMD, once CMD has ended, print a summary (the exposition only with --output) "
          "and exit with CMD's status; SIGTERM and SIGINT are passed on to CMD, which is killed " +
              std::to_string(kStopGrace.count() / 1000) +
-             " s later if it has not ended (at once on a second signal), and the runs not "
-             "started then are not",
+             " s later if it has not ended (at once on a second signal), and runs not started "
+             "yet are left out",
          ""},
         {"--output", "FILE",
          "with --once, write the exposition to FILE (- for stdout; a FIFO must have its reader "
