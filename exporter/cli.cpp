@@ -199,6 +199,35 @@ std::optional<Member> find_flag(const std::pair<const char*, Member> (&table)[N]
   return std::nullopt;
 }
 
+// The flags of experiment mode, where they mean something: `args` as given, `options` as parsed.
+void experiment_flag_problems(const std::vector<std::string>& args, const CliOptions& options,
+                              std::vector<std::string>& problems) {
+  const auto given = [&](const char* flag) {
+    return std::any_of(args.begin(),
+                       args.end() - static_cast<std::ptrdiff_t>(options.command.size()),
+                       [&](const std::string& arg) { return arg.rfind(flag, 0) == 0; });
+  };
+  const bool once_command = options.once && !options.command.empty();
+  if (given("--output") && !options.once) problems.push_back("--output needs --once");
+  for (const char* flag : {"--summary.format", "--summary.output", "--repeat"}) {
+    if (given(flag) && !once_command) {
+      problems.push_back(std::string(flag) + " needs --once -- CMD");
+    }
+  }
+  for (const auto& [flag, set] :
+       {std::pair<const char*, bool>{"--experiment.regions", options.experiment_regions},
+        {"--experiment.name", options.experiment_name.has_value()}}) {
+    if (set && options.command.empty()) problems.push_back(std::string(flag) + " needs -- CMD");
+  }
+  if (options.experiment_name && !printable_name(*options.experiment_name)) {
+    problems.push_back("--experiment.name=" + *options.experiment_name +
+                       ": expected a name of printable characters, such as matmul");
+  }
+  if (given("--linger") && (options.once || options.command.empty())) {
+    problems.push_back("--linger needs -- CMD without --once");
+  }
+}
+
 }  // namespace
 
 CliOptions parse_cli(const std::vector<std::string>& args) {
@@ -288,31 +317,7 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
   if (options.check_config && options.once) {
     problems.push_back("--check-config and --once cannot be combined");
   }
-  // The flags of experiment mode, where they mean something.
-  const auto given = [&](const char* flag) {
-    return std::any_of(args.begin(),
-                       args.end() - static_cast<std::ptrdiff_t>(options.command.size()),
-                       [&](const std::string& arg) { return arg.rfind(flag, 0) == 0; });
-  };
-  const bool once_command = options.once && !options.command.empty();
-  if (given("--output") && !options.once) problems.push_back("--output needs --once");
-  for (const char* flag : {"--summary.format", "--summary.output", "--repeat"}) {
-    if (given(flag) && !once_command)
-      problems.push_back(std::string(flag) + " needs --once -- CMD");
-  }
-  if (options.experiment_regions && options.command.empty()) {
-    problems.push_back("--experiment.regions needs -- CMD");
-  }
-  if (options.experiment_name && options.command.empty()) {
-    problems.push_back("--experiment.name needs -- CMD");
-  }
-  if (options.experiment_name && !printable_name(*options.experiment_name)) {
-    problems.push_back("--experiment.name=" + *options.experiment_name +
-                       ": expected a name of printable characters, such as matmul");
-  }
-  if (given("--linger") && (options.once || options.command.empty())) {
-    problems.push_back("--linger needs -- CMD without --once");
-  }
+  experiment_flag_problems(args, options, problems);
   if (options.print_rules && (options.check_config || options.once)) {
     problems.push_back("--print-rules cannot be combined with --check-config or --once");
   }
