@@ -10,6 +10,7 @@
 namespace hwperf::log {
 namespace {
 std::atomic<LogLevel> g_level{LogLevel::info};
+std::vector<std::string> g_demoted;  // written before any thread logs, read-only after
 std::mutex g_write_mutex;
 
 std::string quoted(std::string_view text) {
@@ -29,7 +30,14 @@ std::string quoted(std::string_view text) {
 
 void set_level(LogLevel lvl) { g_level.store(lvl); }
 
+void demote_warnings(std::vector<std::string> prefixes) { g_demoted = std::move(prefixes); }
+
 void write(LogLevel lvl, std::string_view message) {
+  if (lvl == LogLevel::warn) {
+    for (const auto& prefix : g_demoted) {
+      if (message.substr(0, prefix.size()) == prefix) lvl = LogLevel::info;
+    }
+  }
   if (static_cast<int>(lvl) < static_cast<int>(g_level.load())) return;
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);

@@ -2,7 +2,9 @@
 // Startup problems are logged once; scrape paths never log per scrape.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/enum_names.h"
 
@@ -22,6 +24,10 @@ namespace hwperf::log {
 
 void set_level(LogLevel level);
 void write(LogLevel level, std::string_view message);
+// Warnings whose message begins with one of `prefixes` ("rapl: ") are written at info level from
+// now on (experiment mode: what the system-wide collectors say about the machine). Called before
+// any thread logs.
+void demote_warnings(std::vector<std::string> prefixes);
 
 inline void debug(std::string_view m) { write(LogLevel::debug, m); }
 inline void info(std::string_view m) { write(LogLevel::info, m); }

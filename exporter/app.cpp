@@ -25,6 +25,7 @@
 #include "config/web_config.h"
 #include "exporter/cli.h"
 #include "exporter/experiment.h"
+#include "exporter/experiment_output.h"
 #include "exporter/experiment_run.h"
 #include "exporter/exposition.h"
 #include "exporter/privileges.h"
@@ -138,15 +139,52 @@ std::shared_ptr<const Admission> make_admission(const CliOptions& cli, const Con
   }
 }
 
-const char* signal_name(int signal_number) {
-  switch (signal_number) {
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGHUP: return "SIGHUP";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGUSR2: return "SIGUSR2";
-    default: return "a signal";
+// Blocked before any thread exists (PAPI owners, RAPL guard, CivetWeb workers) so that every
+// thread inherits the mask and only sigwait() and sigtimedwait() see them. SIGHUP and the user
+// signals would otherwise end the process silently (their default action); they are logged and
+// ignored. SIGCHLD too: the command of experiment mode ending. SIGPIPE is ignored: a write to a
+// reader that went away is an error the exit status reports (a waiting command killed by
+// another hand, --output to a closed pipe), not a silent death.
+sigset_t block_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int signal_number : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD}) {
+    sigaddset(&signals, signal_number);
   }
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  return signals;
+}
+
+// Serving without a command: until SIGTERM or SIGINT.
+void wait_for_stop(const sigset_t& signals) {
+  while (true) {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    if (signal_number == SIGCHLD) continue;
+    if (signal_number == SIGTERM || signal_number == SIGINT) {
+      log::info("received " + signal_text(signal_number) + ", shutting down");
+      return;
+    }
+    log::info("received " + signal_text(signal_number) +
+              ", ignored (only SIGTERM and SIGINT stop the exporter; the configuration is read "
+              "at startup only)");
+  }
+}
+
+// Served -- CMD: lets the command run; nothing once it does, else the status to exit with, as a
+// shell gives it (127 not found, 126 not executable, 128+N when it was killed while it waited).
+std::optional<int> release_command(Experiment& experiment) {
+  bool started = false;
+  if (startup_step([&] { started = experiment.release(); }) != ExitCode::ok) {
+    return experiment.wait();
+  }
+  if (!started) {
+    log::error(experiment.command_line() + " ended before it started (" +
+               end_text(experiment.wait(), experiment.end_signal()) + ")");
+    return experiment.wait();
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -214,6 +252,7 @@ int run_exporter(const std::vector<std::string>& args) {
     return code(ExitCode::ok);
   }
   log::set_level(config.log_level);
+  quiet_experiment_log(cli, config);
   // no_new_privs is per thread and inherited: set now, before the first thread (PAPI owners, the
   // RAPL guard, CivetWeb's), every thread has it.
   if (runtime_user) {
@@ -222,16 +261,7 @@ int run_exporter(const std::vector<std::string>& args) {
     }
   }
 
-  // Blocked before any thread exists (PAPI owners, RAPL guard, CivetWeb workers) so that every
-  // thread inherits the mask and only sigwait() below sees them. SIGHUP and the user signals
-  // would otherwise end the process silently (their default action); they are logged and ignored.
-  sigset_t signals;
-  sigemptyset(&signals);
-  // SIGCHLD too: sigwait() hears the command of experiment mode end.
-  for (int signal_number : {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD}) {
-    sigaddset(&signals, signal_number);
-  }
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = block_signals();
 
   std::optional<Topology> topology;
   if (const auto failed = startup_step([&] {
@@ -266,14 +296,14 @@ int run_exporter(const std::vector<std::string>& args) {
 
   std::unique_ptr<Exporter> exporter;
   std::vector<std::unique_ptr<Experiment>> experiments;
-  std::vector<events::RuleScope> summary_scopes;  // the groups whose formulas the summary shows
-  std::unique_ptr<std::ostream> output;           // --once: where the exposition goes
+  SummaryPlan plan;     // --once -- CMD: the groups whose formulas the summary shows
+  OnceOutputs outputs;  // --once: where the exposition and the summary go
   if (const auto failed = startup_step([&] {
-        if (cli.once && !cli.command.empty()) summary_scopes = collector_rule_scopes(config);
+        if (cli.once && !cli.command.empty()) plan = summary_plan(config);
         // Forked before any thread exists; each waits until its counters are open.
         if (!cli.command.empty()) experiments = start_experiments(cli, config);
-        // Opened after the fork, so that the command does not inherit the file.
-        if (cli.once) output = open_output(cli);
+        // Opened after the fork, so that the command does not inherit the files.
+        if (cli.once) outputs = open_outputs(cli);
         check_open_files(cli, config, *topology);
         exporter = build_exporter(config, *topology, collectors_left_out(cli, config));
       });
@@ -283,17 +313,16 @@ int run_exporter(const std::vector<std::string>& args) {
   topology.reset();  // every collector took what it needs
 
   if (cli.once && !experiments.empty()) {
-    return run_once(experiments, *exporter, summary_scopes, cli, output.get());
+    return run_once(experiments, *exporter, plan, cli, signals, outputs);
   }
   if (cli.once) {
-    *output << serialize(exporter->gather(), ExpositionFormat::text_0_0_4) << std::flush;
-    return code(ExitCode::ok);
+    const std::string text = serialize(exporter->gather(), ExpositionFormat::text_0_0_4);
+    return code(write_and_close(*outputs.exposition, text) ? ExitCode::ok
+                                                           : ExitCode::runtime_failure);
   }
   Experiment* experiment = experiments.empty() ? nullptr : experiments.front().get();
   if (experiment) {
-    if (const auto failed = startup_step([&] { experiment->release(); }); failed != ExitCode::ok) {
-      return experiment->wait();  // 127 not found, 126 not executable, as a shell says
-    }
+    if (const auto status = release_command(*experiment)) return *status;
     exporter->refresh();  // executed: the collectors see the command's name now
   }
 
@@ -351,34 +380,11 @@ int run_exporter(const std::vector<std::string>& args) {
             (web_config.basic_auth_users.empty() ? "" : ", basic authentication required"));
 
   int exit_status = code(ExitCode::ok);
-  while (true) {
-    int signal_number = 0;
-    sigwait(&signals, &signal_number);
-    if (signal_number == SIGCHLD) {
-      if (experiment) {
-        if (const auto status = experiment->poll()) {
-          log::info(experiment->command_line() + " exited with status " + std::to_string(*status));
-          exit_status = *status;
-          linger(*exporter, signals, cli.linger_ms, config.web.telemetry_path);
-          log::info("shutting down");
-          break;
-        }
-      }
-      continue;
-    }
-    if (experiment && (signal_number == SIGTERM || signal_number == SIGINT)) {
-      log::info(std::string("received ") + signal_name(signal_number) + ", passed on to " +
-                experiment->command_line());
-      experiment->forward(signal_number);
-      continue;
-    }
-    if (signal_number == SIGTERM || signal_number == SIGINT) {
-      log::info(std::string("received ") + signal_name(signal_number) + ", shutting down");
-      break;
-    }
-    log::info(std::string("received ") + signal_name(signal_number) +
-              ", ignored (only SIGTERM and SIGINT stop the exporter; the configuration is read "
-              "at startup only)");
+  if (experiment) {
+    exit_status =
+        serve_command(*experiment, *exporter, signals, cli.linger_ms, config.web.telemetry_path);
+  } else {
+    wait_for_stop(signals);
   }
   // Whatever a worker or collector is doing (a client CivetWeb still waits on, a read stuck in
   // the kernel), the process ends within this deadline of the signal; a clean stop takes well

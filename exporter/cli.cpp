@@ -13,6 +13,13 @@
 namespace hwperf {
 namespace {
 
+// A target label a person can read: not empty, no control characters.
+bool printable_name(const std::string& name) {
+  return !name.empty() && std::none_of(name.begin(), name.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+}
+
 std::string duration_range() {
   return "from " + std::to_string(kMinTimeoutMs) + "ms to " + std::to_string(kMaxTimeoutMs / 1000) +
          "s";
@@ -64,27 +71,43 @@ const std::vector<CliFlag>& cli_flags() {
          "effective configuration and what each collector can do here, exit 0 (or 2 on error)",
          ""},
         {"--once", nullptr,
-         "collect once, print the exposition to stdout and exit; with -- CMD, once CMD has "
-         "ended, print a summary on stderr (the exposition only with --output) and exit with "
-         "CMD's status",
+         "collect once, print the exposition to stdout and exit (1 when it cannot be written); "
+         "with -- CMD, once CMD has ended, print a summary (the exposition only with --output) "
+         "and exit with CMD's status; SIGTERM and SIGINT are passed on to CMD, which is killed " +
+             std::to_string(kStopGrace.count() / 1000) +
+             " s later if it has not ended (at once on a second signal), and runs not started "
+             "yet are left out",
          ""},
-        {"--output", "FILE", "with --once, write the exposition to FILE (- for stdout)",
+        {"--output", "FILE",
+         "with --once, write the exposition to FILE (- for stdout; a FIFO must have its reader "
+         "already)",
          "stdout; with -- CMD, none"},
+        {"--summary.output", "FILE",
+         "with --once -- CMD, write the summary to FILE (- for stdout) rather than to stderr, "
+         "which the command and the log share",
+         "stderr"},
         {"--summary.format", "FORMAT",
-         "with --once -- CMD, the summary on stderr as " +
-             join_names(kSummaryFormatNames, ", ", " or ") +
-             " (csv: a row per event, metric and region value)",
+         "with --once -- CMD, the summary as " + join_names(kSummaryFormatNames, ", ", " or ") +
+             " (csv: a row per event, metric and region value, and per region its mean over the "
+             "runs)",
          "text"},
         {"--repeat", "N",
          "with --once -- CMD, run CMD N times (at most " + std::to_string(kMaxRepeat) +
-             "), one after the other, and summarise each event and metric as the mean of the "
-             "runs and their relative spread (standard deviation / mean); the runs are the "
+             "), one after the other, and summarise each event, metric and region as the mean of "
+             "the runs and their relative spread (standard deviation / mean); the runs are the "
              "targets NAME.1 to NAME.N",
          "1"},
+        {"--experiment.name", "NAME", "with -- CMD, the process target's name (the target label)",
+         "the program CMD runs, behind a wrapper such as taskset, numactl, env, time, nice, chrt, "
+         "srun, mpirun, stdbuf, setarch or sh -c"},
         {"--linger", "DURATION",
          "with -- CMD (served), once CMD has ended, keep serving its final counts until a scrape "
          "of the metrics path has read them, at most this long (0 to exit at once); then exit "
-         "with CMD's status",
+         "with CMD's status. A stop signal (SIGTERM, SIGINT) is passed on to CMD, which is "
+         "killed " +
+             std::to_string(kStopGrace.count() / 1000) +
+             " s later if it has not ended (at once on a second signal); the exporter then exits "
+             "without lingering",
          "30s"},
         {"--experiment.regions", nullptr,
          "with -- CMD, preload the marker library (libhwperf_markers.so) into CMD, before any "
@@ -151,6 +174,8 @@ constexpr std::pair<const char*, std::optional<std::string> CliOptions::*> kText
     {"--web.config.file", &CliOptions::web_config_file},
     {"--runtime.user", &CliOptions::runtime_user},
     {"--output", &CliOptions::output},
+    {"--summary.output", &CliOptions::summary_output},
+    {"--experiment.name", &CliOptions::experiment_name},
 };
 
 // Flags without a value, which set their option.
@@ -172,6 +197,35 @@ std::optional<Member> find_flag(const std::pair<const char*, Member> (&table)[N]
     if (arg == name) return member;
   }
   return std::nullopt;
+}
+
+// The flags of experiment mode, where they mean something: `args` as given, `options` as parsed.
+void experiment_flag_problems(const std::vector<std::string>& args, const CliOptions& options,
+                              std::vector<std::string>& problems) {
+  const auto given = [&](const char* flag) {
+    return std::any_of(args.begin(),
+                       args.end() - static_cast<std::ptrdiff_t>(options.command.size()),
+                       [&](const std::string& arg) { return arg.rfind(flag, 0) == 0; });
+  };
+  const bool once_command = options.once && !options.command.empty();
+  if (given("--output") && !options.once) problems.push_back("--output needs --once");
+  for (const char* flag : {"--summary.format", "--summary.output", "--repeat"}) {
+    if (given(flag) && !once_command) {
+      problems.push_back(std::string(flag) + " needs --once -- CMD");
+    }
+  }
+  for (const auto& [flag, set] :
+       {std::pair<const char*, bool>{"--experiment.regions", options.experiment_regions},
+        {"--experiment.name", options.experiment_name.has_value()}}) {
+    if (set && options.command.empty()) problems.push_back(std::string(flag) + " needs -- CMD");
+  }
+  if (options.experiment_name && !printable_name(*options.experiment_name)) {
+    problems.push_back("--experiment.name=" + *options.experiment_name +
+                       ": expected a name of printable characters, such as matmul");
+  }
+  if (given("--linger") && (options.once || options.command.empty())) {
+    problems.push_back("--linger needs -- CMD without --once");
+  }
 }
 
 }  // namespace
@@ -263,24 +317,7 @@ CliOptions parse_cli(const std::vector<std::string>& args) {
   if (options.check_config && options.once) {
     problems.push_back("--check-config and --once cannot be combined");
   }
-  // The flags of experiment mode, where they mean something.
-  const auto given = [&](const char* flag) {
-    return std::any_of(args.begin(),
-                       args.end() - static_cast<std::ptrdiff_t>(options.command.size()),
-                       [&](const std::string& arg) { return arg.rfind(flag, 0) == 0; });
-  };
-  const bool once_command = options.once && !options.command.empty();
-  if (given("--output") && !options.once) problems.push_back("--output needs --once");
-  for (const char* flag : {"--summary.format", "--repeat"}) {
-    if (given(flag) && !once_command)
-      problems.push_back(std::string(flag) + " needs --once -- CMD");
-  }
-  if (options.experiment_regions && options.command.empty()) {
-    problems.push_back("--experiment.regions needs -- CMD");
-  }
-  if (given("--linger") && (options.once || options.command.empty())) {
-    problems.push_back("--linger needs -- CMD without --once");
-  }
+  experiment_flag_problems(args, options, problems);
   if (options.print_rules && (options.check_config || options.once)) {
     problems.push_back("--print-rules cannot be combined with --check-config or --once");
   }
@@ -308,8 +345,8 @@ std::string usage_text() {
       "instruction\n(collectors.process events), serves while it runs (and until a scrape has read "
       "its "
       "end,\n--linger) and exits with its status; with --once, leaves stdout to CMD and prints "
-      "a\nsummary of the run on stderr (--summary.format, --repeat; the exposition with "
-      "--output).\n\nFlags:\n";
+      "a\nsummary of the run on stderr or to --summary.output (--summary.format, --repeat; the "
+      "exposition\nwith --output).\n\nFlags:\n";
   for (const auto& flag : cli_flags()) {
     if (flag.hidden) continue;
     std::string left = std::string("  ") + flag.name;

@@ -27,7 +27,9 @@ struct CliOptions {
   std::optional<unsigned> keep_alive_timeout_ms;
   // After `--`: a command to run as a process target (experiment mode).
   std::vector<std::string> command;
-  std::optional<std::string> output;  // --once: where the exposition goes ("-": stdout)
+  std::optional<std::string> output;           // --once: where the exposition goes ("-": stdout)
+  std::optional<std::string> summary_output;   // --once -- CMD: the summary's file ("-": stdout)
+  std::optional<std::string> experiment_name;  // -- CMD: the target's name
   SummaryFormat summary_format = SummaryFormat::text;
   unsigned repeat = 1;              // --once -- CMD: runs of the command
   unsigned linger_ms = 30 * 1000;   // served -- CMD: how long the final counts wait for a scrape

@@ -37,13 +37,37 @@ std::vector<std::string> command_environment(const CommandSetup& setup) {
   return environment;
 }
 
-int exit_code_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+// Why exec failed, for a person: where it looked, and what to do.
+std::string exec_failure(const std::string& program, int failure) {
+  std::string text = "cannot run " + program + ": " + std::strerror(failure);
+  if (failure == EACCES) {
+    return text + " (not executable: chmod +x, or a file system mounted noexec)";
+  }
+  if (failure != ENOENT) return text;
+  if (program.find('/') == std::string::npos) return text + " (not found in PATH)";
+  // execve says ENOENT for a script whose #! interpreter is missing, too.
+  if (::access(program.c_str(), F_OK) == 0) {
+    return text + " (the file exists: the interpreter its #! line names does not)";
+  }
+  return text;
 }
 
+// How long the destructor waits for a command it asked to end before it kills it.
+constexpr int kDestructorGraceMs = 1000;
+
 }  // namespace
+
+std::string signal_text(int signal_number) {
+  const char* abbreviation = ::sigabbrev_np(signal_number);
+  return abbreviation != nullptr ? std::string("SIG") + abbreviation
+                                 : "signal " + std::to_string(signal_number);
+}
+
+std::string end_text(int exit_code, int signal_number) {
+  if (signal_number == 0) return "exit status " + std::to_string(exit_code);
+  return "terminated by signal " + std::to_string(signal_number) + " (" +
+         signal_text(signal_number) + ")";
+}
 
 Experiment::Experiment(std::vector<std::string> command, std::string target, CommandSetup setup)
     : command_(std::move(command)), target_(std::move(target)), setup_(std::move(setup)) {
@@ -66,6 +90,9 @@ Experiment::Experiment(std::vector<std::string> command, std::string target, Com
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // The exporter ignores SIGPIPE (a write error is its to report); an ignored signal stays
+    // ignored across exec, and a program expects the default.
+    ::signal(SIGPIPE, SIG_DFL);
     ::close(go[1]);
     ::close(error[0]);
     char byte = 0;
@@ -95,21 +122,23 @@ Experiment::Experiment(std::vector<std::string> command, std::string target, Com
 Experiment::~Experiment() {
   if (go_fd_ >= 0) ::close(go_fd_);  // an unreleased child reads EOF and exits
   if (error_fd_ >= 0) ::close(error_fd_);
-  if (!reaped_ && pid_ > 0) {
-    ::kill(pid_, SIGTERM);
-    ::waitpid(pid_, nullptr, 0);
+  if (reaped_ || pid_ <= 0) return;
+  // Only on a path that gave up on the command: asked to end, then killed if it will not.
+  ::kill(pid_, SIGTERM);
+  for (int waited = 0; waited < kDestructorGraceMs; waited += 10) {
+    if (::waitpid(pid_, nullptr, WNOHANG) == pid_) return;
+    ::usleep(10 * 1000);
   }
-}
-
-std::string program_name(const std::string& program) {
-  return program.substr(program.rfind('/') + 1);
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
 }
 
 std::string Experiment::command_line() const { return join(command_, " "); }
 
-void Experiment::release() {
+bool Experiment::release() {
   const char go = 1;
-  (void)!::write(go_fd_, &go, 1);
+  // EPIPE (SIGPIPE is ignored) when nothing reads: the waiting child was killed.
+  const bool told = ::write(go_fd_, &go, 1) == 1;
   ::close(go_fd_);
   go_fd_ = -1;
   int failure = 0;
@@ -121,12 +150,16 @@ void Experiment::release() {
   error_fd_ = -1;
   if (n == static_cast<ssize_t>(sizeof failure)) {
     wait();
-    throw std::runtime_error("cannot run " + command_[0] + ": " + std::strerror(failure) +
-                             (failure == ENOENT ? " (not found in PATH)"
-                              : failure == EACCES
-                                  ? " (not executable: chmod +x, or a file system mounted noexec)"
-                                  : ""));
+    throw std::runtime_error(exec_failure(command_[0], failure));
   }
+  if (!told) wait();
+  return told;
+}
+
+void Experiment::reaped(int status) {
+  reaped_ = true;
+  signal_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  status_ = WIFEXITED(status) ? WEXITSTATUS(status) : signal_ != 0 ? 128 + signal_ : 1;
 }
 
 int Experiment::wait() {
@@ -134,8 +167,7 @@ int Experiment::wait() {
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }
-    reaped_ = true;
-    status_ = exit_code_of(status);
+    reaped(status);
   }
   return status_;
 }
@@ -144,8 +176,7 @@ std::optional<int> Experiment::poll() {
   if (reaped_) return status_;
   int status = 0;
   if (::waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
-  reaped_ = true;
-  status_ = exit_code_of(status);
+  reaped(status);
   return status_;
 }
 

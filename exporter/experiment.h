@@ -6,6 +6,8 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,8 +20,33 @@
 
 namespace hwperf {
 
-// A command's file name, the process target's name in experiment mode ("sh" for /bin/sh).
+// A command's file name ("sh" for /bin/sh).
 std::string program_name(const std::string& program);
+
+// Whether execvp would run `word` as a program: a path (with a '/') to an executable file, or an
+// executable file of that name in a directory of $PATH.
+bool is_program(const std::string& word);
+
+// The process target's name for a command (experiment_name.cpp): its program's file name, or,
+// when the command is a wrapper that runs another program (taskset, numactl, env, time, nice,
+// ionice, chrt, nohup, timeout, stdbuf, setarch, srun, mpirun, mpiexec), the first word after the
+// wrapper's own that `is_program` accepts, itself looked through the same way; for a shell's -c
+// STRING, the program of STRING when it is one simple command (no ; | & ( ) { } ` or newline),
+// else the shell. Decided before the command runs: the name is every series' target label from
+// the first scrape on.
+std::string command_target_name(const std::vector<std::string>& command,
+                                bool (*is_program)(const std::string&) = &hwperf::is_program);
+
+// How a process ended, as a shell and the summary say it: "exit status 3", or "terminated by
+// signal 15 (SIGTERM)".
+std::string end_text(int exit_code, int signal_number);
+// "SIGTERM" for 15.
+std::string signal_text(int signal_number);
+
+// How long the command has to end once a stop signal was passed on to it, before it is killed
+// (SIGKILL): under docker stop's 10 s, with the exporter's own exit (well under 2 s) to spare. A
+// second stop signal kills it at once.
+inline constexpr std::chrono::milliseconds kStopGrace{5000};
 
 // What the command gets besides its arguments (--experiment.regions): a library preloaded before
 // any LD_PRELOAD it already has, and a descriptor it inherits, its number in an environment
@@ -43,13 +70,16 @@ class Experiment {
   pid_t pid() const { return pid_; }
   const std::string& target_name() const { return target_; }
   std::string command_line() const;
-  // Lets the child execute the command. Throws std::runtime_error when exec failed, naming the
-  // command and the error; the child then exited as a shell would (wait(): 127 when the command
-  // was not found, 126 when it could not be executed).
-  void release();
+  // Lets the child execute the command; false when the child had ended while it waited (killed
+  // by another hand: wait() then says how). Throws std::runtime_error when exec failed, naming
+  // the command and the error; the child then exited as a shell would (wait(): 127 when the
+  // command was not found, 126 when it could not be executed).
+  bool release();
   // The child's exit code (128 + signal when a signal ended it), once it has ended.
   int wait();
   std::optional<int> poll();
+  // The signal that ended the child, 0 when it exited (or has not ended).
+  int end_signal() const { return signal_; }
   void forward(int signal_number);
 
  private:
@@ -61,10 +91,12 @@ class Experiment {
   int error_fd_ = -1;  // the child writes its exec errno here; closed by a successful exec
   bool reaped_ = false;
   int status_ = 0;
+  int signal_ = 0;
+  void reaped(int status);
 };
 
-// How the summary of `--once -- CMD` is written on stderr (--summary.format): perf-stat-like
-// text for a person, CSV or JSON for a notebook.
+// How the summary of `--once -- CMD` is written (--summary.format), on stderr or to
+// --summary.output: perf-stat-like text for a person, CSV or JSON for a notebook.
 enum class SummaryFormat { text, csv, json };
 inline constexpr EnumName<SummaryFormat> kSummaryFormatNames[] = {
     {SummaryFormat::text, "text"}, {SummaryFormat::csv, "csv"}, {SummaryFormat::json, "json"}};
@@ -82,11 +114,15 @@ struct SummaryLine {
   bool counted = true;
   std::vector<std::optional<double>> values;  // one per run
   std::string note;                           // multiplexing, as the last run saw it
+  // Why the line has no value in any run although its event was opened (an event that counts in
+  // kernel mode only, where the target counts user mode); "" when it was measured.
+  std::string not_measured;
 };
 
 struct ExperimentRun {
   int exit_code = 0;
   double seconds = 0;
+  int signal = 0;  // the signal that ended the command, 0 when it exited
 };
 
 // One marked region of one run (--experiment.regions), as likwid-perfctr -m prints it: a row per
@@ -109,7 +145,23 @@ struct ExperimentSummary {
   std::vector<RegionTable> regions;
   std::vector<ExperimentRun> runs;
   std::string note;  // why the kernel counted less than configured, "" when it did not
+  // The metrics (family names without hwperf_process_ and _total) that were opened but cannot
+  // count here, and why: set before add_run (not_measured_in, experiment_run.h).
+  std::map<std::string, std::string> not_measured;
+  // Why fewer runs were measured than asked ("stopped by SIGINT after 2 of 5 runs"), "" when all
+  // were; and the status that stop gives when every measured run exited 0.
+  std::string stopped;
+  int stopped_status = 0;
 };
+
+// Each region's "sum" row over the runs (--repeat): one value per run and column, nothing in a
+// run that did not enter the region.
+struct RegionOverRuns {
+  std::string region;
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::optional<double>>> values;  // [column][run]
+};
+std::vector<RegionOverRuns> regions_over_runs(const ExperimentSummary& summary);
 
 // Adds one run to `summary`: each event `target` counted (and the group that counted it), then,
 // as perf stat prints its shadow metrics, every formula of the event groups of the `scopes` whose
@@ -122,7 +174,7 @@ void add_run(ExperimentSummary& summary, const std::vector<prometheus::MetricFam
 // The summary in `format`. Over several runs each value is their mean, with the relative spread
 // (standard deviation / mean) that perf stat -r prints as "+- x%".
 std::string format_summary(const ExperimentSummary& summary, SummaryFormat format);
-// What `--once -- CMD` exits with: the first run's status that is not 0, else 0.
+// What `--once -- CMD` exits with: the first run's status that is not 0, else stopped_status.
 int summary_exit_code(const ExperimentSummary& summary);
 
 // The text summary of one run (format_summary of add_run's summary).

@@ -72,37 +72,91 @@ std::string spread_text(const ExperimentSummary& summary, const Stats& stats) {
   return text;
 }
 
-// Each region as likwid-perfctr -m prints it: one row per thread, then the sum.
+int column_width(const std::string& column) {
+  return static_cast<int>(std::max<std::size_t>(column.size(), 14));
+}
+
+std::string region_header(const std::vector<std::string>& columns, const char* first) {
+  char cell[96];
+  std::snprintf(cell, sizeof cell, "%12s", first);
+  std::string text = cell;
+  for (const auto& column : columns) {
+    std::snprintf(cell, sizeof cell, "  %*s", column_width(column), column.c_str());
+    text += cell;
+  }
+  return text + "\n";
+}
+
+std::string region_cell(const std::string& column, double value) {
+  char cell[96];
+  if (ends_with(column, "seconds")) {
+    std::snprintf(cell, sizeof cell, "  %*.6f", column_width(column), value);
+  } else {
+    std::snprintf(cell, sizeof cell, "  %*s", column_width(column), grouped(value).c_str());
+  }
+  return cell;
+}
+
+// One run: each region as likwid-perfctr -m prints it, one row per thread, then the sum.
 std::string regions_text(const ExperimentSummary& summary) {
   std::string text;
   for (const auto& table : summary.regions) {
-    text += "\n Region " + table.region +
-            (summary.runs.size() > 1 ? " (run " + std::to_string(table.run) + ")" : "") + ":\n";
-    char cell[96];
-    std::snprintf(cell, sizeof cell, "%12s", "thread");
-    text += cell;
-    for (const auto& column : table.columns) {
-      const int width = static_cast<int>(std::max<std::size_t>(column.size(), 14));
-      std::snprintf(cell, sizeof cell, "  %*s", width, column.c_str());
-      text += cell;
-    }
-    text += "\n";
+    text += "\n Region " + table.region + ":\n" + region_header(table.columns, "thread");
     for (const auto& row : table.rows) {
+      char cell[96];
       std::snprintf(cell, sizeof cell, "%12s", row.thread.c_str());
       text += cell;
       for (std::size_t c = 0; c < row.values.size(); ++c) {
-        const int width = static_cast<int>(std::max<std::size_t>(table.columns[c].size(), 14));
-        if (ends_with(table.columns[c], "seconds")) {
-          std::snprintf(cell, sizeof cell, "  %*.6f", width, row.values[c]);
-        } else {
-          std::snprintf(cell, sizeof cell, "  %*s", width, grouped(row.values[c]).c_str());
-        }
-        text += cell;
+        text += region_cell(table.columns[c], row.values[c]);
       }
       text += "\n";
     }
   }
   return text;
+}
+
+// Several runs: each region's sum over its threads, as the mean over the runs and the relative
+// spread, as the events are shown (each run's threads are in the CSV and JSON summaries).
+std::string regions_over_runs_text(const ExperimentSummary& summary) {
+  std::string text;
+  for (const auto& region : regions_over_runs(summary)) {
+    const std::size_t entered = region.values.empty() ? 0 : stats_of(region.values[0]).runs;
+    text += "\n Region " + region.region + " (" + std::to_string(summary.runs.size()) + " runs" +
+            (entered < summary.runs.size() ? ", entered in " + std::to_string(entered) : "") +
+            "; each run's sum over its threads):\n" + region_header(region.columns, "");
+    std::string means, spreads;
+    char cell[96];
+    for (std::size_t c = 0; c < region.columns.size(); ++c) {
+      const Stats stats = stats_of(region.values[c]);
+      means += region_cell(region.columns[c], stats.mean);
+      std::snprintf(cell, sizeof cell, "  %*.2f%%", column_width(region.columns[c]) - 1,
+                    100 * stats.relative());
+      spreads += cell;
+    }
+    std::snprintf(cell, sizeof cell, "%12s", "mean");
+    text += cell + means + "\n";
+    std::snprintf(cell, sizeof cell, "%12s", "+-");
+    text += cell + spreads + "\n";
+  }
+  return text;
+}
+
+// "exit status 0, 3, terminated by signal 15 (SIGTERM)": each distinct way the runs ended.
+std::string ends_text(const ExperimentSummary& summary) {
+  std::vector<int> statuses, signals;
+  for (const auto& run : summary.runs) {
+    auto& seen = run.signal != 0 ? signals : statuses;
+    const int value = run.signal != 0 ? run.signal : run.exit_code;
+    if (std::find(seen.begin(), seen.end(), value) == seen.end()) seen.push_back(value);
+  }
+  std::string text;
+  for (const int status : statuses) {
+    text += text.empty() ? end_text(status, 0) : ", " + std::to_string(status);
+  }
+  for (const int signal_number : signals) {
+    text += (text.empty() ? "" : ", ") + end_text(128 + signal_number, signal_number);
+  }
+  return text.empty() ? "no run" : text;
 }
 
 std::string text_summary(const ExperimentSummary& summary) {
@@ -113,8 +167,14 @@ std::string text_summary(const ExperimentSummary& summary) {
   for (const auto& line : summary.lines) {
     const Stats stats = stats_of(line.values);
     char out[512];
+    const std::string why = line.not_measured.empty() ? "" : "  (" + line.not_measured + ")";
     if (line.kind == SummaryLine::Kind::event) {
       const std::string name = line.name + (line.group.empty() ? "" : "  [" + line.group + "]");
+      if (!line.not_measured.empty()) {
+        std::snprintf(out, sizeof out, "%20s  %s", "<not counted>", name.c_str());
+        text += out + why + "\n";
+        continue;
+      }
       if (line.seconds) {
         std::snprintf(out, sizeof out, "%20.6f  %s", stats.mean, name.c_str());
       } else {
@@ -123,27 +183,22 @@ std::string text_summary(const ExperimentSummary& summary) {
       text += out + spread_text(summary, stats) + "\n";
       continue;
     }
-    const std::string shown = !line.counted     ? "not counted"
-                              : stats.runs == 0 ? "-"
-                                                : value_text(stats.mean);
+    const std::string shown = !line.counted                ? "not counted"
+                              : !line.not_measured.empty() ? "<not counted>"
+                              : stats.runs == 0            ? "-"
+                                                           : value_text(stats.mean);
     std::snprintf(out, sizeof out, "%20s  %s  (%s: %s)%s", shown.c_str(), line.name.c_str(),
                   line.group.c_str(), line.formula.c_str(), line.note.c_str());
-    derived += out + spread_text(summary, stats) + "\n";
+    derived += out + (why.empty() ? spread_text(summary, stats) : why) + "\n";
   }
   if (!derived.empty()) text += "\n" + derived;
   const Stats seconds = stats_of(elapsed(summary));
-  std::string statuses;
-  for (const auto& run : summary.runs) {
-    const std::string status = std::to_string(run.exit_code);
-    if (statuses.find(status) == std::string::npos)
-      statuses += (statuses.empty() ? "" : ", ") + status;
-  }
-  char line[160];
-  std::snprintf(line, sizeof line, "\n%20.6f  seconds elapsed%s; exit status %s\n", seconds.mean,
-                spread_text(summary, seconds).c_str(), statuses.c_str());
-  text += line;
+  char line[96];
+  std::snprintf(line, sizeof line, "\n%20.6f  seconds elapsed", seconds.mean);
+  text += line + spread_text(summary, seconds) + "; " + ends_text(summary) + "\n";
+  if (!summary.stopped.empty()) text += "  " + summary.stopped + "\n";
   if (!summary.note.empty()) text += "  note: " + summary.note + "\n";
-  return text + regions_text(summary);
+  return text + (runs > 1 ? regions_over_runs_text(summary) : regions_text(summary));
 }
 
 // A number as JSON and CSV write it: round-trips a double; null (JSON) or empty (CSV) when
@@ -174,35 +229,47 @@ std::vector<std::string> stats_fields(const Stats& stats) {
           std::to_string(stats.runs)};
 }
 
-// One table in long form: a row per event, formula, the elapsed time and the exit status, then a
-// row per region, thread (or "sum") and column, whose last three fields say which region, thread
-// and run (empty in the rows before).
+// One table in long form: a row per event, formula, the elapsed time and the exit status (and why
+// runs were stopped), then for each region its sum over the runs (kind region_mean, thread "sum")
+// and a row per run, thread (or "sum") and column (kind region). The columns region, thread and
+// run place a region's rows (empty in the rows before); note says why a row has no value.
 std::string csv_summary(const ExperimentSummary& summary) {
   std::string text = csv_row({"kind", "name", "group", "formula", "unit", "mean", "stddev",
-                              "relative_stddev", "runs", "region", "thread", "run"});
-  const std::vector<std::string> no_region = {"", "", ""};
-  auto add_row = [&](std::vector<std::string> fields, const Stats& stats) {
+                              "relative_stddev", "runs", "region", "thread", "run", "note"});
+  auto add_row = [&](std::vector<std::string> fields, const Stats& stats,
+                     std::vector<std::string> place) {
     for (auto& field : stats_fields(stats)) fields.push_back(std::move(field));
-    fields.insert(fields.end(), no_region.begin(), no_region.end());
+    fields.insert(fields.end(), place.begin(), place.end());
     text += csv_row(fields);
   };
   for (const auto& line : summary.lines) {
     const bool event = line.kind == SummaryLine::Kind::event;
     add_row({event ? "event" : "metric", line.name, line.group, line.formula,
              line.seconds ? "seconds" : ""},
-            stats_of(line.values));
+            stats_of(line.values), {"", "", "", line.not_measured});
   }
-  add_row({"elapsed", "seconds elapsed", "", "", "seconds"}, stats_of(elapsed(summary)));
+  add_row({"elapsed", "seconds elapsed", "", "", "seconds"}, stats_of(elapsed(summary)),
+          {"", "", "", ""});
   text +=
       csv_row({"exit_status", "exit status", "", "", "", std::to_string(summary_exit_code(summary)),
-               "", "", std::to_string(summary.runs.size()), "", "", ""});
+               "", "", std::to_string(summary.runs.size()), "", "", "",
+               ends_text(summary) + (summary.stopped.empty() ? "" : "; " + summary.stopped)});
+  const auto unit_of = [](const std::string& column) {
+    return ends_with(column, "seconds") ? "seconds" : "";
+  };
+  for (const auto& region : regions_over_runs(summary)) {
+    for (std::size_t c = 0; c < region.columns.size(); ++c) {
+      add_row({"region_mean", region.columns[c], "", "", unit_of(region.columns[c])},
+              stats_of(region.values[c]), {region.region, "sum", "", ""});
+    }
+  }
   for (const auto& table : summary.regions) {
     for (const auto& row : table.rows) {
       for (std::size_t column = 0; column < table.columns.size(); ++column) {
         const std::string& name = table.columns[column];
         const double value = column < row.values.size() ? row.values[column] : std::nan("");
-        text += csv_row({"region", name, "", "", name == "seconds" ? "seconds" : "", number(value),
-                         "", "", "1", table.region, row.thread, std::to_string(table.run)});
+        text += csv_row({"region", name, "", "", unit_of(name), number(value), "", "", "1",
+                         table.region, row.thread, std::to_string(table.run), ""});
       }
     }
   }
@@ -229,19 +296,37 @@ std::string json_stats(const std::vector<std::optional<double>>& values) {
   return text;
 }
 
+// Each region's sum over its threads, over the runs: per column, each run's value (null where
+// the run did not enter it), their mean and spread.
+std::string json_region_means(const ExperimentSummary& summary) {
+  std::string text;
+  for (const auto& region : regions_over_runs(summary)) {
+    std::string columns;
+    for (std::size_t c = 0; c < region.columns.size(); ++c) {
+      columns += std::string(columns.empty() ? "" : ",") +
+                 "{\"column\":" + json_string(region.columns[c]) + "," +
+                 json_stats(region.values[c]) + "}";
+    }
+    text += std::string(text.empty() ? "" : ",\n  ") + "{\"region\":" + json_string(region.region) +
+            ",\"columns\":[" + columns + "]}";
+  }
+  return text;
+}
+
 std::string json_summary(const ExperimentSummary& summary) {
   std::string events, metrics;
   for (const auto& line : summary.lines) {
     std::string item =
         "{\"name\":" + json_string(line.name) + ",\"group\":" + json_string(line.group) + ",";
+    const bool counted = line.counted && line.not_measured.empty();
+    const std::string measured = ",\"counted\":" + std::string(counted ? "true" : "false") +
+                                 ",\"not_measured\":" + json_string(line.not_measured) + "," +
+                                 json_stats(line.values) + "}";
     if (line.kind == SummaryLine::Kind::event) {
-      item += "\"unit\":" + json_string(line.seconds ? "seconds" : "") + "," +
-              json_stats(line.values) + "}";
+      item += "\"unit\":" + json_string(line.seconds ? "seconds" : "") + measured;
       events += (events.empty() ? "" : ",\n  ") + item;
     } else {
-      item += "\"formula\":" + json_string(line.formula) +
-              ",\"counted\":" + (line.counted ? "true" : "false") + "," + json_stats(line.values) +
-              "}";
+      item += "\"formula\":" + json_string(line.formula) + measured;
       metrics += (metrics.empty() ? "" : ",\n  ") + item;
     }
   }
@@ -249,6 +334,8 @@ std::string json_summary(const ExperimentSummary& summary) {
   for (const auto& run : summary.runs) {
     runs += std::string(runs.empty() ? "" : ",") +
             "{\"exit_status\":" + std::to_string(run.exit_code) +
+            ",\"signal\":" + (run.signal != 0 ? json_string(signal_text(run.signal)) : "null") +
+            ",\"end\":" + json_string(end_text(run.exit_code, run.signal)) +
             ",\"seconds\":" + json_number(run.seconds) + "}";
   }
   std::string regions;
@@ -270,9 +357,11 @@ std::string json_summary(const ExperimentSummary& summary) {
                "],\"rows\":[" + rows + "]}";
   }
   return "{\"command\":" + json_string(summary.command_line) +
-         ",\n \"exit_status\":" + std::to_string(summary_exit_code(summary)) + ",\n \"runs\":[" +
-         runs + "],\n \"elapsed\":{" + json_stats(elapsed(summary)) + "},\n \"events\":[\n  " +
-         events + "],\n \"metrics\":[\n  " + metrics + "],\n \"regions\":[\n  " + regions +
+         ",\n \"exit_status\":" + std::to_string(summary_exit_code(summary)) +
+         ",\n \"stopped\":" + json_string(summary.stopped) + ",\n \"runs\":[" + runs +
+         "],\n \"elapsed\":{" + json_stats(elapsed(summary)) + "},\n \"events\":[\n  " + events +
+         "],\n \"metrics\":[\n  " + metrics + "],\n \"regions\":[\n  " + regions +
+         "],\n \"region_means\":[\n  " + json_region_means(summary) +
          "],\n \"note\":" + json_string(summary.note) + "}\n";
 }
 
@@ -282,7 +371,7 @@ int summary_exit_code(const ExperimentSummary& summary) {
   for (const auto& run : summary.runs) {
     if (run.exit_code != 0) return run.exit_code;
   }
-  return 0;
+  return summary.stopped_status;
 }
 
 std::string format_summary(const ExperimentSummary& summary, SummaryFormat format) {

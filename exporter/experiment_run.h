@@ -1,25 +1,29 @@
 // Experiment mode as the exporter runs it (exporter/app.cpp): the command's process targets and
-// children, the runs of `--once -- CMD`, where their exposition and summary go, and the linger of
-// served `-- CMD` after the command has ended.
+// children, the runs of `--once -- CMD`, where their exposition and summary go, how the command
+// hears the exporter's stop signals, and the linger of served `-- CMD` after the command has ended.
 #pragma once
 
 #include <signal.h>
 
+#include <chrono>
+#include <map>
 #include <memory>
-#include <ostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "exporter/cli.h"
 #include "exporter/experiment.h"
+#include "exporter/experiment_output.h"
 #include "exporter/router.h"
 
 namespace hwperf {
 
-// The process targets that count the command: one named after the program, or with --repeat=N
-// one per run, NAME.1 to NAME.N (each run's counts apart from the others'). Enables the process
-// collector.
+// The process targets that count the command: one named after the program (command_target_name,
+// or --experiment.name), or with --repeat=N one per run, NAME.1 to NAME.N (each run's counts apart
+// from the others'). Enables the process collector. Throws ConfigError for a name a configured
+// target has already.
 void add_command_targets(const CliOptions& cli, Config& config);
 
 // Experiment mode started without a configuration file by a user who cannot count the whole
@@ -28,6 +32,13 @@ void add_command_targets(const CliOptions& cli, Config& config);
 // energy interface they cannot open, left out, and said so in one log line. Empty otherwise: a
 // configuration file that enables them is obeyed.
 std::vector<std::string> collectors_left_out(const CliOptions& cli, const Config& config);
+
+// Experiment mode without a configuration file by a user who can count the whole machine: what
+// the system-wide collectors warn about at startup (no PMU, no RAPL here) describes the machine,
+// not the experiment, so it is logged at info level; `--once -- CMD` logs at warn unless
+// --log.level says otherwise, so that stderr holds the command's lines and the summary. A
+// configuration file is obeyed: its level, and its collectors' warnings as warnings.
+void quiet_experiment_log(const CliOptions& cli, const Config& config);
 
 // The first of `candidates` (the build tree's marker library, then the installed one) that can be
 // read; throws std::runtime_error naming them all when none can.
@@ -39,22 +50,61 @@ std::string marker_library(const std::vector<std::string>& candidates);
 // std::runtime_error when it cannot fork.
 std::vector<std::unique_ptr<Experiment>> start_experiments(const CliOptions& cli, Config& config);
 
-// Where --once writes the exposition: stdout ("-", or by default without -- CMD), a file opened
-// now, before any command runs, or nowhere (null: -- CMD without --output). Throws ConfigError
-// naming the file when it cannot be written.
-std::unique_ptr<std::ostream> open_output(const CliOptions& cli);
+// Where --once writes: the exposition to stdout ("-", or by default without -- CMD), to a file, or
+// nowhere (-- CMD without --output); the summary of -- CMD to --summary.output or stderr. Opened
+// now, before any command runs: a file that cannot be opened is a ConfigError naming it.
+struct OnceOutputs {
+  std::optional<OutputFile> exposition;
+  std::optional<OutputFile> summary;
+};
+OnceOutputs open_outputs(const CliOptions& cli);
 
-// --once -- CMD: lets each run execute in turn and waits for it, then writes the exposition of
-// every run to `output` (when not null) and the summary to stderr in --summary.format. Returns
-// what a shell would: summary_exit_code, or 126/127 for a run that could not be executed.
+// What the summary of --once -- CMD is made from, besides the runs (experiment_plan.cpp): the
+// groups whose formulas it shows (collector_rule_scopes), and the process targets' metrics of
+// events that count in kernel mode only, which a target counting user mode opens but never sees
+// count (perf stat shows them <not counted>).
+struct SummaryPlan {
+  std::vector<events::RuleScope> scopes;
+  std::vector<std::string> kernel_mode_only;  // metrics that follow collectors.process.domain
+  std::vector<std::string> user_mode_only;    // metrics whose own qualifiers leave kernel mode out
+  bool user_mode_configured = false;          // collectors.process.domain: user
+};
+SummaryPlan summary_plan(const Config& config);
+// The metrics of `plan` the runs could not measure, and why (ExperimentSummary::not_measured):
+// the kernel-mode-only ones when the targets counted user mode, configured so or narrowed by the
+// kernel (hwperf_process_domain_narrowed{domain="user"} in `families`).
+std::map<std::string, std::string> not_measured(
+    const SummaryPlan& plan, const std::vector<prometheus::MetricFamily>& families);
+// The metric an event that counts in kernel mode only is exported under when the configuration
+// names none ("context_switches" for perf::CONTEXT-SWITCHES); nullopt for any other event.
+std::optional<std::string> kernel_mode_only_metric(const std::string& event);
+
+// The first stop signal experiment mode heard, passed on to the command, and when.
+struct StopRequest {
+  int signal = 0;  // SIGTERM or SIGINT; 0 while none came
+  std::chrono::steady_clock::time_point at;
+  bool killed = false;  // the command was sent SIGKILL
+};
+
+// Waits for a released command to end, hearing `signals` (blocked in every thread): the first
+// SIGTERM or SIGINT is passed on to it; a second one, or kStopGrace without its end, kills it
+// (SIGKILL). Other signals are logged and ignored. Returns its exit code (Experiment::wait).
+int wait_for_command(Experiment& command, const sigset_t& signals, StopRequest& stop);
+
+// --once -- CMD: lets each run execute in turn and waits for it (wait_for_command), until a stop
+// signal: then the runs not started are not, and the summary is of those that ran. Then writes
+// the exposition of every run (after the command's own output on a line of its own, when both go
+// to stdout) and the summary in --summary.format. Returns what a shell would: summary_exit_code,
+// 126/127 for a run that could not be executed, 128+N when signal N stopped runs that all exited
+// 0, and 1 when the exposition or summary could not be written (logged).
 int run_once(const std::vector<std::unique_ptr<Experiment>>& runs, const Exporter& exporter,
-             const std::vector<events::RuleScope>& scopes, const CliOptions& cli,
-             std::ostream* output);
+             const SummaryPlan& plan, const CliOptions& cli, const sigset_t& signals,
+             OnceOutputs& outputs);
 
-// Served -- CMD, once the command has ended: keeps serving until a scrape of the telemetry path
-// that began after now has been answered, `linger_ms` have passed, or SIGTERM or SIGINT arrived
-// (`signals` are blocked and waited for here, as in the serving loop).
-void linger(const Exporter& exporter, const sigset_t& signals, unsigned linger_ms,
-            const std::string& telemetry_path);
+// Served -- CMD: waits for the command to end (wait_for_command), then, unless a stop signal ended
+// it, keeps serving until a scrape of the telemetry path that began after its end has been
+// answered, `linger_ms` have passed, or SIGTERM or SIGINT arrived. Returns the command's status.
+int serve_command(Experiment& command, const Exporter& exporter, const sigset_t& signals,
+                  unsigned linger_ms, const std::string& telemetry_path);
 
 }  // namespace hwperf

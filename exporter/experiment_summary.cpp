@@ -80,6 +80,10 @@ void add_counts(ExperimentSummary& summary, const Sums& sums) {
     name = name.substr(0, name.size() - std::string("_total").size());
     auto& line = line_of(summary, SummaryLine::Kind::event, name, group, "");
     line.seconds = ends_with(family, "_seconds_total");
+    if (const auto why = summary.not_measured.find(name); why != summary.not_measured.end()) {
+      line.not_measured = why->second;  // a 0 the kernel could not have counted otherwise
+      continue;
+    }
     line.values.back() = value;
   }
 }
@@ -105,6 +109,23 @@ std::string multiplexed_note(const Sums& sums, const std::string& group) {
   return text;
 }
 
+// Why a formula has no value although its group was counted: the first variable it reads whose
+// member is not measured here ("context_switches: counted in kernel mode only ..."), or "".
+std::string formula_not_measured(const ExperimentSummary& summary,
+                                 const events::GroupDefinition& group,
+                                 const events::GroupMetric& metric) {
+  for (const auto& variable : metric.formula.variables()) {
+    for (const auto& member : group.members) {
+      if (member.variable != variable) continue;
+      if (const auto why = summary.not_measured.find(member.metric);
+          why != summary.not_measured.end()) {
+        return member.metric + " " + why->second;
+      }
+    }
+  }
+  return "";
+}
+
 void add_group(ExperimentSummary& summary, const Sums& sums, const events::GroupDefinition& group,
                double seconds) {
   // Each variable is its member's count per second of the run; a member with no series in this
@@ -125,8 +146,12 @@ void add_group(ExperimentSummary& summary, const Sums& sums, const events::Group
                          metric.formula.text());
     line.counted = line.counted && counted;
     line.note = note;
+    // A formula that reads a member the kernel cannot count here would show that member's 0.
+    if (counted) line.not_measured = formula_not_measured(summary, group, metric);
     // No value where a divisor was 0 (no cycles: no IPC, rather than an infinite one).
-    if (counted) line.values.back() = metric.formula.evaluate(values);
+    if (counted && line.not_measured.empty()) {
+      line.values.back() = metric.formula.evaluate(values);
+    }
   }
 }
 
@@ -196,6 +221,31 @@ void add_run(ExperimentSummary& summary, const std::vector<prometheus::MetricFam
   }
   if (const auto note = narrowed_reason(families); !note.empty()) summary.note = note;
   add_regions(summary, families, target);
+}
+
+std::vector<RegionOverRuns> regions_over_runs(const ExperimentSummary& summary) {
+  std::vector<RegionOverRuns> regions;
+  const std::size_t runs = summary.runs.size();
+  for (const auto& table : summary.regions) {
+    auto found = std::find_if(regions.begin(), regions.end(),
+                              [&](const RegionOverRuns& r) { return r.region == table.region; });
+    if (found == regions.end()) {
+      regions.push_back({table.region, {}, {}});
+      found = std::prev(regions.end());
+    }
+    const auto& sum = table.rows.back();  // add_regions ends each table with its sum
+    for (std::size_t c = 0; c < table.columns.size() && c < sum.values.size(); ++c) {
+      auto column = std::find(found->columns.begin(), found->columns.end(), table.columns[c]);
+      if (column == found->columns.end()) {
+        found->columns.push_back(table.columns[c]);
+        found->values.emplace_back(runs);
+        column = std::prev(found->columns.end());
+      }
+      const auto index = static_cast<std::size_t>(column - found->columns.begin());
+      if (table.run >= 1 && table.run <= runs) found->values[index][table.run - 1] = sum.values[c];
+    }
+  }
+  return regions;
 }
 
 std::string experiment_summary(const std::vector<prometheus::MetricFamily>& families,

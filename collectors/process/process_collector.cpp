@@ -168,7 +168,9 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
     log::info("process target " + config.name + ": pid " + std::to_string(identity.pid) +
               " and everything it started have ended; its counters are closed");
   }
-  TargetState state = actions.no_process.empty() ? TargetState::counting : TargetState::no_process;
+  TargetState state = actions.no_process.empty() ? TargetState::counting
+                      : actions.ended            ? TargetState::ended
+                                                 : TargetState::no_process;
   std::string reason = actions.no_process;
   perf::OpenOptions options;
   options.inherit = true;
@@ -225,7 +227,8 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
   if (state != target.state || reason != target.reason) {
     const std::string text = "process target " + config.name + ": " + to_string(state) +
                              (reason.empty() ? "" : ": " + reason);
-    if (state == TargetState::counting || state == TargetState::no_process) {
+    if (state == TargetState::counting || state == TargetState::no_process ||
+        state == TargetState::ended) {
       log::info(text);
     } else {
       log::warn(text);
@@ -308,8 +311,9 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
   auto state = make_gauge_family(
       {"process", "target", "state"},
       "1 for the target's current state: counting, no_process (nothing selected: no such "
-      "process, exited, unreadable pidfile), permission_denied, fd_budget or error; the log "
-      "says why and what to do.");
+      "process, exited, unreadable pidfile), ended (the process a pid target or experiment "
+      "mode's command names has ended, and all it started: the counts are final), "
+      "permission_denied, fd_budget or error; the log says why and what to do.");
   auto info =
       make_gauge_family({"process", "info"},
                         "1 per live process a target counts: the ones it names and everything "

@@ -178,7 +178,12 @@ TargetPlan::Actions TargetPlan::update(const Snapshot& snapshot, const ProcessFa
     if (process == nullptr || counted_by(snapshot, *process, memo) != nullptr) continue;
     actions.attach.push_back(*process);
   }
-  if (!any_alive && actions.attach.empty()) actions.no_process = why_none;
+  if (!any_alive && actions.attach.empty()) {
+    actions.no_process = why_none;
+    actions.ended =
+        bound_pid_.has_value() && (config_.selector == ProcessTargetConfig::Selector::pid ||
+                                   config_.selector == ProcessTargetConfig::Selector::command);
+  }
   return actions;
 }
 

@@ -43,13 +43,12 @@ struct PidfileReading {
 };
 
 // Why a target counts nothing, as the `state` of hwperf_process_target_state.
-enum class TargetState { counting, no_process, permission_denied, fd_budget, error };
+enum class TargetState { counting, no_process, ended, permission_denied, fd_budget, error };
 inline constexpr EnumName<TargetState> kTargetStateNames[] = {
-    {TargetState::counting, "counting"},
-    {TargetState::no_process, "no_process"},
-    {TargetState::permission_denied, "permission_denied"},
-    {TargetState::fd_budget, "fd_budget"},
-    {TargetState::error, "error"}};
+    {TargetState::counting, "counting"},   {TargetState::no_process, "no_process"},
+    {TargetState::ended, "ended"},         {TargetState::permission_denied, "permission_denied"},
+    {TargetState::fd_budget, "fd_budget"}, {TargetState::error, "error"},
+};
 inline const char* to_string(TargetState state) { return name_of(kTargetStateNames, state); }
 
 class TargetPlan {
@@ -61,6 +60,9 @@ class TargetPlan {
     std::vector<ProcessIdentity> detach;  // roots whose counters can be read once and closed
     std::vector<ProcStat> counted;        // live processes counted: roots and descendants
     std::string no_process;               // why nothing is selected, when nothing is
+    // With no_process: the one process a pid or command target binds to has ended, and all it
+    // started; nothing will be selected again.
+    bool ended = false;
   };
   // `pidfile` is read by the caller for pidfile targets (nothing otherwise).
   Actions update(const Snapshot& snapshot, const ProcessFacts& facts,

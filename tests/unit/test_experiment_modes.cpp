@@ -2,6 +2,7 @@
 // mark a lingering exporter waits on. (The summary's formats: test_experiment_summary.cpp.)
 #include "tests/catch.hpp"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,7 +10,9 @@
 #include "collectors/build_info.h"
 #include "collectors/metrics.h"
 #include "config/errors.h"
+#include "collectors/events/vocabulary.h"
 #include "exporter/cli.h"
+#include "exporter/experiment_run.h"
 #include "exporter/router.h"
 #include "tests/support.h"
 #include "web/query.h"
@@ -99,6 +102,120 @@ TEST_CASE("Experiment flags: defaults, values, and where each one means somethin
   CHECK(problems_of({"--once", "--linger=5s", "--", "true"}) ==
         std::vector<std::string>{"--linger needs -- CMD without --once"});
   CHECK_THAT(problems_of({"--linger=soon", "--", "true"}).at(0), Contains("expected a duration"));
+}
+
+TEST_CASE("Experiment flags: the summary's own file and the target's name", "[experiment][cli]") {
+  const auto set = parse_cli({"--once", "--summary.output=run.json", "--experiment.name=matmul",
+                              "--", "taskset", "-c", "1", "./matmul"});
+  CHECK(*set.summary_output == "run.json");
+  CHECK(*set.experiment_name == "matmul");
+  CHECK_FALSE(parse_cli({"--once", "--", "true"}).summary_output);
+  CHECK(problems_of({"--summary.output=x", "--", "true"}) ==
+        std::vector<std::string>{"--summary.output needs --once -- CMD"});
+  CHECK(problems_of({"--experiment.name=x"}) ==
+        std::vector<std::string>{"--experiment.name needs -- CMD"});
+  CHECK_THAT(problems_of({"--experiment.name=", "--", "true"}).at(0),
+             Catch::Contains("expected a name of printable characters"));
+  CHECK_THAT(problems_of({"--experiment.name=a\tb", "--", "true"}).at(0),
+             Catch::Contains("expected a name of printable characters"));
+}
+
+namespace {
+
+// The programs of a made-up PATH (x86_64 is setarch under another name, as util-linux installs
+// it), so that the naming rule is tested apart from this machine's.
+bool fake_program(const std::string& word) {
+  for (const char* program :
+       {"taskset", "env", "sleep", "sh", "bash", "./prog", "numactl", "python3", "mpirun", "srun",
+        "setarch", "x86_64", "nice", "[", "/usr/bin/taskset", "stdbuf", "chrt", "time"}) {
+    if (word == program) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("The command's target is named after the program behind its wrappers", "[experiment]") {
+  struct Case {
+    std::vector<std::string> command;
+    const char* name;
+  };
+  const Case cases[] = {
+      {{"sleep", "3"}, "sleep"},
+      {{"./prog"}, "prog"},
+      {{"/usr/bin/taskset", "-c", "1", "./prog"}, "prog"},
+      {{"taskset", "0x3", "./prog"}, "prog"},
+      {{"env", "X=1", "Y=2", "./prog", "arg"}, "prog"},
+      {{"taskset", "-c", "1", "env", "X=1", "sh", "-c", "./prog --size 3"}, "prog"},
+      {{"numactl", "--membind=0", "-C", "0-3", "python3", "train.py"}, "python3"},
+      {{"mpirun", "-np", "4", "./prog"}, "prog"},
+      {{"srun", "-n", "2", "--cpu-bind=cores", "./prog"}, "prog"},
+      {{"setarch", "x86_64", "-R", "./prog"}, "prog"},
+      {{"nice", "-n", "10", "stdbuf", "-oL", "./prog"}, "prog"},
+      {{"chrt", "-f", "10", "time", "-p", "./prog"}, "prog"},
+      // A shell's -c: the program of one simple command, else the shell.
+      {{"sh", "-c", "exec ./prog"}, "prog"},
+      {{"sh", "-c", "OMP_NUM_THREADS=4 ./prog > out.txt"}, "prog"},
+      {{"bash", "-o", "pipefail", "-ec", "taskset -c 1 ./prog"}, "prog"},
+      {{"sh", "-c", "./prog; echo done"}, "sh"},
+      {{"sh", "-c", "./prog | sort"}, "sh"},
+      {{"sh", "-c", "while true; do sleep 1; done"}, "sh"},
+      {{"sh", "-c", "cd /tmp"}, "sh"},
+      {{"sh", "-c", "'./prog'"}, "sh"},
+      {{"sh", "-c", "$PROG"}, "sh"},
+      {{"sh", "script.sh"}, "sh"},
+      // A wrapper that runs nothing its words name keeps its own name.
+      {{"env"}, "env"},
+      {{"env", "-i", "NAME=x", "unknown-program"}, "env"},
+  };
+  for (const auto& [command, name] : cases) {
+    CAPTURE(command);
+    CHECK(command_target_name(command, &fake_program) == name);
+  }
+}
+
+TEST_CASE("A program is what execvp would run: an executable file in PATH or at a path",
+          "[experiment]") {
+  CHECK(is_program("sh"));
+  CHECK(is_program("/bin/sh"));
+  CHECK_FALSE(is_program("/etc/passwd"));  // not executable
+  CHECK_FALSE(is_program("/tmp"));         // a directory
+  CHECK_FALSE(is_program("no-such-program-hwperf"));
+  CHECK_FALSE(is_program("1"));  // taskset -c 1: a CPU list, not a program
+  CHECK_FALSE(is_program(""));
+}
+
+TEST_CASE("Events that count in kernel mode only are not measured where user mode is counted",
+          "[experiment]") {
+  // Named as the events layer names them when the configuration gives no metric.
+  for (const char* event :
+       {"perf::CONTEXT-SWITCHES", "perf::CS", "perf::CPU-MIGRATIONS", "perf::MIGRATIONS"}) {
+    CAPTURE(event);
+    CHECK(kernel_mode_only_metric(event) == events::default_metric_base(event));
+  }
+  CHECK_FALSE(kernel_mode_only_metric("perf::PAGE-FAULTS"));
+  CHECK_FALSE(kernel_mode_only_metric("PAPI_TOT_INS"));
+
+  Config config;
+  config.collectors.process.events_given = true;
+  config.collectors.process.events = {{"perf::CONTEXT-SWITCHES:u", "", "", {}},
+                                      {"perf::CPU-MIGRATIONS", "moves", "", {}},
+                                      {"perf::CS:k=1", "", "", {}},
+                                      {"perf::PAGE-FAULTS", "", "", {}}};
+  const auto plan = summary_plan(config);
+  // Its own :u leaves kernel mode out whatever the domain.
+  CHECK(not_measured(plan, {}) ==
+        std::map<std::string, std::string>{
+            {"context_switches", "counts in kernel mode only: not measured in user mode"}});
+  // Narrowed to user mode by the kernel: the one that follows the domain too; :k=1 is its own.
+  auto narrowed = make_family(metric_name({"process", "domain", "narrowed"}), "test",
+                              prometheus::MetricType::Gauge);
+  add_gauge(narrowed, {{"domain", "user"}, {"reason", "paranoid"}}, 1.0);
+  const auto user = not_measured(plan, {narrowed});
+  CHECK(user.size() == 2);
+  CHECK(user.count("moves") == 1);
+  config.collectors.process.domain = CountingDomain::user;
+  CHECK(not_measured(summary_plan(config), {}).size() == 2);
 }
 
 TEST_CASE("Query values are split on & and percent-decoded", "[experiment][http]") {

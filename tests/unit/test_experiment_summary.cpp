@@ -2,6 +2,9 @@
 // the export contract names them): counts per group, and each group's formulas evaluated over the
 // run, as perf stat prints its shadow metrics.
 #include "tests/catch.hpp"
+
+#include <signal.h>
+
 #include <string>
 #include <vector>
 
@@ -166,4 +169,121 @@ TEST_CASE("The CSV and JSON summaries are what python3's csv and json modules re
     INFO(text);
     CHECK(reading.read_with_python(reading.body, text) == reading.expected);
   }
+}
+
+namespace {
+
+// One run's region families: a region "compute" entered by two threads, calls and seconds each.
+std::vector<prometheus::MetricFamily> region_run(const std::string& target, double calls,
+                                                 double seconds) {
+  std::vector<prometheus::MetricFamily> families;
+  for (const auto& [column, value] :
+       {std::pair<std::string, double>{"calls", calls}, {"seconds", seconds}}) {
+    auto family = make_family(metric_name({"region", "thread"}) + "_" + column + "_total", "test",
+                              prometheus::MetricType::Counter);
+    for (const char* tid : {"101", "102"}) {
+      add_counter(family, {{"target", target}, {"region", "compute"}, {"tid", tid}}, value / 2);
+    }
+    families.push_back(std::move(family));
+  }
+  return families;
+}
+
+ExperimentSummary region_runs() {
+  ExperimentSummary summary;
+  summary.command_line = "./prog";
+  // Each run's sum over its two threads: 4 calls, then 1 s and 3 s inside.
+  add_run(summary, region_run("prog.1", 4, 1.0), {}, "prog.1", {0, 2.0});
+  add_run(summary, region_run("prog.2", 4, 3.0), {}, "prog.2", {0, 4.0});
+  return summary;
+}
+
+}  // namespace
+
+TEST_CASE("Regions over repeated runs: a mean and a spread per region and column",
+          "[experiment][regions]") {
+  const auto summary = region_runs();
+  const std::string text = format_summary(summary, SummaryFormat::text);
+  INFO(text);
+  // Seconds 1 and 3: mean 2, sample standard deviation 1.414, 70.71 % of the mean.
+  CHECK_THAT(text, Catch::Contains("Region compute (2 runs; each run's sum over its threads)"));
+  const auto mean = line_with(text, "        mean  ");
+  const auto spread = line_with(text, "          +-  ");
+  CHECK_THAT(mean, Catch::Contains(" 4  ") && Catch::Contains(" 2.000000"));
+  CHECK_THAT(spread, Catch::Contains("0.00%") && Catch::Contains("70.71%"));
+  // One table over the runs, not one per run.
+  CHECK(test::occurrences(text, "Region compute") == 1);
+
+  CHECK(test::read_csv_with_python(
+            "m = [x for x in rows if x[\"kind\"] == \"region_mean\" and x[\"name\"] == "
+            "\"seconds\"][0]\n"
+            "print(m[\"region\"], m[\"thread\"], m[\"mean\"], round(float(m[\"relative_stddev\"]), "
+            "4), m[\"runs\"], m[\"unit\"])",
+            format_summary(summary, SummaryFormat::csv)) == "compute sum 2 0.7071 2 seconds\n");
+  CHECK(test::read_json_with_python(
+            "r = s[\"region_means\"][0]\n"
+            "c = [x for x in r[\"columns\"] if x[\"column\"] == \"seconds\"][0]\n"
+            "print(r[\"region\"], c[\"values\"], c[\"mean\"], round(c[\"relative_stddev\"], 4))",
+            format_summary(summary, SummaryFormat::json)) == "compute [1, 3] 2 0.7071\n");
+}
+
+TEST_CASE("An event that counts in kernel mode only is not counted in user mode, in every format",
+          "[experiment][groups]") {
+  // Over 2 s: 2 s of CPU time, 900 page faults, and the kernel-mode-only events' zeros.
+  std::vector<prometheus::MetricFamily> families;
+  for (const auto& [metric, value] : {std::pair<const char*, double>{"task_clock_seconds", 2.0},
+                                      {"context_switches", 0.0},
+                                      {"cpu_migrations", 0.0},
+                                      {"page_faults", 900.0}}) {
+    families.push_back(
+        counter_family(metric, {{{{"target", "sh"}, {"group", "software"}}, value}}));
+  }
+  ExperimentSummary summary;
+  summary.command_line = "sh";
+  summary.not_measured = {{"context_switches", "counts in kernel mode only"},
+                          {"cpu_migrations", "counts in kernel mode only"}};
+  add_run(summary, families, {process_scope({"software"})}, "sh", {0, 2.0});
+  const std::string text = format_summary(summary, SummaryFormat::text);
+  INFO(text);
+  CHECK_THAT(
+      line_with(text, "  context_switches  [software]"),
+      Catch::StartsWith("       <not counted>") && Catch::Contains("(counts in kernel mode only)"));
+  CHECK_THAT(line_with(text, "(software: cs / clock)"),
+             Catch::Contains("<not counted>") &&
+                 Catch::Contains("context_switches counts in kernel mode only"));
+  // What was measured is shown as before.
+  CHECK(leading_number(line_with(text, "(software: faults / clock)")) == Approx(450));
+  CHECK(test::read_json_with_python(
+            "e = [x for x in s[\"events\"] if x[\"name\"] == \"context_switches\"][0]\n"
+            "p = [x for x in s[\"events\"] if x[\"name\"] == \"page_faults\"][0]\n"
+            "print(e[\"counted\"], e[\"mean\"], e[\"not_measured\"], p[\"counted\"], p[\"mean\"])",
+            format_summary(summary, SummaryFormat::json)) ==
+        "False None counts in kernel mode only True 900\n");
+  CHECK(test::read_csv_with_python("e = [x for x in rows if x[\"name\"] == \"cpu_migrations\"][0]\n"
+                                   "print(repr(e[\"mean\"]), e[\"runs\"], e[\"note\"])",
+                                   format_summary(summary, SummaryFormat::csv)) ==
+        "'' 0 counts in kernel mode only\n");
+}
+
+TEST_CASE("A run ended by a signal is said so, and a stop is part of the summary", "[experiment]") {
+  ExperimentSummary summary;
+  summary.command_line = "sleep 3";
+  add_run(summary, {}, {}, "sleep.1", {0, 3.0, 0});
+  add_run(summary, {}, {}, "sleep.2", {143, 0.5, SIGTERM});
+  summary.stopped = "stopped by SIGTERM during run 2 of 5";
+  summary.stopped_status = 128 + SIGTERM;
+  const std::string text = format_summary(summary, SummaryFormat::text);
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("; exit status 0, terminated by signal 15 (SIGTERM)\n") &&
+                       Catch::Contains("stopped by SIGTERM during run 2 of 5"));
+  CHECK(test::read_json_with_python(
+            "print(s[\"exit_status\"], s[\"runs\"][1][\"signal\"], s[\"runs\"][0][\"signal\"], "
+            "s[\"stopped\"])",
+            format_summary(summary, SummaryFormat::json)) ==
+        "143 SIGTERM None stopped by SIGTERM during run 2 of 5\n");
+  // Every run that ran exited 0: the stop's own status.
+  ExperimentSummary stopped;
+  add_run(stopped, {}, {}, "sleep.1", {0, 3.0, 0});
+  stopped.stopped_status = 130;
+  CHECK(summary_exit_code(stopped) == 130);
 }
