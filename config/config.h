@@ -241,11 +241,12 @@ struct CgroupCollectorConfig {
   double rescan_interval_seconds = 3;
 };
 
-// The uncore collector (collectors/uncore): memory controller PMUs and the msr PMU. Off by default:
-// its system-wide events need kernel.perf_event_paranoid <= 0 or CAP_PERFMON, and the msr PMU
-// holds three descriptors per CPU.
+// The uncore collector (collectors/uncore): memory controller PMUs and the msr PMU. On by default,
+// best effort as PAPI's default events: its system-wide events need kernel.perf_event_paranoid <= 0
+// or CAP_PERFMON, and what this machine or these privileges do not allow is left out once at
+// startup (logged, and in hwperf_uncore_source_available) while the exporter serves the rest.
 struct UncoreCollectorConfig {
-  bool enabled = false;
+  bool enabled = true;
   // What one package's memory can move, from its channels and their speed, which the PMUs do not
   // say: exported so that a rule can give the share of it in use. 0: not exported.
   double peak_memory_bytes_per_second = 0;

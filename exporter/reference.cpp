@@ -144,8 +144,10 @@ const std::vector<KeyText>& config_texts() {
        "a number from " + format_number(kMinRescanIntervalSeconds) + " to " +
            format_number(kMaxRescanIntervalSeconds)},
       {"collectors.uncore.enabled",
-       "count memory traffic per package (IMC, UMC) and aperf/mperf/tsc per CPU from the "
-       "kernel's perf PMUs ([uncore](collectors/uncore.md)); needs root or CAP_PERFMON"},
+       "count memory traffic per package (IMC, UMC), aperf/mperf/tsc per CPU and C-state "
+       "residency from the kernel's perf PMUs, best effort: what this machine or the exporter's "
+       "privileges (root or CAP_PERFMON) do not allow is logged once and reported in "
+       "hwperf_uncore_source_available ([uncore](collectors/uncore.md))"},
       {"collectors.uncore.peak_memory_bytes_per_second",
        "what one package's memory can move per second (channels x transfers per second x 8 "
        "bytes), exported as hwperf_memory_peak_bytes_per_second for the share-of-peak rule; 0 "
