@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 
+#include "tests/papi_live_support.h"
 #include "tests/support.h"
 #include "tests/unit/uncore_fixtures.h"
 
@@ -22,8 +23,6 @@ namespace {
 bool machine_has_msr_tsc() {
   return std::filesystem::exists("/sys/bus/event_source/devices/msr/events/tsc");
 }
-
-int perf_event_paranoid() { return std::stoi(read_file("/proc/sys/kernel/perf_event_paranoid")); }
 
 // Each source the collector does not count is logged once, with its reason.
 void check_each_source_reported_once(const std::vector<Sample>& samples, const std::string& log) {
@@ -48,7 +47,8 @@ TEST_CASE("with no configuration, the uncore collector counts what this machine 
   CHECK(value_of(samples, "hwperf_scrape_collector_success", {{"collector", "uncore"}}) == 1);
   check_each_source_reported_once(samples, result.err);
   // Where the kernel offers the tsc event and the exporter may count system-wide, every CPU's.
-  const bool countable = machine_has_msr_tsc() && (geteuid() == 0 || perf_event_paranoid() <= 0);
+  const bool countable =
+      machine_has_msr_tsc() && (geteuid() == 0 || papi_live::perf_event_paranoid() <= 0);
   CHECK(value_of(samples, "hwperf_uncore_source_available", {{"source", "msr_tsc"}}) ==
         (countable ? 1 : 0));
   CHECK(find_samples(samples, "hwperf_msr_tsc_cycles_total").size() ==
@@ -81,7 +81,7 @@ TEST_CASE(
     WARN("this kernel offers no msr/tsc event: only that each source is reported was checked");
     return;
   }
-  const bool refused = perf_event_paranoid() > 0;
+  const bool refused = papi_live::perf_event_paranoid() > 0;
   CHECK(find_samples(samples, "hwperf_uncore_source_available",
                      {{"source", "msr_tsc"}, {"reason", refused ? "permission_denied" : "ok"}})
             .size() == 1);
