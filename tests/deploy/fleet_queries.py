@@ -96,15 +96,19 @@ def configmap_config(src):
     return "\n".join(block)
 
 
-def start_exporter(fleet, name, config_text, extra):
+def start_exporter(fleet, name, config_text):
+    """Its port, once it listens (its log says where); an exporter that exits is a failure."""
     config = os.path.join(fleet.tmp, name + ".yml")
     open(config, "w").write(config_text)
-    fleet.spawn(name, [fleet.exporter, "--config.file=" + config, "--path.sysfs=/sys",
-                       "--path.procfs=/proc", "--path.devfs=/dev",
-                       "--web.listen-address=127.0.0.1:0"] + extra)
-    port = wait_for(f"{name} to listen ({fleet.log(name)[-2000:]})",
-                    lambda: re.search(r"Listening on 127\.0\.0\.1:(\d+)", fleet.log(name)))
-    return int(port.group(1))
+    process = fleet.spawn(name, [fleet.exporter, "--config.file=" + config, "--path.sysfs=/sys",
+                                 "--path.procfs=/proc", "--path.devfs=/dev",
+                                 "--web.listen-address=127.0.0.1:0"])
+
+    def listening():
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited with status {process.returncode} at startup")
+        return re.search(r"Listening on 127\.0\.0\.1:(\d+)", fleet.log(name))
+    return int(wait_for(f"{name} to listen", listening).group(1))
 
 
 def perf_event_root(fleet, config_text):
@@ -295,9 +299,9 @@ def start_fleet(fleet):
         os.mkdir(fleet.cgroup)
     else:
         print(f"note: no cgroup made under {root}: node-b counts no container")
-    nodes = [start_exporter(fleet, "node-a", configmap, []),
-             start_exporter(fleet, "node-b", lab_config(leaf, False), []),
-             start_exporter(fleet, "node-c", lab_config(None, True), [])]
+    nodes = [start_exporter(fleet, "node-a", configmap),
+             start_exporter(fleet, "node-b", lab_config(leaf, False)),
+             start_exporter(fleet, "node-c", lab_config(None, True))]
     return nodes, start_prometheus(fleet, nodes)
 
 
