@@ -458,7 +458,9 @@ Key collectors_section(Problems& problems, CollectorsConfig& collectors) {
              dump_value(cgroup.max_cgroups)},
             between_key(problems, "rescan_interval_seconds",
                         "collectors.cgroup.rescan_interval_seconds", cgroup.rescan_interval_seconds,
-                        kMinRescanIntervalSeconds, kMaxRescanIntervalSeconds, "seconds")}),
+                        kMinRescanIntervalSeconds, kMaxRescanIntervalSeconds, "seconds"),
+            enum_key(problems, "runtime", "collectors.cgroup.runtime", cgroup.runtime,
+                     kContainerRuntimeNames)}),
        section(
            problems, "uncore", "collectors.uncore",
            {bool_key(problems, "enabled", "collectors.uncore.enabled", collectors.uncore.enabled),

@@ -222,6 +222,11 @@ struct CgroupRoot {
   std::string path;  // relative to the hierarchy root, without a leading '/'
   SourceMark mark;
 };
+// The container runtime behind the kubelet's cgroupfs driver, whose container cgroups
+// (kubepods/<qos>/pod<uid>/<id>) do not name it (collectors.cgroup.runtime); spelled in
+// kContainerRuntimeNames, below the settings.
+enum class ContainerRuntime { none, containerd, crio, docker };
+
 struct CgroupCollectorConfig {
   bool enabled = false;
   // The same vocabulary as the PAPI collector. Empty = the default set, best effort.
@@ -239,13 +244,22 @@ struct CgroupCollectorConfig {
   // out, counted in a metric.
   unsigned max_cgroups = 256;
   double rescan_interval_seconds = 3;
+  ContainerRuntime runtime = ContainerRuntime::none;
 };
+// The spellings are the schemes kube-state-metrics writes in container_id ("<runtime>://<id>",
+// the CRI runtime's name for itself), so that such a container joins; none leaves the id bare.
+inline constexpr EnumName<ContainerRuntime> kContainerRuntimeNames[] = {
+    {ContainerRuntime::none, "none"},
+    {ContainerRuntime::containerd, "containerd"},
+    {ContainerRuntime::crio, "cri-o"},
+    {ContainerRuntime::docker, "docker"}};
 
-// The uncore collector (collectors/uncore): memory controller PMUs and the msr PMU. Off by default:
-// its system-wide events need kernel.perf_event_paranoid <= 0 or CAP_PERFMON, and the msr PMU
-// holds three descriptors per CPU.
+// The uncore collector (collectors/uncore): memory controller PMUs and the msr PMU. On by default,
+// best effort as PAPI's default events: its system-wide events need kernel.perf_event_paranoid <= 0
+// or CAP_PERFMON, and what this machine or these privileges do not allow is left out once at
+// startup (logged, and in hwperf_uncore_source_available) while the exporter serves the rest.
 struct UncoreCollectorConfig {
-  bool enabled = false;
+  bool enabled = true;
   // What one package's memory can move, from its channels and their speed, which the PMUs do not
   // say: exported so that a rule can give the share of it in use. 0: not exported.
   double peak_memory_bytes_per_second = 0;
@@ -280,5 +294,8 @@ inline const char* to_string(CountingDomain value) { return name_of(kCountingDom
 inline const char* to_string(PapiAttachMode value) { return name_of(kPapiAttachModeNames, value); }
 inline const char* to_string(RaplInterface value) { return name_of(kRaplInterfaceNames, value); }
 inline const char* to_string(RaplDomain value) { return name_of(kRaplDomainNames, value); }
+inline const char* to_string(ContainerRuntime value) {
+  return name_of(kContainerRuntimeNames, value);
+}
 
 }  // namespace hwperf

@@ -143,9 +143,17 @@ const std::vector<KeyText>& config_texts() {
        "how often the hierarchy is walked in the background for cgroups that appear and go", "",
        "a number from " + format_number(kMinRescanIntervalSeconds) + " to " +
            format_number(kMaxRescanIntervalSeconds)},
+      {"collectors.cgroup.runtime",
+       "the container runtime of a node whose kubelet uses the cgroupfs driver, whose cgroup "
+       "paths (`kubepods/<qos>/pod<uid>/<id>`) do not name it: their container_id is written "
+       "`<runtime>://<id>` as kube-state-metrics writes it, so that the join with "
+       "kube_pod_container_info matches; none leaves it bare "
+       "([cgroup](collectors/cgroup.md#what-is-counted))"},
       {"collectors.uncore.enabled",
-       "count memory traffic per package (IMC, UMC) and aperf/mperf/tsc per CPU from the "
-       "kernel's perf PMUs ([uncore](collectors/uncore.md)); needs root or CAP_PERFMON"},
+       "count memory traffic per package (IMC, UMC), aperf/mperf/tsc per CPU and C-state "
+       "residency from the kernel's perf PMUs, best effort: what this machine or the exporter's "
+       "privileges (root or CAP_PERFMON) do not allow is logged once and reported in "
+       "hwperf_uncore_source_available ([uncore](collectors/uncore.md))"},
       {"collectors.uncore.peak_memory_bytes_per_second",
        "what one package's memory can move per second (channels x transfers per second x 8 "
        "bytes), exported as hwperf_memory_peak_bytes_per_second for the share-of-peak rule; 0 "

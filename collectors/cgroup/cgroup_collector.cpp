@@ -183,6 +183,7 @@ void CgroupCollector::rescan() {
   DiscoveryRules rules;
   for (const auto& root : settings_.roots) rules.roots.push_back(root.path);
   rules.match = match_;
+  rules.cgroupfs_runtime = settings_.cgroupfs_runtime;
   const CgroupScan scan = scan_cgroups(settings_.root, rules, settings_.max_cgroups);
 
   std::vector<ConfiguredRootState> root_states;

@@ -46,6 +46,7 @@ struct CgroupCollectorSettings {
   std::vector<CgroupPattern> match;
   unsigned max_cgroups = 256;
   double rescan_interval_seconds = 3;
+  ContainerRuntime cgroupfs_runtime = ContainerRuntime::none;
   // Where the online CPUs are read at every rescan (common/cpu_list.h): a CPU that comes back
   // gets new counters (the kernel never re-enables events a CPU lost going offline). Empty: not
   // read.

@@ -149,6 +149,7 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
   settings.match = cgroup.match;
   settings.max_cgroups = cgroup.max_cgroups;
   settings.rescan_interval_seconds = cgroup.rescan_interval_seconds;
+  settings.cgroupfs_runtime = cgroup.runtime;
   return settings;
 }
 
@@ -196,6 +197,7 @@ std::vector<std::string> cgroup_check_report(const Config& config, const Topolog
   DiscoveryRules rules;
   for (const auto& root : cgroup.roots) rules.roots.push_back(root.path);
   for (const auto& pattern : cgroup.match) rules.match.emplace_back(pattern.regex);
+  rules.cgroupfs_runtime = cgroup.runtime;
   const CgroupScan scan = scan_cgroups(located.root, rules, cgroup.max_cgroups);
   std::vector<std::string> lines;
   lines.push_back(

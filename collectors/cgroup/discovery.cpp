@@ -52,7 +52,8 @@ CgroupScan scan_cgroups(const std::filesystem::path& root, const DiscoveryRules&
       scan.roots[i] = RootState::missing;
   }
   for (auto& leaf : leaves) {
-    CgroupIdentity id = identify_cgroup(leaf);
+    CgroupIdentity id = identify_cgroup(leaf, rules.cgroupfs_runtime);
+    if (id.monitor) continue;  // no container, whatever root or pattern takes it
     bool counted = recognised(id);
     for (std::size_t i = 0; i < rules.roots.size(); ++i) {
       if (under(leaf, rules.roots[i])) {

@@ -17,6 +17,7 @@ namespace hwperf::cgroup {
 struct DiscoveryRules {
   std::vector<std::string> roots;  // relative to the hierarchy root, no leading '/'
   std::vector<std::regex> match;
+  ContainerRuntime cgroupfs_runtime = ContainerRuntime::none;  // identify_cgroup's
 };
 
 // Why a configured root counts nothing (a scan's per-root outcome).

@@ -28,11 +28,29 @@ std::vector<std::string_view> components(std::string_view path) {
   return out;
 }
 
-// "<prefix><id>.scope" -> id when id looks like a container id.
-std::string_view scope_id(std::string_view leaf, std::string_view prefix) {
-  if (!starts_with(leaf, prefix) || !ends_with(leaf, ".scope")) return {};
-  const auto id = leaf.substr(prefix.size(), leaf.size() - prefix.size() - 6);
+// "<prefix><id>.scope" (a systemd scope), or "<prefix><id>" where `unscoped` (CRI-O's cgroupfs
+// manager names a container's cgroup crio-<id>) -> id when id looks like a container id.
+std::string_view prefixed_id(std::string_view leaf, std::string_view prefix, bool unscoped) {
+  if (!starts_with(leaf, prefix)) return {};
+  auto id = leaf.substr(prefix.size());
+  if (ends_with(id, ".scope")) {
+    id.remove_suffix(6);
+  } else if (!unscoped) {
+    return {};
+  }
   return is_hex_id(id) ? id : std::string_view{};
+}
+
+// CRI-O's and Podman's conmon, beside each container (a scope with the systemd driver,
+// crio-conmon-<id> with CRI-O's cgroupfs manager: cri-o internal/config/cgmgr/cgroupfs_linux.go).
+bool is_monitor(std::string_view leaf) {
+  return starts_with(leaf, "crio-conmon-") || starts_with(leaf, "libpod-conmon-");
+}
+
+// kube-state-metrics' scheme for a runtime's ids ("" for none): the configuration's spellings
+// are those schemes (config.h).
+std::string scheme_of(ContainerRuntime runtime) {
+  return runtime == ContainerRuntime::none ? "" : std::string(to_string(runtime)) + "://";
 }
 
 std::string pod_uid_of(std::string_view c) {
@@ -51,7 +69,7 @@ std::string pod_uid_of(std::string_view c) {
 
 }  // namespace
 
-CgroupIdentity identify_cgroup(std::string_view cgroup_path) {
+CgroupIdentity identify_cgroup(std::string_view cgroup_path, ContainerRuntime cgroupfs_runtime) {
   CgroupIdentity id;
   while (!cgroup_path.empty() && cgroup_path.front() == '/') cgroup_path.remove_prefix(1);
   id.cgroup = std::string(cgroup_path);
@@ -67,25 +85,29 @@ CgroupIdentity identify_cgroup(std::string_view cgroup_path) {
   // crun (Podman's default runtime) on cgroup v2 with the systemd driver moves the container's
   // processes one level down, into <scope>/container, so that the scope can delegate.
   if (leaf == "container" && parts.size() >= 2) leaf = parts[parts.size() - 2];
+  id.monitor = is_monitor(leaf);
+  if (id.monitor) return id;
   struct Scheme {
-    std::string_view prefix, scheme;
+    std::string_view prefix;
+    std::string scheme;
+    bool unscoped;
   };
-  // The conmon scopes of CRI-O and Podman are monitors, not containers: they match nothing here.
-  static constexpr Scheme scopes[] = {{"cri-containerd-", "containerd://"},
-                                      {"crio-", "cri-o://"},
-                                      {"docker-", "docker://"},
-                                      {"libpod-", "podman://"}};
+  static const Scheme scopes[] = {
+      {"cri-containerd-", scheme_of(ContainerRuntime::containerd), false},
+      {"crio-", scheme_of(ContainerRuntime::crio), true},
+      {"docker-", scheme_of(ContainerRuntime::docker), false},
+      {"libpod-", "podman://", false}};
   for (const auto& s : scopes)
-    if (const auto cid = scope_id(leaf, s.prefix); !cid.empty()) {
-      id.container_id = std::string(s.scheme) + std::string(cid);
+    if (const auto cid = prefixed_id(leaf, s.prefix, s.unscoped); !cid.empty()) {
+      id.container_id = s.scheme + std::string(cid);
       return id;
     }
   if (parts.size() >= 2 && is_hex_id(leaf)) {
     const auto parent = parts[parts.size() - 2];
     if (parent == "docker")
-      id.container_id = "docker://" + std::string(leaf);
-    else if (kube && !id.pod_uid.empty())
-      id.container_id = std::string(leaf);  // runtime unknown
+      id.container_id = scheme_of(ContainerRuntime::docker) + std::string(leaf);
+    else if (kube && !id.pod_uid.empty())  // the kubelet's cgroupfs driver: runtime configured
+      id.container_id = scheme_of(cgroupfs_runtime) + std::string(leaf);
   }
   if (parts.size() >= 2 && starts_with(leaf, "libpod-") &&
       parts[parts.size() - 2] == "libpod_parent" && is_hex_id(leaf.substr(7)))

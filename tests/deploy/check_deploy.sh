@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Checks the deployment files under deploy/ with the real tools (run by CTest as deploy_manifests):
-#   Prometheus  promtool check config, check rules, test rules (deploy/prometheus/rules_test.yml);
-#               deploy/prometheus.yml loads every rule file under deploy/prometheus/
+#   Prometheus  promtool check config, check rules; deploy/prometheus.yml loads every rule file
+#               under deploy/prometheus/, and every *_test.yml there and under tests/deploy/ passes
+#               promtool test rules (tests/deploy/ksm_join_test.yml: the kube-state-metrics join
+#               of docs/collectors/cgroup.md)
 #   Groups      deploy/prometheus/group_rules.yml is `--print-rules` on the default configuration,
 #               tests/deploy/all_groups.rules.yml is `--print-rules` with tests/deploy/all_groups.yml
 #               (every built-in group in papi, process and cgroup); promtool reads both, and
@@ -37,15 +39,25 @@ done
 
 step "promtool check config deploy/prometheus.yml (with its rule files)"
 promtool check config "$src/deploy/prometheus.yml" || fail "deploy/prometheus.yml"
-for rules in rules.yml group_rules.yml container_energy.rules.yml uncore.rules.yml; do
-  grep -q "prometheus/$rules" "$src/deploy/prometheus.yml" || fail "deploy/prometheus.yml does not load prometheus/$rules"
+# Every rule file under deploy/prometheus/ (the *_test.yml beside them are promtool's tests).
+rule_files=()
+for path in "$src"/deploy/prometheus/*.yml; do
+  case $path in *_test.yml) continue ;; esac
+  rule_files+=("$(basename "$path")")
+done
+for rules in "${rule_files[@]}"; do
+  grep -q "^  - prometheus/$rules\$" "$src/deploy/prometheus.yml" ||
+    fail "deploy/prometheus.yml does not load prometheus/$rules"
 done
 
-step "promtool check rules / test rules deploy/prometheus/"
-for rules in rules.yml group_rules.yml container_energy.rules.yml uncore.rules.yml; do
+step "promtool check rules / test rules deploy/prometheus/ and tests/deploy/"
+for rules in "${rule_files[@]}"; do
   promtool check rules "$src/deploy/prometheus/$rules" || fail "deploy/prometheus/$rules"
 done
-(cd "$src/deploy/prometheus" && promtool test rules rules_test.yml) || fail "deploy/prometheus/rules_test.yml"
+for test_file in "$src"/deploy/prometheus/*_test.yml "$src"/tests/deploy/*_test.yml; do
+  (cd "$(dirname "$test_file")" && promtool test rules "$(basename "$test_file")") ||
+    fail "${test_file#"$src"/}"
+done
 
 # generated CHECKED_IN [FLAGS...]: the checked-in rule file must be what --print-rules prints,
 # and promtool must read it.
@@ -65,10 +77,8 @@ generated() {
 }
 step "event groups: deploy/prometheus/group_rules.yml is --print-rules on the default configuration"
 generated deploy/prometheus/group_rules.yml
-step "event groups: tests/deploy/all_groups.rules.yml is --print-rules with every built-in group; test rules"
+step "event groups: tests/deploy/all_groups.rules.yml is --print-rules with every built-in group"
 generated tests/deploy/all_groups.rules.yml --config.file=tests/deploy/all_groups.yml
-(cd "$src/tests/deploy" && promtool test rules all_groups.rules_test.yml) ||
-  fail "tests/deploy/all_groups.rules_test.yml"
 
 step "Grafana: every query of deploy/grafana/hwperf.json parses"
 python3 "$here/grafana_queries.py" "$src/deploy/grafana/hwperf.json" "$tmp/grafana_rules.yml" \

@@ -4,35 +4,27 @@ query, with Grafana's variables replaced by concrete values, so that promtool ca
 Fails when the dashboard has no queries, a panel has none, or a variable is left unreplaced.
 Given a Prometheus configuration as a third argument, also fails when a query reads a recording
 rule (a name with a colon) that none of the rule files that configuration loads records.
+fleet_queries.py imports dashboard_queries() and rule_files() to run the same queries live.
 Usage: grafana_queries.py DASHBOARD RULES_OUT [PROMETHEUS_YML]"""
 import json
 import os
 import re
 import sys
 
-dashboard_path, rules_path = sys.argv[1], sys.argv[2]
-prometheus_path = sys.argv[3] if len(sys.argv) > 3 else None
-dashboard = json.load(open(dashboard_path))
-
 # Concrete values for Grafana's built-in variables and the dashboard's own.
-values = {
+VALUES = {
     "__rate_interval": "1m", "__interval": "30s", "__range": "1h", "__range_s": "3600",
     "instance": ".*", "counter": "hwperf_cpu_page_faults_total", "datasource": "prometheus",
 }
-defined = {v["name"] for v in dashboard.get("templating", {}).get("list", [])}
-problems = []
-for name in defined:
-    if name not in values:
-        problems.append(f"template variable ${name} has no test value in {sys.argv[0]}")
 
 
-def substitute(expr):
+def substitute(expr, problems):
     def one(match):
         name = match.group(1) or match.group(2)
-        if name not in values:
+        if name not in VALUES:
             problems.append(f"unknown variable ${name} in: {expr}")
             return match.group(0)
-        return values[name]
+        return VALUES[name]
     return re.sub(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)", one, expr)
 
 
@@ -42,35 +34,43 @@ def panels(items):
         yield from panels(panel.get("panels", []))
 
 
-rules = []
-for panel in panels(dashboard.get("panels", [])):
-    if panel.get("type") == "row":
-        continue
-    targets = [t for t in panel.get("targets", []) if t.get("expr")]
-    if not targets:
-        problems.append(f"panel {panel.get('title')!r} has no query")
-    for target in targets:
-        expr = substitute(target["expr"])
-        if "$" in expr:
-            problems.append(f"panel {panel.get('title')!r}: unreplaced variable in {expr}")
-        rules.append((panel.get("title"), target.get("refId"), expr))
-for variable in dashboard.get("templating", {}).get("list", []):
-    query = variable.get("query")
-    if isinstance(query, dict):
-        query = query.get("query")
-    # label_values(metric, label) and metrics(regex) are Grafana functions; check their selector.
-    match = re.fullmatch(r"label_values\((.+),\s*\w+\)", query or "")
-    if match:
-        rules.append((f"variable {variable['name']}", "query", substitute(match.group(1))))
+def dashboard_queries(dashboard_path):
+    """[(panel title, refId, query)] with the variables replaced, and the problems found."""
+    dashboard = json.load(open(dashboard_path))
+    problems, queries = [], []
+    for variable in dashboard.get("templating", {}).get("list", []):
+        if variable["name"] not in VALUES:
+            problems.append(f"template variable ${variable['name']} has no test value in "
+                            f"{os.path.basename(__file__)}")
+    for panel in panels(dashboard.get("panels", [])):
+        if panel.get("type") == "row":
+            continue
+        targets = [t for t in panel.get("targets", []) if t.get("expr")]
+        if not targets:
+            problems.append(f"panel {panel.get('title')!r} has no query")
+        for target in targets:
+            expr = substitute(target["expr"], problems)
+            if "$" in expr:
+                problems.append(f"panel {panel.get('title')!r}: unreplaced variable in {expr}")
+            queries.append((panel.get("title"), target.get("refId"), expr))
+    for variable in dashboard.get("templating", {}).get("list", []):
+        query = variable.get("query")
+        if isinstance(query, dict):
+            query = query.get("query")
+        # label_values(metric, label) and metrics(regex) are Grafana functions; check their selector.
+        match = re.fullmatch(r"label_values\((.+),\s*\w+\)", query or "")
+        if match:
+            queries.append((f"variable {variable['name']}", "query",
+                            substitute(match.group(1), problems)))
+    if not queries:
+        problems.append(f"{dashboard_path} has no queries")
+    return queries, problems
 
-if not rules:
-    problems.append(f"{dashboard_path} has no queries")
 
-
-def recorded_by(config_path):
-    """Names recorded by the rule files a Prometheus configuration loads (its rule_files list,
-    paths relative to it; read as text, no YAML module needed)."""
-    names, files, in_list = set(), [], False
+def rule_files(config_path):
+    """The rule files a Prometheus configuration loads (its rule_files list, as paths beside it;
+    read as text, no YAML module needed)."""
+    files, in_list = [], False
     for line in open(config_path):
         if re.match(r"rule_files:\s*$", line):
             in_list = True
@@ -78,28 +78,41 @@ def recorded_by(config_path):
             files.append(line.split("-", 1)[1].strip().strip("\"'"))
         elif in_list and line.strip() and not line.lstrip().startswith("#"):
             in_list = False
-    for name in files:
-        path = os.path.join(os.path.dirname(config_path), name)
+    return [os.path.join(os.path.dirname(config_path), name) for name in files]
+
+
+def recorded_by(config_path):
+    """Names recorded by the rule files a Prometheus configuration loads."""
+    names, files = set(), rule_files(config_path)
+    for path in files:
         names.update(re.findall(r"^\s*-?\s*record:\s*([\w:]+)", open(path).read(), re.M))
-    return files, names
+    return [os.path.relpath(path, os.path.dirname(config_path)) for path in files], names
 
 
-if prometheus_path:
-    files, recorded = recorded_by(prometheus_path)
-    for title, ref, expr in rules:
-        unquoted = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
-        for name in re.findall(r"(?<![\w:])[a-zA-Z_]\w*:[\w:]*", unquoted):
-            if name not in recorded:
-                problems.append(f"panel {title!r}: {name} is recorded by none of the rule files "
-                                f"{prometheus_path} loads ({', '.join(files)})")
-for problem in problems:
-    print(f"FAIL: {problem}", file=sys.stderr)
+def main(argv):
+    dashboard_path, rules_path = argv[1], argv[2]
+    prometheus_path = argv[3] if len(argv) > 3 else None
+    rules, problems = dashboard_queries(dashboard_path)
+    if prometheus_path:
+        files, recorded = recorded_by(prometheus_path)
+        for title, ref, expr in rules:
+            unquoted = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+            for name in re.findall(r"(?<![\w:])[a-zA-Z_]\w*:[\w:]*", unquoted):
+                if name not in recorded:
+                    problems.append(f"panel {title!r}: {name} is recorded by none of the rule "
+                                    f"files {prometheus_path} loads ({', '.join(files)})")
+    for problem in problems:
+        print(f"FAIL: {problem}", file=sys.stderr)
 
-with open(rules_path, "w") as out:
-    out.write("groups:\n  - name: grafana_queries\n    rules:\n")
-    for i, (title, ref, expr) in enumerate(rules):
-        out.write(f"      # {title} / {ref}\n")
-        out.write(f"      - record: grafana_query_{i}\n")
-        out.write(f"        expr: {json.dumps(expr)}\n")
-print(f"{len(rules)} Grafana queries written to {rules_path}")
-sys.exit(1 if problems else 0)
+    with open(rules_path, "w") as out:
+        out.write("groups:\n  - name: grafana_queries\n    rules:\n")
+        for i, (title, ref, expr) in enumerate(rules):
+            out.write(f"      # {title} / {ref}\n")
+            out.write(f"      - record: grafana_query_{i}\n")
+            out.write(f"        expr: {json.dumps(expr)}\n")
+    print(f"{len(rules)} Grafana queries written to {rules_path}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -67,6 +67,10 @@ check(paths == {"sysfs": "/host/sys", "procfs": "/host/proc", "devfs": "/host/de
 # Containers are counted: the cgroup collector is off by default.
 check(config_value(config, "collectors", "cgroup", "enabled") == "true",
       "the ConfigMap does not enable collectors.cgroup (per-container counts)")
+# Memory bandwidth, the effective clock and C-states (the dashboard's Memory row): the uncore
+# collector, best effort, must not be turned off.
+check(config_value(config, "collectors", "uncore", "enabled") in (None, "true"),
+      "the ConfigMap turns collectors.uncore off (the dashboard's Memory row would stay empty)")
 open(sys.argv[2], "w").write(config)
 
 account = one("ServiceAccount")

@@ -103,6 +103,11 @@ TEST_CASE("container identity from cgroup paths", "[cgroup]") {
           "", uid},
       Row{"/kubepods/burstable/pod" + uid + "/" + id, id, uid},
       Row{"/kubepods/pod" + uid + "/" + id, id, uid},
+      // CRI-O's cgroupfs manager: crio-<id> without a scope, its conmon beside it
+      // (internal/config/cgmgr/cgroupfs_linux.go ContainerCgroupPath, MoveConmonToCgroup).
+      Row{"/kubepods/burstable/pod" + uid + "/crio-" + id, "cri-o://" + id, uid},
+      Row{"/kubepods/pod" + uid + "/crio-" + id, "cri-o://" + id, uid},
+      Row{"/kubepods/burstable/pod" + uid + "/crio-conmon-" + id, "", uid},
       Row{"/system.slice/docker-" + id + ".scope", "docker://" + id, ""},
       Row{"/docker/" + id, "docker://" + id, ""},
       Row{"/machine.slice/libpod-" + id + ".scope", "podman://" + id, ""},
