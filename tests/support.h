@@ -2,6 +2,7 @@
 // reading files. Nothing here asserts; tests do.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -15,6 +16,12 @@
 #include "topology/topology.h"
 
 namespace hwperf::test {
+
+// Seconds of the steady clock since `start`: the one helper every timed test uses (copies of it
+// in anonymous namespaces collide in the unity build).
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // A base for the helpers below that own a directory, a process, an fd or a CPU's state: a copy
 // would release it twice.

@@ -23,9 +23,7 @@ namespace hwperf::test::http_clients {
 
 using Clock = std::chrono::steady_clock;
 
-inline double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using test::seconds_since;
 
 // A server on 127.0.0.1 at a port the kernel picks, answering within `request_timeout_ms`.
 inline HttpServerOptions loopback_options(int request_timeout_ms) {

@@ -22,9 +22,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using hwperf::test::seconds_since;
 
 // User plus system CPU time of process `pid`, in seconds (/proc/PID/stat fields 14 and 15).
 double process_cpu_seconds(int pid) {

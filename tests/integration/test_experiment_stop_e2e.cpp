@@ -26,9 +26,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using hwperf::test::seconds_since;
 
 // The exporter as a shell starts a job: a process group of its own (the target of Ctrl-C), the
 // signals a program expects at their defaults, stdout to a file (or `out`), stderr to a file.

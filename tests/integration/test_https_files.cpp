@@ -25,9 +25,7 @@ using hwperf::test::http_clients::tls_server_options;
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
+using hwperf::test::seconds_since;
 
 // `openssl s_client` forced to one protocol version (security level 0 on the client, so that
 // only the server's policy decides); the protocol it negotiated ("TLSv1", "TLSv1.1", ...), or

@@ -39,9 +39,9 @@ inline EventSpec spec(const std::string& event, const std::string& metric,
 }
 
 // Counts every (event, CPU) of the layout it is given; values are set by the test.
-class FakeSource final : public CounterSource {
+class FakeCounterSource final : public CounterSource {
  public:
-  explicit FakeSource(SourceLayout layout) : layout_(std::move(layout)) {
+  explicit FakeCounterSource(SourceLayout layout) : layout_(std::move(layout)) {
     values_.assign(layout_.counters.size(), 0);
     base_.assign(layout_.counters.size(), 0);
   }

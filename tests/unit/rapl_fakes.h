@@ -49,10 +49,10 @@ struct FakeState {
   }
 };
 
-class FakeSource final : public EnergySource {
+class FakeEnergySource final : public EnergySource {
  public:
-  FakeSource(std::vector<CounterInfo> counters, std::shared_ptr<FakeState> state,
-             std::map<unsigned, double> hints = {})
+  FakeEnergySource(std::vector<CounterInfo> counters, std::shared_ptr<FakeState> state,
+                   std::map<unsigned, double> hints = {})
       : counters_(std::move(counters)), state_(std::move(state)), hints_(std::move(hints)) {
     const std::lock_guard<std::mutex> lock(state_->mutex);
     state_->values.resize(counters_.size(), 0);
@@ -90,7 +90,7 @@ inline ProbeResult fake_probe(std::vector<CounterInfo> counters, std::shared_ptr
   ProbeResult probe;
   probe.interface = RaplInterface::msr;
   probe.source =
-      std::make_unique<FakeSource>(std::move(counters), std::move(state), std::move(hints));
+      std::make_unique<FakeEnergySource>(std::move(counters), std::move(state), std::move(hints));
   return probe;
 }
 

@@ -32,7 +32,8 @@ using namespace hwperf::test::papi_fakes;
 
 TEST_CASE("per-CPU families carry cpu, core, package and numa_node", "[papi]") {
   const Topology topology = two_socket_topology();
-  auto source = std::make_unique<FakeSource>(papi::every_event_on_every_cpu(2, topology.cpus()));
+  auto source =
+      std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(2, topology.cpus()));
   auto* fake = source.get();
   // Distinct values per counter so that a label mix-up cannot go unnoticed.
   for (std::size_t i = 0; i < fake->values_.size(); ++i) fake->values_[i] = 1000 + 7 * i;
@@ -64,7 +65,7 @@ TEST_CASE("a machine without NUMA information gets an empty numa_node label", "[
   const Topology topology({{0, 0, 0, -1}, {1, 1, 0, -1}}, {}, "test: no NUMA");
   auto collector = make_papi_collector_from_source(
       config_with(Granularity::cpu), {spec("PAPI_TOT_INS", "instructions")}, topology,
-      std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, topology.cpus())));
+      std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(1, topology.cpus())));
   const auto samples = find_samples(scrape(*collector), "hwperf_cpu_instructions_total");
   REQUIRE(samples.size() == 2);
   for (const auto& sample : samples) {
@@ -78,7 +79,8 @@ TEST_CASE("every granularity sums the right CPUs under the right labels", "[papi
   const auto granularity =
       GENERATE(Granularity::cpu, Granularity::core, Granularity::package, Granularity::machine);
   CAPTURE(to_string(granularity));
-  auto source = std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, topology.cpus()));
+  auto source =
+      std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(1, topology.cpus()));
   auto* fake = source.get();
   for (std::size_t i = 0; i < fake->values_.size(); ++i) fake->values_[i] = (i + 1) * 1000003;
   auto collector = make_papi_collector_from_source(
@@ -117,7 +119,7 @@ TEST_CASE("every granularity sums the right CPUs under the right labels", "[papi
 
 TEST_CASE("clock events are exported in seconds", "[papi]") {
   const Topology topology = two_socket_topology();
-  auto source = std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, {0, 1}));
+  auto source = std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(1, {0, 1}));
   auto* fake = source.get();
   fake->values_ = {1500000000ull, 2000000000000000007ull};  // 1.5 s; ~23 days and 7 ns
   auto collector = make_papi_collector_from_source(
@@ -133,7 +135,7 @@ TEST_CASE("clock events are exported in seconds", "[papi]") {
 
 TEST_CASE("an exported counter never decreases, even when a scaled count does", "[papi]") {
   const Topology topology = two_socket_topology();
-  auto source = std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, {0}));
+  auto source = std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(1, {0}));
   auto* fake = source.get();
   auto collector = make_papi_collector_from_source(config_with(Granularity::cpu),
                                                    {spec("PAPI_TOT_INS", "instructions")}, topology,
@@ -158,7 +160,7 @@ TEST_CASE("dropped counters are reported, and the rest keeps counting", "[papi]"
                     {2, 0, "Permission level does not permit operation", "sysctl"},
                     {2, 1, "Permission level does not permit operation", "sysctl"}};
   layout.event_sets = {{0, 0, "cpu_attach", true, {0, 2}}, {1, 0, "qualifier", false, {1}}};
-  auto source = std::make_unique<FakeSource>(layout);
+  auto source = std::make_unique<FakeCounterSource>(layout);
   source->values_ = {10, 20, 30};
   auto collector = make_papi_collector_from_source(
       config_with(Granularity::cpu),
@@ -206,7 +208,7 @@ TEST_CASE("HELP names the PAPI event, the domain and the level", "[papi]") {
   config.domain = CountingDomain::user;
   auto collector = make_papi_collector_from_source(
       config, {spec("PAPI_L1_DCM", "l1_data_cache_misses")}, topology,
-      std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, {0, 4})));
+      std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(1, {0, 4})));
   std::vector<prometheus::MetricFamily> families;
   collector->collect(families);
   const auto it = std::find_if(families.begin(), families.end(), [](const auto& family) {
@@ -231,7 +233,7 @@ TEST_CASE("HELP states the event's own u/k domain, not the configured one", "[pa
   config.domain = configured;
   auto collector = make_papi_collector_from_source(
       config, {spec(event, "cycles"), spec("perf::CPU-CYCLES", "cpu_cycles")}, topology,
-      std::make_unique<FakeSource>(papi::every_event_on_every_cpu(2, {0})));
+      std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(2, {0})));
   std::vector<prometheus::MetricFamily> families;
   collector->collect(families);
   auto help_of = [&](const std::string& name) {
@@ -254,7 +256,7 @@ TEST_CASE("HELP states the event's own u/k domain, not the configured one", "[pa
 
 TEST_CASE("a failing source fails the scrape, not the exporter", "[papi]") {
   const Topology topology = two_socket_topology();
-  auto source = std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, {0, 1}));
+  auto source = std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(1, {0, 1}));
   auto* fake = source.get();
   fake->values_ = {123, 456};
   CollectorSet set;
@@ -280,10 +282,10 @@ TEST_CASE("names that clash or are invalid are configuration errors", "[papi]") 
       make_papi_collector_from_source(
           config_with(Granularity::cpu),
           {spec("PAPI_TOT_INS", "instructions"), spec("perf::INSTRUCTIONS", "instructions")},
-          topology, std::make_unique<FakeSource>(papi::every_event_on_every_cpu(2, {0}))),
+          topology, std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(2, {0}))),
       ConfigError);
   CHECK_THROWS_AS(make_papi_collector_from_source(
                       config_with(Granularity::cpu), {spec("PAPI_TOT_INS", "bad-name")}, topology,
-                      std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, {0}))),
+                      std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(1, {0}))),
                   ConfigError);
 }

@@ -34,13 +34,13 @@ namespace {
 // One multiplexed set counting cycles on CPU 0, each read 2^39 more: the raw count passes the
 // 2^40 reset threshold on the third scrape.
 struct MultiplexedCycles {
-  FakeSource* fake = nullptr;
+  FakeCounterSource* fake = nullptr;
   std::unique_ptr<Collector> collector;
 
   MultiplexedCycles(const Topology& topology, bool reset_fails) {
     auto layout = papi::every_event_on_every_cpu(1, {0});
     layout.event_sets.front().multiplexed = true;
-    auto source = std::make_unique<FakeSource>(layout);
+    auto source = std::make_unique<FakeCounterSource>(layout);
     fake = source.get();
     fake->step_ = std::uint64_t{1} << 39;
     fake->reset_fails_ = reset_fails;
@@ -64,7 +64,7 @@ struct MultiplexedCycles {
 TEST_CASE("overlapping scrapes are serialised: each reads once and sees a newer count",
           "[papi][concurrency]") {
   const Topology topology = two_socket_topology();
-  auto source = std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, {0}));
+  auto source = std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(1, {0}));
   auto* fake = source.get();
   fake->step_ = 1;  // every read counts one more, like a live counter
   auto collector = make_papi_collector_from_source(config_with(Granularity::cpu),
@@ -97,7 +97,7 @@ TEST_CASE(
     "and is rebuilt in the background within the back-off cap even after 1000 failures",
     "[papi]") {
   const Topology topology = two_socket_topology();
-  auto source = std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, {0, 1}));
+  auto source = std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(1, {0, 1}));
   auto* fake = source.get();
   fake->step_ = 1000;
   // A clock the test moves: 1000 failed scrapes a minute apart are 16 hours of failure.
@@ -164,7 +164,7 @@ TEST_CASE(
     "[papi]") {
   const Topology topology = two_socket_topology();
   MultiplexedCycles cycles(topology, /*reset_fails=*/false);
-  FakeSource* fake = cycles.fake;
+  FakeCounterSource* fake = cycles.fake;
   auto& collector = cycles.collector;
   const std::map<std::string, std::string> cpu0 = {{"cpu", "0"}};
   constexpr int kScrapes = 12;
@@ -188,7 +188,7 @@ TEST_CASE("every negative reading is logged, not only a counter's first", "[papi
   const Topology topology = two_socket_topology();
   auto layout = papi::every_event_on_every_cpu(1, {0});
   layout.event_sets.front().multiplexed = true;
-  auto source = std::make_unique<FakeSource>(layout);
+  auto source = std::make_unique<FakeCounterSource>(layout);
   auto* fake = source.get();
   fake->step_ = 1000;
   auto collector = make_papi_collector_from_source(
@@ -235,7 +235,7 @@ TEST_CASE(
     const auto papi_at = [&](Granularity granularity) {
       return make_papi_collector_from_source(
           config_with(granularity), {clashing}, topology,
-          std::make_unique<FakeSource>(papi::every_event_on_every_cpu(1, topology.cpus())));
+          std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(1, topology.cpus())));
     };
     CollectorSet set;
     set.add(make_topology_collector(topology));
@@ -259,7 +259,7 @@ TEST_CASE(
 TEST_CASE("a multiplexed set whose reset fails is not counted twice", "[papi]") {
   const Topology topology = two_socket_topology();
   MultiplexedCycles cycles(topology, /*reset_fails=*/true);
-  FakeSource* fake = cycles.fake;
+  FakeCounterSource* fake = cycles.fake;
   constexpr int kScrapes = 8;
   double total = cycles.total_after(kScrapes);
   CHECK(fake->resets_ > 0);  // it was asked to zero the set, and could not

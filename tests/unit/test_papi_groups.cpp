@@ -62,7 +62,7 @@ TEST_CASE("a group's members share the families of their names, with a group lab
   const Topology topology = two_socket_topology();
   const auto granularity = GENERATE(Granularity::cpu, Granularity::package, Granularity::machine);
   CAPTURE(to_string(granularity));
-  auto source = std::make_unique<FakeSource>(grouped_layout(topology.cpus()));
+  auto source = std::make_unique<FakeCounterSource>(grouped_layout(topology.cpus()));
   auto* fake = source.get();
   for (std::size_t i = 0; i < fake->values_.size(); ++i) fake->values_[i] = 1000000 + 13 * i;
   auto collector = make_papi_collector_from_source(config_with(granularity),
@@ -119,9 +119,10 @@ TEST_CASE("a member named like another member of its group is refused", "[papi][
   std::vector<papi::ExportedGroup> groups = {
       {"g", {spec("perf::PAGE-FAULTS", "faults"), spec("perf::MINOR-FAULTS", "faults")}}};
   SourceLayout layout;
-  CHECK_THROWS_AS(make_papi_collector_from_source(config_with(Granularity::cpu), {}, topology,
-                                                  std::make_unique<FakeSource>(layout), {}, groups),
-                  ConfigError);
+  CHECK_THROWS_AS(
+      make_papi_collector_from_source(config_with(Granularity::cpu), {}, topology,
+                                      std::make_unique<FakeCounterSource>(layout), {}, groups),
+      ConfigError);
 }
 
 TEST_CASE("sysfs event names are told apart from libpfm4's", "[papi][groups]") {

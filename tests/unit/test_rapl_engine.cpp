@@ -58,7 +58,7 @@ TEST_CASE("the wrap guard folds several wraps between two scrapes (engine, manua
   const std::uint64_t start = 123456;
   const auto [state, per_joule, counters] = package_counter_at(start);
   ManualClock clock;
-  RaplEngine engine(std::make_unique<FakeSource>(counters, state), {1000.0}, clock.fn());
+  RaplEngine engine(std::make_unique<FakeEnergySource>(counters, state), {1000.0}, clock.fn());
   const auto before = engine.snapshot();
   REQUIRE(before.size() == 1);
 
