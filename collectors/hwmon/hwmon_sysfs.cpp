@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <limits>
+#include <map>
 #include <utility>
 
 #include "common/text.h"
@@ -270,6 +271,7 @@ void add_channel(const Chip& chip, const MeterChip& meter, unsigned channel,
   found.numa_node = numa_node;
   found.directory = *directory;
   found.attribute = attribute;
+  found.entry = chip.entry;
   out.sensors.push_back(std::move(found));
 }
 
@@ -343,6 +345,13 @@ Discovery discover_meters(const std::string& sysfs_root) {
   }
   for (const auto& entry : list_chip_entries(class_directory.get())) {
     discover_chip(class_directory.get(), class_path, entry, out);
+  }
+  std::map<std::pair<std::string, std::string>, int> uses;
+  for (const auto& sensor : out.sensors) ++uses[{sensor.spec.chip, sensor.spec.sensor}];
+  for (auto& sensor : out.sensors) {
+    if (uses[{sensor.spec.chip, sensor.spec.sensor}] > 1) {
+      sensor.spec.chip += "/" + sensor.entry;
+    }
   }
   return out;
 }

@@ -36,6 +36,7 @@ struct FoundSensor {
   int numa_node = -1;                         // the device's numa_node attribute, -1 when none
   std::shared_ptr<const UniqueFd> directory;  // the directory holding the attribute
   std::string attribute;                      // its name there ("power1_average")
+  std::string entry;                          // the chip's class entry ("hwmon3")
 };
 
 struct Discovery {
@@ -46,7 +47,9 @@ struct Discovery {
 };
 
 // Every sensor of a chip meters.h knows, in the order of the class directory's entries (hwmon0,
-// hwmon1, ..., hwmon10). A missing class directory is no meter, not an error.
+// hwmon1, ..., hwmon10). A missing class directory is no meter, not an error. Two hwmon devices
+// of one device would give two series the same chip and sensor labels: their chip becomes
+// "<device>/<entry>" ("ACPI000D:00/hwmon3").
 Discovery discover_meters(const std::string& sysfs_root);
 
 // Reads `sensors` through their directories: each read opens the attribute anew (so a device

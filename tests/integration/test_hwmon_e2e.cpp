@@ -20,8 +20,8 @@ using namespace hwperf::test::hwmon_fixture;
 namespace {
 
 // A fixture root with `topology` and the hwmon keys given, PAPI off.
-std::vector<std::string> exporter_args(const test::TempDir& root, const std::string& topology,
-                                       const std::string& hwmon_yaml = "") {
+std::vector<std::string> hwmon_exporter_args(const test::TempDir& root, const std::string& topology,
+                                             const std::string& hwmon_yaml = "") {
   root.write("sys/.keep", "");
   root.write("dev/.keep", "");
   root.write("proc/cpuinfo", test::rapl_fixture::cpuinfo("GenuineIntel", 6, 0x55));
@@ -34,9 +34,11 @@ std::vector<std::string> exporter_args(const test::TempDir& root, const std::str
           "--path.procfs=" + (root.path() / "proc").string()};
 }
 
-std::string grace_xml() { return "xml:" + test::fixtures_dir() + "/hwmon/grace_two_socket.xml"; }
+std::string grace_topology_source() {
+  return "xml:" + test::fixtures_dir() + "/hwmon/grace_two_socket.xml";
+}
 
-void check_with_promtool(const test::TempDir& root, const std::string& exposition) {
+void promtool_accepts_hwmon(const test::TempDir& root, const std::string& exposition) {
   if (!test::have_program("promtool"))
     FAIL("promtool not found: apt-get install prometheus (scripts/deps.sh does)");
   const auto file = root.write("hwmon.prom", exposition);
@@ -52,7 +54,7 @@ void check_with_promtool(const test::TempDir& root, const std::string& expositio
 TEST_CASE("the binary exports Grace's socket meters on packages 36 and 2364", "[hwmon][e2e]") {
   test::TempDir root;
   write_grace(root, {0, 1}, 250000000);
-  auto args = exporter_args(root, grace_xml());
+  auto args = hwmon_exporter_args(root, grace_topology_source());
   args.push_back("--once");
   const auto result = test::run_exporter(args);
   INFO(result.err);
@@ -72,7 +74,7 @@ TEST_CASE("the binary exports Grace's socket meters on packages 36 and 2364", "[
   }
   CHECK(test::value_of(samples, "hwperf_hwmon_energy_available") == 1);
   CHECK(test::value_of(samples, "hwperf_scrape_collector_success", {{"collector", "hwmon"}}) == 1);
-  check_with_promtool(root, result.out);
+  promtool_accepts_hwmon(root, result.out);
 }
 
 TEST_CASE("the binary's --check-config names each meter, its family and its package",
@@ -80,7 +82,7 @@ TEST_CASE("the binary's --check-config names each meter, its family and its pack
   test::TempDir root;
   write_grace(root, {0, 1}, 250000000);
   write_coretemp(root);
-  auto args = exporter_args(root, grace_xml());
+  auto args = hwmon_exporter_args(root, grace_topology_source());
   args.push_back("--check-config");
   const auto result = test::run_exporter(args);
   INFO(result.out << result.err);
@@ -102,7 +104,7 @@ TEST_CASE("the x86 ACPI node meter gives the node's joules beside RAPL's", "[hwm
   write_power_meter_acpi(root, static_cast<std::int64_t>(watts * 1e6));
   const double interval = 0.1;
   test::RunningExporter exporter(
-      exporter_args(root, "synthetic:pack:2 core:1 pu:1", "    interval_seconds: 0.1\n"));
+      hwmon_exporter_args(root, "synthetic:pack:2 core:1 pu:1", "    interval_seconds: 0.1\n"));
   INFO(exporter.stderr_text());
   const auto first_at = std::chrono::steady_clock::now();
   const auto first = test::parse_exposition(exporter.get("/metrics").body);
@@ -122,13 +124,13 @@ TEST_CASE("the x86 ACPI node meter gives the node's joules beside RAPL's", "[hwm
   // times the time between those ticks, at most a tick more than the time between the scrapes.
   CHECK(grown > 0);
   CHECK(grown <= watts * (wall + interval) * 1.0001);
-  check_with_promtool(root, response.body);
+  promtool_accepts_hwmon(root, response.body);
   CHECK(exporter.stop() == 0);
 }
 
 TEST_CASE("on this machine, without a meter, the exporter says so and serves", "[hwmon][e2e]") {
   test::TempDir root;
-  auto args = exporter_args(root, "synthetic:pack:1 core:2 pu:1");
+  auto args = hwmon_exporter_args(root, "synthetic:pack:1 core:2 pu:1");
   args[1] = "--path.sysfs=/sys";  // this VM's own: no /sys/class/hwmon
   args.push_back("--once");
   const auto result = test::run_exporter(args);

@@ -17,11 +17,11 @@ using namespace hwperf::hwmon;
 
 namespace {
 
-constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
-constexpr std::int64_t kInt32Min = std::numeric_limits<std::int32_t>::min();
-constexpr std::int64_t k2to32 = std::int64_t{1} << 32;
+constexpr std::int64_t kLong32Max = std::numeric_limits<std::int32_t>::max();
+constexpr std::int64_t kLong32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int64_t kLong32Wrap = std::int64_t{1} << 32;
 
-struct StepRow {
+struct CounterStepRow {
   const char* what;
   std::int64_t previous;
   std::int64_t current;
@@ -33,27 +33,28 @@ struct StepRow {
 }  // namespace
 
 TEST_CASE("hwmon counter steps: increases, 32-bit wraps, resets and implausible jumps", "[hwmon]") {
-  const StepRow row =
-      GENERATE(StepRow{"equal readings", 5000, 5000, 1, Step::added, 0},
-               StepRow{"increase", 5000, 7500, 1, Step::added, 7500 - 5000},
-               // The kernel's 32-bit long goes from 2^31 - 1 to -2^31: one microjoule.
-               StepRow{"wrap by one", kInt32Max, kInt32Min, 1, Step::wrapped, 1},
-               StepRow{"wrap across", kInt32Max - 646, kInt32Min + 648, 1, Step::wrapped,
-                       static_cast<std::uint64_t>((kInt32Min + 648) - (kInt32Max - 646) + k2to32)},
-               StepRow{"negative values rising after a wrap", -2000000000, -1000000000, 20,
-                       Step::added, 1000000000},
-               StepRow{"decrease to a small positive: the chip started again", 9000000, 12, 1,
-                       Step::reset, 0},
-               StepRow{"decrease within the negatives", -1000, -2000, 1, Step::reset, 0},
-               StepRow{"a 64-bit counter going down", std::int64_t{1} << 40, std::int64_t{1} << 39,
-                       1, Step::reset, 0},
-               StepRow{"from above 32 bits to below 0 is no 32-bit wrap", std::int64_t{1} << 33, -5,
-                       1, Step::reset, 0},
-               // 100 kW for 1 s plus 1 s of slack is 2e11 uJ.
-               StepRow{"at the ceiling", 0, 200000000000, 1, Step::added, 200000000000},
-               StepRow{"above the ceiling", 0, 200000000001, 1, Step::implausible, 0},
-               StepRow{"a wrap that would be above the ceiling", 10, -10, 0, Step::wrapped,
-                       static_cast<std::uint64_t>(k2to32 - 20)});
+  const CounterStepRow row = GENERATE(
+      CounterStepRow{"equal readings", 5000, 5000, 1, Step::added, 0},
+      CounterStepRow{"increase", 5000, 7500, 1, Step::added, 7500 - 5000},
+      // The kernel's 32-bit long goes from 2^31 - 1 to -2^31: one microjoule.
+      CounterStepRow{"wrap by one", kLong32Max, kLong32Min, 1, Step::wrapped, 1},
+      CounterStepRow{
+          "wrap across", kLong32Max - 646, kLong32Min + 648, 1, Step::wrapped,
+          static_cast<std::uint64_t>((kLong32Min + 648) - (kLong32Max - 646) + kLong32Wrap)},
+      CounterStepRow{"negative values rising after a wrap", -2000000000, -1000000000, 20,
+                     Step::added, 1000000000},
+      CounterStepRow{"decrease to a small positive: the chip started again", 9000000, 12, 1,
+                     Step::reset, 0},
+      CounterStepRow{"decrease within the negatives", -1000, -2000, 1, Step::reset, 0},
+      CounterStepRow{"a 64-bit counter going down", std::int64_t{1} << 40, std::int64_t{1} << 39, 1,
+                     Step::reset, 0},
+      CounterStepRow{"from above 32 bits to below 0 is no 32-bit wrap", std::int64_t{1} << 33, -5,
+                     1, Step::reset, 0},
+      // 100 kW for 1 s plus 1 s of slack is 2e11 uJ.
+      CounterStepRow{"at the ceiling", 0, 200000000000, 1, Step::added, 200000000000},
+      CounterStepRow{"above the ceiling", 0, 200000000001, 1, Step::implausible, 0},
+      CounterStepRow{"a wrap that would be above the ceiling", 10, -10, 0, Step::wrapped,
+                     static_cast<std::uint64_t>(kLong32Wrap - 20)});
   CAPTURE(row.what);
   const CounterStep step = counter_step(row.previous, row.current, row.elapsed);
   CHECK(step.step == row.step);
@@ -74,7 +75,7 @@ TEST_CASE("hwmon readings are decimal longs followed by nothing but whitespace",
   const std::pair<const char*, std::int64_t> accepted[] = {
       {"123456\n", 123456},
       {"0\n", 0},
-      {"-2147483648\n", kInt32Min},
+      {"-2147483648\n", kLong32Min},
       {"9223372036854775807\n", std::numeric_limits<std::int64_t>::max()},
       {"-9223372036854775808\n", std::numeric_limits<std::int64_t>::min()}};
   for (const auto& [text, value] : accepted) {

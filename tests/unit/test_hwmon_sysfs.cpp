@@ -26,18 +26,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string sysfs(const test::TempDir& root) { return (root.path() / "sys").string(); }
+std::string sysfs_of(const test::TempDir& root) { return (root.path() / "sys").string(); }
 
 // A collector over what the survey of `root` finds, ticked by the test on a clock it moves.
-struct Surveyed {
+struct SurveyedMeters {
   std::shared_ptr<HwmonEngine::Clock::time_point> now =
       std::make_shared<HwmonEngine::Clock::time_point>();
   Survey survey;
   HwmonEngine* engine = nullptr;
   std::unique_ptr<Collector> collector;
 
-  Surveyed(const test::TempDir& root, const Topology& topology)
-      : survey(survey_meters(sysfs(root), topology)) {
+  SurveyedMeters(const test::TempDir& root, const Topology& topology)
+      : survey(survey_meters(sysfs_of(root), topology)) {
     auto shared = now;
     auto made = std::make_unique<HwmonEngine>(make_sysfs_source(survey.discovery.sensors),
                                               EngineSettings{1, 300}, [shared] { return *shared; });
@@ -51,7 +51,7 @@ struct Surveyed {
   std::vector<test::Sample> scrape() { return test::scrape(*collector); }
 };
 
-bool has_line(const std::vector<std::string>& lines, const std::string& part) {
+bool any_line_has(const std::vector<std::string>& lines, const std::string& part) {
   for (const auto& line : lines) {
     if (line.find(part) != std::string::npos) return true;
   }
@@ -66,9 +66,9 @@ TEST_CASE("Grace's per-socket meters carry the packages 36 and 2364", "[hwmon]")
   const std::vector<unsigned> firmware_sockets = {0, 1};
   write_grace(root, firmware_sockets, 250000000);
   const Topology topology = grace_topology();
-  Surveyed surveyed(root, topology);
+  SurveyedMeters surveyed(root, topology);
   REQUIRE(surveyed.survey.discovery.sensors.size() == 6);
-  CHECK(has_line(surveyed.survey.placement.notes, "package of rank N"));
+  CHECK(any_line_has(surveyed.survey.placement.notes, "package of rank N"));
   surveyed.tick_after(2);
   const auto samples = surveyed.scrape();
   const std::vector<unsigned> packages = topology.packages();
@@ -103,7 +103,7 @@ TEST_CASE("meters that name the package ids themselves are placed by id", "[hwmo
   test::TempDir root;
   const Topology topology = grace_topology();
   write_grace(root, topology.packages(), 100000000);
-  Surveyed surveyed(root, topology);
+  SurveyedMeters surveyed(root, topology);
   CHECK(surveyed.survey.placement.notes.empty());
   const auto samples = surveyed.scrape();
   for (unsigned package : topology.packages()) {
@@ -116,11 +116,11 @@ TEST_CASE("meters that name the package ids themselves are placed by id", "[hwmo
 TEST_CASE("a meter naming a socket the topology does not have is refused", "[hwmon]") {
   test::TempDir root;
   write_grace(root, {0, 7}, 100000000);  // 7 is neither an id nor a rank of 2 packages
-  Surveyed surveyed(root, grace_topology());
+  SurveyedMeters surveyed(root, grace_topology());
   // Socket 0 is no id of this topology either, so nothing is taken by rank: by id, none match.
   CHECK(surveyed.survey.discovery.sensors.empty());
-  CHECK(has_line(surveyed.survey.placement.refused, "names socket 7"));
-  CHECK(has_line(describe_survey(surveyed.survey), "not exported: ACPI000D:03 power1"));
+  CHECK(any_line_has(surveyed.survey.placement.refused, "names socket 7"));
+  CHECK(any_line_has(describe_survey(surveyed.survey), "not exported: ACPI000D:03 power1"));
 }
 
 TEST_CASE("X-Gene's CPU and I/O rails belong to the package of their NUMA node", "[hwmon]") {
@@ -128,7 +128,7 @@ TEST_CASE("X-Gene's CPU and I/O rails belong to the package of their NUMA node",
   write_xgene(root, 60000000, 20000000);
   SECTION("one package") {
     const Topology one = test::synthetic_topology("pack:1 core:2 pu:1");
-    Surveyed surveyed(root, one);
+    SurveyedMeters surveyed(root, one);
     surveyed.tick_after(1);
     const auto samples = surveyed.scrape();
     const std::string package = std::to_string(one.packages().front());
@@ -139,11 +139,11 @@ TEST_CASE("X-Gene's CPU and I/O rails belong to the package of their NUMA node",
   }
   SECTION("two packages: the device's numa_node decides, and without one nothing is guessed") {
     const Topology grace = grace_topology();
-    Surveyed unplaced(root, grace);
+    SurveyedMeters unplaced(root, grace);
     CHECK(unplaced.survey.discovery.sensors.empty());
-    CHECK(has_line(unplaced.survey.placement.refused, "no numa_node"));
+    CHECK(any_line_has(unplaced.survey.placement.refused, "no numa_node"));
     root.write("sys/devices/platform/APMC0D29:00/numa_node", "1\n");
-    Surveyed placed(root, grace);
+    SurveyedMeters placed(root, grace);
     REQUIRE(placed.survey.discovery.sensors.size() == 2);
     const auto samples = placed.scrape();
     CHECK(test::find_samples(samples, "hwperf_hwmon_cpu_rail_joules_total", {{"package", "2364"}})
@@ -156,12 +156,12 @@ TEST_CASE("the x86 ACPI node meter is read from the ACPI device, other chips are
   test::TempDir root;
   write_coretemp(root);
   const std::string attribute = write_power_meter_acpi(root, 180000000);
-  Surveyed surveyed(root, test::two_socket_topology());
+  SurveyedMeters surveyed(root, test::two_socket_topology());
   REQUIRE(surveyed.survey.discovery.sensors.size() == 1);
   const SensorSpec& spec = surveyed.survey.discovery.sensors.front().spec;
-  CHECK(spec.path == sysfs(root) + "/class/hwmon/hwmon1/device/power1_average");
+  CHECK(spec.path == sysfs_of(root) + "/class/hwmon/hwmon1/device/power1_average");
   CHECK(spec.chip == "ACPI000D:00");
-  CHECK(has_line(surveyed.survey.discovery.chips, "hwmon0 (coretemp)"));
+  CHECK(any_line_has(surveyed.survey.discovery.chips, "hwmon0 (coretemp)"));
   surveyed.tick_after(1);
   set_value(root, attribute, 220000000);
   surveyed.tick_after(1);
@@ -173,18 +173,34 @@ TEST_CASE("the x86 ACPI node meter is read from the ACPI device, other chips are
   CHECK(test::value_of(samples, "hwperf_hwmon_interval_seconds") == 1);
 }
 
+TEST_CASE("two hwmon devices of one device are told apart by their class entry", "[hwmon]") {
+  test::TempDir root;
+  for (const char* hwmon : {"hwmon7", "hwmon8"}) {
+    const Chip chip = add_chip(root, hwmon, "platform/APMC0D29:00");
+    root.write(chip.hwmon + "/name", "apm_xgene\n");
+    root.write(chip.hwmon + "/power1_label", "CPU power\n");
+    root.write(chip.hwmon + "/power1_input", "1000000\n");
+  }
+  SurveyedMeters surveyed(root, test::synthetic_topology("pack:1 core:1 pu:1"));
+  const auto samples = surveyed.scrape();
+  for (const char* chip : {"APMC0D29:00/hwmon7", "APMC0D29:00/hwmon8"}) {
+    CHECK(test::find_samples(samples, "hwperf_hwmon_cpu_rail_joules_total", {{"chip", chip}})
+              .size() == 1);
+  }
+}
+
 TEST_CASE("without hwmon meters the collector says so and exports nothing else", "[hwmon]") {
   test::TempDir root;
   root.write("sys/.keep", "");
-  Surveyed empty(root, test::two_socket_topology());
+  SurveyedMeters empty(root, test::two_socket_topology());
   auto samples = empty.scrape();
   CHECK(test::value_of(samples, "hwperf_hwmon_energy_available") == 0);
   CHECK(samples.size() == 1);
-  CHECK(has_line(describe_survey(empty.survey),
-                 "no power meter under " + sysfs(root) + "/class/hwmon (no hwmon chip)"));
+  CHECK(any_line_has(describe_survey(empty.survey),
+                     "no power meter under " + sysfs_of(root) + "/class/hwmon (no hwmon chip)"));
   write_coretemp(root);
-  Surveyed coretemp(root, test::two_socket_topology());
-  CHECK(has_line(describe_survey(coretemp.survey), "(chips: hwmon0 (coretemp))"));
+  SurveyedMeters coretemp(root, test::two_socket_topology());
+  CHECK(any_line_has(describe_survey(coretemp.survey), "(chips: hwmon0 (coretemp))"));
 }
 
 TEST_CASE("a hostile hwmon tree is refused in bounded time and the real meter still read",
@@ -218,7 +234,7 @@ TEST_CASE("a hostile hwmon tree is refused in bounded time and the real meter st
   }
 
   const auto started = std::chrono::steady_clock::now();
-  Surveyed surveyed(root, test::synthetic_topology("pack:1 core:1 pu:1"));
+  SurveyedMeters surveyed(root, test::synthetic_topology("pack:1 core:1 pu:1"));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   CHECK(seconds < 5.0 * HWPERF_SLOWDOWN);
@@ -226,13 +242,15 @@ TEST_CASE("a hostile hwmon tree is refused in bounded time and the real meter st
   INFO(join(lines, "\n"));
   REQUIRE(surveyed.survey.discovery.sensors.size() == 1);
   CHECK(surveyed.survey.discovery.sensors.front().spec.chip == "ACPI000D:00");
-  const std::string chips = sysfs(root) + "/class/hwmon/";
-  CHECK(has_line(lines, "refused: " + chips + "hwmon2/name: not a regular file"));
-  CHECK(has_line(lines, "refused: " + chips + "hwmon3/power1_input: not a regular file"));
-  CHECK(has_line(lines, "refused: " + chips + "hwmon4: a link where an attribute is, or a loop"));
-  CHECK(has_line(lines, "refused: " + chips + "hwmon5/power1_input: a link where an attribute"));
-  CHECK(has_line(lines, "refused: " + chips + "hwmon6/device/power1_oem_info: larger than"));
-  CHECK(has_line(lines, "refused: " + chips + "hwmon1000: ENOTDIR"));
+  const std::string chips = sysfs_of(root) + "/class/hwmon/";
+  CHECK(any_line_has(lines, "refused: " + chips + "hwmon2/name: not a regular file"));
+  CHECK(any_line_has(lines, "refused: " + chips + "hwmon3/power1_input: not a regular file"));
+  CHECK(
+      any_line_has(lines, "refused: " + chips + "hwmon4: a link where an attribute is, or a loop"));
+  CHECK(
+      any_line_has(lines, "refused: " + chips + "hwmon5/power1_input: a link where an attribute"));
+  CHECK(any_line_has(lines, "refused: " + chips + "hwmon6/device/power1_oem_info: larger than"));
+  CHECK(any_line_has(lines, "refused: " + chips + "hwmon1000: ENOTDIR"));
   // Only so many chips are looked at: the lowest numbered, the real meter among them.
   // Those with a name, and those refused as a whole ("<class>/hwmonN: why").
   std::size_t looked_at = surveyed.survey.discovery.chips.size();
@@ -250,7 +268,7 @@ TEST_CASE("a meter whose file disappears, turns into a FIFO or holds text recove
           "[hwmon]") {
   test::TempDir root;
   const std::string attribute = write_power_meter_acpi(root, 100000000);
-  Surveyed surveyed(root, test::two_socket_topology());
+  SurveyedMeters surveyed(root, test::two_socket_topology());
   const auto state = [&](const char* name) {
     return test::value_of(surveyed.scrape(), "hwperf_hwmon_sensor_state", {{"state", name}});
   };
@@ -285,7 +303,7 @@ TEST_CASE("promtool accepts the hwmon collector's exposition", "[hwmon]") {
   test::TempDir root;
   write_grace(root, {0, 1}, 250000000);
   write_power_meter_acpi(root, 600000000);
-  Surveyed surveyed(root, grace_topology());
+  SurveyedMeters surveyed(root, grace_topology());
   surveyed.tick_after(1);
   std::vector<prometheus::MetricFamily> constant;
   surveyed.collector->collect_constant(constant);
