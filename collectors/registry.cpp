@@ -4,6 +4,7 @@
 
 #include "collectors/build_info.h"
 #include "collectors/cgroup/cgroup_registration.h"
+#include "collectors/hwmon/hwmon_registration.h"
 #include "collectors/papi/papi_presets.h"
 #include "collectors/papi/papi_registration.h"
 #include "collectors/process/process_registration.h"
@@ -44,6 +45,7 @@ const std::vector<const CollectorEntry*>& collector_registry() {
   static const std::vector<const CollectorEntry*> entries = {
       &topology_collector_entry(), &papi_collector_entry(),   &rapl_collector_entry(),
       &process_collector_entry(),  &cgroup_collector_entry(), &uncore_collector_entry(),
+      &hwmon_collector_entry(),
   };
   return entries;
 }

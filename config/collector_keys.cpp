@@ -336,6 +336,20 @@ Key event_list_key(Problems& problems, const std::string& path,
           [&events_given] { return events_given; }};
 }
 
+// ---- collectors.hwmon (collectors/hwmon): its keys, read and dumped -----------------------------
+Key hwmon_section(Problems& problems, HwmonCollectorConfig& hwmon) {
+  return section(
+      problems, "hwmon", "collectors.hwmon",
+      {bool_key(problems, "enabled", "collectors.hwmon.enabled", hwmon.enabled),
+       between_key(problems, "interval_seconds", "collectors.hwmon.interval_seconds",
+                   hwmon.interval_seconds, kMinHwmonIntervalSeconds, kMaxHwmonIntervalSeconds,
+                   "seconds"),
+       zero_or_between_key(problems, "stale_after_seconds", "collectors.hwmon.stale_after_seconds",
+                           hwmon.stale_after_seconds, kMinHwmonStaleAfterSeconds,
+                           kMaxHwmonStaleAfterSeconds, "never", "seconds")});
+}
+// ---- end of collectors.hwmon --------------------------------------------------------------------
+
 }  // namespace
 
 Key collectors_section(Problems& problems, CollectorsConfig& collectors) {
@@ -468,7 +482,8 @@ Key collectors_section(Problems& problems, CollectorsConfig& collectors) {
                                 "collectors.uncore.peak_memory_bytes_per_second",
                                 collectors.uncore.peak_memory_bytes_per_second,
                                 kMinPeakMemoryBytesPerSecond, kMaxPeakMemoryBytesPerSecond,
-                                "not exported", "bytes per second")})});
+                                "not exported", "bytes per second")}),
+       hwmon_section(problems, collectors.hwmon)});
 }
 
 }  // namespace hwperf::config_schema

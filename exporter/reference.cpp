@@ -32,7 +32,8 @@ const std::vector<KeyText>& config_texts() {
        "or `/-/healthy`",
        "--web.telemetry-path"},
       {"paths.sysfs",
-       "sysfs root: hwloc's topology, RAPL powercap zones, perf PMU descriptions, CPU hotplug",
+       "sysfs root: hwloc's topology, RAPL powercap zones, hwmon power meters, perf PMU "
+       "descriptions, CPU hotplug",
        "--path.sysfs"},
       {"paths.procfs", "procfs root: `cpuinfo`, `sys/kernel/perf_event_paranoid`", "--path.procfs"},
       {"paths.devfs", "devfs root: `cpu/N/msr`", "--path.devfs"},
@@ -161,6 +162,25 @@ const std::vector<KeyText>& config_texts() {
        "",
        "0, or a number from " + format_number(kMinPeakMemoryBytesPerSecond) + " to " +
            format_number(kMaxPeakMemoryBytesPerSecond)},
+      {"collectors.hwmon.enabled",
+       "read the power meters the kernel's hwmon class exposes: ACPI power meters (the node's, "
+       "or NVIDIA Grace's per socket), X-Gene/Altra SLIMpro, IBM AEM "
+       "([hwmon](collectors/hwmon.md)); a machine without one exports "
+       "hwperf_hwmon_energy_available 0"},
+      {"collectors.hwmon.interval_seconds",
+       "how often every meter is read, by a thread of the collector's own (scrapes read nothing): "
+       "power readings are integrated between two reads "
+       "([integration](collectors/hwmon.md#integration))",
+       "",
+       "a number from " + format_number(kMinHwmonIntervalSeconds) + " to " +
+           format_number(kMaxHwmonIntervalSeconds)},
+      {"collectors.hwmon.stale_after_seconds",
+       "a reading unchanged for longer than this is stuck: its joules stop growing and "
+       "hwperf_hwmon_sensor_state says stale until it moves; 0 never "
+       "([bad input](collectors/hwmon.md#bad-input))",
+       "",
+       "0, or a number from " + format_number(kMinHwmonStaleAfterSeconds) + " to " +
+           format_number(kMaxHwmonStaleAfterSeconds)},
   };
   return texts;
 }
