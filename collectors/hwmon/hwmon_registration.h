@@ -19,7 +19,7 @@ namespace hwmon {
 struct Survey {
   std::string class_path;  // "<sysfs>/class/hwmon"
   Discovery discovery;     // discovery.sensors: only those placed
-  Placement placement;
+  SensorPlacement placement;
 };
 Survey survey_meters(const std::string& sysfs_root, const Topology& topology);
 

@@ -64,8 +64,8 @@ std::optional<unsigned> place_one(const FoundSensor& sensor, SocketRule rule,
 
 }  // namespace
 
-Placement place_sensors(std::vector<FoundSensor>& sensors, const Topology& topology) {
-  Placement placement;
+SensorPlacement place_sensors(std::vector<FoundSensor>& sensors, const Topology& topology) {
+  SensorPlacement placement;
   const std::vector<unsigned> packages = topology.packages();
   const SocketRule rule = socket_rule(sensors, packages);
   if (rule == SocketRule::by_rank) {

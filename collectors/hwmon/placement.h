@@ -11,7 +11,7 @@
 
 namespace hwperf::hwmon {
 
-struct Placement {
+struct SensorPlacement {
   std::vector<std::string> notes;    // how sockets were matched, for the log
   std::vector<std::string> refused;  // sensors that could not be placed (removed), and why
 };
@@ -23,6 +23,6 @@ struct Placement {
 //   ids are 36, 2364); else by id where one matches;
 // - sensors whose label names none (X-Gene): the one package of a one-package machine, else the
 //   package of the CPUs on the device's NUMA node.
-Placement place_sensors(std::vector<FoundSensor>& sensors, const Topology& topology);
+SensorPlacement place_sensors(std::vector<FoundSensor>& sensors, const Topology& topology);
 
 }  // namespace hwperf::hwmon
