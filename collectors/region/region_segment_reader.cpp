@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <set>
 #include <string_view>
-#include <thread>
 
 #include "markers/include/hwperf/region_segment.h"
 
@@ -73,26 +72,32 @@ bool printable_utf8(std::string_view text) {
   return true;
 }
 
-// Bounded: a writer keeps a slot odd only for the nanoseconds of one update, so a slot still
-// odd or changing after these many tries is scribbled on or its thread stopped mid-update.
-constexpr int kSeqlockTries = 8;
-
-bool read_slot(const hwperf_region_slot& slot, std::uint32_t events, SlotValues& out) {
-  for (int attempt = 0; attempt < kSeqlockTries; ++attempt) {
-    if (attempt > 0) std::this_thread::yield();
-    const std::uint32_t before = load_acquire(&slot.seq);
-    if ((before & 1u) != 0) continue;
-    out.region = load(&slot.region);
-    out.tid = load(&slot.tid);
-    out.cpu = load(&slot.cpu);
-    out.calls = load(&slot.calls);
-    out.time_ns = load(&slot.time_ns);
-    out.counts.resize(events);
-    for (std::uint32_t e = 0; e < events; ++e) out.counts[e] = load(&slot.counts[e]);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (load(&slot.seq) == before) return true;
+// A few cycles' wait between two tries of a slot: the writer holds it odd for the nanoseconds of
+// one update. A pause instruction, not a yield: the scrape keeps its CPU.
+void pause_briefly() {
+  for (int i = 0; i < 16; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#else
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+#endif
   }
-  return false;
+}
+
+// One seqlock try: true when seq was even and unchanged across the copy.
+bool try_read_slot(const hwperf_region_slot& slot, std::uint32_t events, SlotValues& out) {
+  const std::uint32_t before = load_acquire(&slot.seq);
+  if ((before & 1u) != 0) return false;
+  out.region = load(&slot.region);
+  out.tid = load(&slot.tid);
+  out.cpu = load(&slot.cpu);
+  out.calls = load(&slot.calls);
+  out.time_ns = load(&slot.time_ns);
+  for (std::uint32_t e = 0; e < events; ++e) out.counts[e] = load(&slot.counts[e]);
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return load(&slot.seq) == before;
 }
 
 std::string hex(std::uint64_t value) {
@@ -124,8 +129,7 @@ std::string array_problem(const char* what, std::uint64_t offset, std::uint64_t 
 }
 
 bool same_identity(const SlotValues& a, const SlotValues& b) {
-  return a.region == b.region && a.tid == b.tid && a.cpu == b.cpu &&
-         a.counts.size() == b.counts.size();
+  return a.region == b.region && a.tid == b.tid && a.cpu == b.cpu;
 }
 
 bool went_backwards(const SlotValues& now, const SlotValues& before) {
@@ -149,7 +153,8 @@ bool same_events(const std::vector<SegmentEvent>& a, const std::vector<SegmentEv
 
 }  // namespace
 
-ReadResult read_segment(const unsigned char* data, std::size_t size) {
+ReadResult read_segment(const unsigned char* data, std::size_t size, const ReadLimits& limits,
+                        std::uint32_t first_slot) {
   constexpr std::size_t header_bytes = sizeof(hwperf_region_header);
   if (reinterpret_cast<std::uintptr_t>(data) % 8 != 0) {
     return refuse(Problem::bad_header, "the segment is not 8-byte aligned in memory");
@@ -277,11 +282,23 @@ ReadResult read_segment(const unsigned char* data, std::size_t size) {
     }
   }
   const auto* slots = reinterpret_cast<const hwperf_region_slot*>(data + slots_offset);
-  for (std::uint32_t s = 0; s < slot_count; ++s) {
+  snapshot.slots.resize(slot_count);
+  unsigned failed = 0;
+  for (std::uint32_t i = 0; i < slot_count; ++i) {
+    const std::uint32_t s = (first_slot + i) % slot_count;
+    if (failed >= limits.failed_tries) {
+      if (snapshot.unread_slots++ == 0) snapshot.next_slot = s;
+      continue;
+    }
     SlotValues values;
-    if (!read_slot(slots[s], event_count, values)) {
+    bool read = false;
+    for (unsigned t = 0; t < limits.tries_per_slot && !read && failed < limits.failed_tries; ++t) {
+      if (t > 0) pause_briefly();
+      read = try_read_slot(slots[s], event_count, values);
+      if (!read) ++failed;
+    }
+    if (!read) {
       ++snapshot.torn_slots;
-      snapshot.slots.emplace_back(std::nullopt);
       continue;
     }
     if (values.region >= region_count) {
@@ -289,37 +306,42 @@ ReadResult read_segment(const unsigned char* data, std::size_t size) {
                                            std::to_string(values.region) + " of " +
                                            std::to_string(region_count));
     }
-    if (!snapshot.regions[values.region]) {
-      snapshot.slots.emplace_back(std::nullopt);
-      continue;
-    }
-    snapshot.slots.emplace_back(std::move(values));
+    if (snapshot.regions[values.region]) snapshot.slots[s] = values;
   }
   if (snapshot.torn_slots > 0) {
-    snapshot.notes.push_back(std::to_string(snapshot.torn_slots) +
-                             " slots skipped: the writer kept changing them");
+    // One text for any number, so that it is logged once: the metric has the numbers.
+    snapshot.notes.push_back("slots skipped: the writer kept them odd or changing");
   }
   return result;
 }
 
-ReadResult SegmentReader::read(const unsigned char* data, std::size_t size) {
-  ReadResult result = read_segment(data, size);
-  if (!result.ok()) return result;
-  Snapshot& now = result.snapshot;
-  if (have_last_ && !same_events(now.events, last_.events)) {
+ReadResult SegmentReader::read(const unsigned char* data, std::size_t size,
+                               const ReadLimits& limits) {
+  return merge(read_segment(data, size, limits, next_slot()));
+}
+
+ReadResult SegmentReader::merge(ReadResult fresh) {
+  if (!fresh.ok()) return fresh;
+  Snapshot& now = fresh.snapshot;
+  if (!last_) {
+    last_ = std::make_shared<const Snapshot>(now);
+    return fresh;
+  }
+  const Snapshot& last = *last_;
+  if (!same_events(now.events, last.events)) {
     return refuse(Problem::bad_header, "the event table changed since the last read");
   }
-  if (now.regions.size() < last_.regions.size()) now.regions.resize(last_.regions.size());
-  for (std::size_t r = 0; r < last_.regions.size(); ++r) {
-    if (last_.regions[r] && now.regions[r] != last_.regions[r]) {
-      now.notes.push_back("region " + std::to_string(r) + " renamed from \"" + *last_.regions[r] +
+  if (now.regions.size() < last.regions.size()) now.regions.resize(last.regions.size());
+  for (std::size_t r = 0; r < last.regions.size(); ++r) {
+    if (last.regions[r] && now.regions[r] != last.regions[r]) {
+      now.notes.push_back("region " + std::to_string(r) + " renamed from \"" + *last.regions[r] +
                           "\": keeping the name first read");
-      now.regions[r] = last_.regions[r];
+      now.regions[r] = last.regions[r];
     }
   }
-  if (now.slots.size() < last_.slots.size()) now.slots.resize(last_.slots.size());
-  for (std::size_t s = 0; s < last_.slots.size(); ++s) {
-    const auto& before = last_.slots[s];
+  if (now.slots.size() < last.slots.size()) now.slots.resize(last.slots.size());
+  for (std::size_t s = 0; s < last.slots.size(); ++s) {
+    const auto& before = last.slots[s];
     auto& slot = now.slots[s];
     if (!before) continue;
     if (!slot) {
@@ -332,9 +354,8 @@ ReadResult SegmentReader::read(const unsigned char* data, std::size_t size) {
       slot = before;
     }
   }
-  last_ = now;
-  have_last_ = true;
-  return result;
+  last_ = std::make_shared<const Snapshot>(now);
+  return fresh;
 }
 
 }  // namespace hwperf::region
