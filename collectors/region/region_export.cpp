@@ -252,6 +252,18 @@ void RegionFamilies::add(const std::string& target, const std::vector<SegmentRea
     }
   }
   add_gauge(segments_, {{"target", target}}, static_cast<double>(readings.size()));
+  // Each family's series made in place: no copies left behind by a growing vector, which the
+  // allocator of each scraping thread would keep (a scrape can have thousands here).
+  for (auto* family : {&calls_, &seconds_})
+    family->metric.reserve(family->metric.size() + sums.size());
+  for (auto& family : counts_) family.metric.reserve(family.metric.size() + sums.size());
+  const std::size_t per_thread_series = threads.size() + other_threads.size();
+  for (auto* family : {&thread_calls_, &thread_seconds_}) {
+    family->metric.reserve(family->metric.size() + per_thread_series);
+  }
+  for (auto& family : thread_counts_) {
+    family.metric.reserve(family.metric.size() + per_thread_series);
+  }
   for (const auto& [key, sum] : sums) add_region_series(target, key.first, key.second, sum);
   for (const auto& [key, sum] : threads) {
     add_thread_series(target, key.first, std::to_string(key.second), sum);

@@ -4,10 +4,12 @@
 // the command's (-- CMD), written by the fake writer over the memfd the test created.
 #include "tests/catch.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <limits>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectors/papi/papi_presets.h"
@@ -168,4 +170,43 @@ TEST_CASE("A segment whose problem changes at every read is logged a few times a
     INFO(text);
     CHECK(lines_with(text, "region segment") == region::kProblemLogBurst);
   }
+}
+
+TEST_CASE("Overlapping scrapes of a segment being written never see a region go backwards",
+          "[region][process][concurrency]") {
+  // Each segment is read by one scrape at a time, without a lock, the others sharing its
+  // result: a read older than the last one merged must never be merged after it (which would
+  // show as counts going backwards, refused and counted).
+  CommandSegment command(8);
+  auto& writer = command.writer;
+  const auto slot = writer.add_slot(writer.add_region("r"), 1, 0);
+  std::atomic<bool> stop{false};
+  std::thread program([&] {
+    for (std::uint64_t value = 1; !stop.load(std::memory_order_relaxed); ++value) {
+      writer.set(slot, value, value, {value, value});
+    }
+  });
+  const std::map<std::string, std::string> labels = {{"target", "app"}, {"region", "r"}};
+  std::atomic<int> backwards{0};
+  std::vector<std::thread> scrapers;
+  for (int t = 0; t < 4; ++t) {
+    scrapers.emplace_back([&] {
+      double last = 0;
+      for (int i = 0; i < 25; ++i) {
+        const auto samples = test::scrape(*command.collector);
+        const auto calls = test::find_samples(samples, "hwperf_region_calls_total", labels);
+        const double now = calls.empty() ? 0 : calls[0].value;
+        if (now < last) ++backwards;
+        last = now;
+      }
+    });
+  }
+  for (auto& scraper : scrapers) scraper.join();
+  stop = true;
+  program.join();
+  const auto samples = test::scrape(*command.collector);
+  CHECK(backwards == 0);
+  CHECK(test::value_of(samples, "hwperf_region_slot_reads_skipped_total",
+                       {{"target", "app"}, {"why", "backwards"}}) == 0);
+  CHECK(test::value_of(samples, "hwperf_region_calls_total", labels) > 0);
 }
