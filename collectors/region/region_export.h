@@ -1,5 +1,5 @@
 // Region counts as the process targets export them: the segments of each target's processes
-// (segment_source.h), read at each scrape (region_segment_reader.h), summed per region (and CPU
+// (target_regions.h), read at each scrape (region_segment_reader.h), summed per region (and CPU
 // with per_cpu) into hwperf_region_* families whose names come from the events the exporter
 // configured, never from the segment.
 #pragma once
@@ -44,10 +44,10 @@ std::vector<RegionEvent> region_events(const std::vector<perf::CountedEvent>& co
 std::vector<hwperf_region_event> segment_event_table(const std::vector<RegionEvent>& events,
                                                      std::vector<std::string>& left_out);
 
-// (Region, thread) pairs of one target exported per thread; the others are summed into
-// tid="other" and counted in hwperf_region_thread_pairs_folded. A program may fill its 4096 slots
-// with made-up threads: 4096 pairs would be some 25,000 series, a 3.6 MB body and 20 MB of heap
-// per scrape.
+// (Region, thread) pairs of one target exported per thread; the other slots are summed into
+// tid="other" of their region and counted in hwperf_region_thread_slots_folded. A program may
+// fill its 4096 slots with made-up threads: 4096 pairs were 26,000 series and a 4.3 MB body per
+// scrape (bench/README.md).
 inline constexpr std::size_t kMaxThreadPairs = 512;
 
 // Builds the hwperf_region_* families of one scrape. `cpus`: with per_cpu, the machine's CPUs

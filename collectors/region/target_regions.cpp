@@ -118,11 +118,6 @@ void TargetRegions::update(const std::vector<ProcessKey>& processes) {
   // `kept` now holds the dropped segments: unmapped here, or by the last scrape reading one.
 }
 
-DiscoveryStats TargetRegions::discovery_stats() const {
-  std::lock_guard lock(discovery_mutex_);
-  return discovery_.stats();
-}
-
 void TargetRegions::publish(Segment& segment, ReadResult fresh) {
   ReadResult result = segment.reader.merge(std::move(fresh));
   log_state(segment, result.problem, result.reason);

@@ -64,7 +64,6 @@ class TargetRegions {
   std::vector<SegmentReading> read();
   // The segment is the command's own (-- CMD): per-thread families are worth their series.
   bool own() const { return own_ != nullptr; }
-  DiscoveryStats discovery_stats() const;
 
  private:
   struct Segment;
@@ -80,7 +79,7 @@ class TargetRegions {
   mutable std::mutex mutex_;  // own_ and found_: held to copy or swap them, never to read
   std::shared_ptr<Segment> own_;
   std::map<ProcessKey, std::shared_ptr<Segment>> found_;
-  mutable std::mutex discovery_mutex_;  // one update at a time
+  std::mutex discovery_mutex_;  // one update at a time
   SegmentDiscovery discovery_;
 };
 
