@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "collectors/events/emission.h"
@@ -92,6 +93,22 @@ std::string permission_remedy(const std::string& procfs, pid_t pid) {
   return text;
 }
 
+// Why counters could not be opened on `pid`, as the target's state and the reason it reports.
+std::pair<TargetState, std::string> attach_failure(const std::string& procfs, pid_t pid,
+                                                   int error) {
+  if (error == EACCES || error == EPERM) {
+    return {TargetState::permission_denied, permission_remedy(procfs, pid)};
+  }
+  if (error == EMFILE || error == ENFILE) {
+    return {TargetState::fd_budget,
+            "no file descriptor left for pid " + std::to_string(pid) + " (" + errno_text(error) +
+                "); raise the open-file limit (ulimit -n, systemd LimitNOFILE=) or narrow the "
+                "target"};
+  }
+  return {TargetState::error,
+          "perf_event_open for pid " + std::to_string(pid) + ": " + errno_text(error)};
+}
+
 }  // namespace
 
 ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
@@ -110,12 +127,11 @@ ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
     // Learned once: a candidate segment not on this mount is never opened.
     region_options.shm_mount = region::shared_memory_mount_id(settings_.procfs);
     if (!region_options.shm_mount) {
-      log::warn("process targets: regions: " + settings_.procfs +
-                "/self/fdinfo shows no mnt_id for a memfd of the exporter's own, so no segment "
-                "found under " +
-                settings_.procfs +
-                " can be told from a file named like one: "
-                "none is opened (segments of -- CMD are read)");
+      const std::string& procfs = settings_.procfs;
+      log::warn("process targets: regions: " + procfs + "/self/fdinfo shows no mnt_id for a " +
+                "memfd of the exporter's own, so no segment found under " + procfs +
+                " can be told from a file named like one: none is opened (those of -- CMD are "
+                "read)");
     }
   }
   for (const auto& config : settings_.targets) {
@@ -210,20 +226,7 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
       continue;
     }
     if (error == ESRCH) continue;  // gone between the look and the open
-    if (error == EACCES || error == EPERM) {
-      state = TargetState::permission_denied;
-      reason = permission_remedy(settings_.procfs, process.identity.pid);
-    } else if (error == EMFILE || error == ENFILE) {
-      state = TargetState::fd_budget;
-      reason = "no file descriptor left for pid " + std::to_string(process.identity.pid) + " (" +
-               errno_text(error) +
-               "); raise the open-file limit (ulimit -n, systemd LimitNOFILE=) or narrow the "
-               "target";
-    } else {
-      state = TargetState::error;
-      reason = "perf_event_open for pid " + std::to_string(process.identity.pid) + ": " +
-               errno_text(error);
-    }
+    std::tie(state, reason) = attach_failure(settings_.procfs, process.identity.pid, error);
   }
   if (state != TargetState::counting && !actions.counted.empty()) {
     // Some processes count; the log says why the others do not.
