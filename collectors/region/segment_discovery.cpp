@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <tuple>
+#include <iterator>
 
 #include "common/text.h"
 
