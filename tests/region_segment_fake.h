@@ -8,10 +8,13 @@
 #include <linux/perf_event.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/region_segment_file.h"
@@ -92,5 +95,38 @@ class FakeRegionWriter {
   unsigned char* base_ = nullptr;
   std::size_t size_ = 0;
 };
+
+// Threads that keep every CPU busy until destroyed (at most `seconds`), as a hostile program's
+// threads would: a reader that yielded would give each of them a time slice.
+class BusyCpus {
+ public:
+  explicit BusyCpus(double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (unsigned i = 0; i < std::thread::hardware_concurrency() + 1; ++i) {
+      threads_.emplace_back([this, until] {
+        while (!stop_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < until) {
+        }
+      });
+    }
+  }
+  ~BusyCpus() {
+    stop_ = true;
+    for (auto& thread : threads_) thread.join();
+  }
+  BusyCpus(const BusyCpus&) = delete;
+  BusyCpus& operator=(const BusyCpus&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+// Every slot of a writer's segment added (region 0, thread s + 1) and left odd, mid-update.
+inline void fill_odd_slots(FakeRegionWriter& writer, std::uint32_t slots) {
+  for (std::uint32_t s = 0; s < slots; ++s) {
+    writer.set(writer.add_slot(0, static_cast<std::int32_t>(s + 1), 0), 1, 1, {1, 1});
+    writer.slots()[s].seq |= 1u;
+  }
+}
 
 }  // namespace hwperf::test

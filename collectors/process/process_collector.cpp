@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "collectors/events/emission.h"
@@ -92,6 +93,22 @@ std::string permission_remedy(const std::string& procfs, pid_t pid) {
   return text;
 }
 
+// Why counters could not be opened on `pid`, as the target's state and the reason it reports.
+std::pair<TargetState, std::string> attach_failure(const std::string& procfs, pid_t pid,
+                                                   int error) {
+  if (error == EACCES || error == EPERM) {
+    return {TargetState::permission_denied, permission_remedy(procfs, pid)};
+  }
+  if (error == EMFILE || error == ENFILE) {
+    return {TargetState::fd_budget,
+            "no file descriptor left for pid " + std::to_string(pid) + " (" + errno_text(error) +
+                "); raise the open-file limit (ulimit -n, systemd LimitNOFILE=) or narrow the "
+                "target"};
+  }
+  return {TargetState::error,
+          "perf_event_open for pid " + std::to_string(pid) + ": " + errno_text(error)};
+}
+
 }  // namespace
 
 ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
@@ -105,6 +122,18 @@ ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
   std::vector<int> cpus;
   for (const HardwareThread& thread : settings_.cpus) cpus.push_back(static_cast<int>(thread.cpu));
   if (cpus.empty()) cpus.push_back(-1);
+  region::TargetRegionsOptions region_options;
+  if (settings_.regions) {
+    // Learned once: a candidate segment not on this mount is never opened.
+    region_options.shm_mount = region::shared_memory_mount_id(settings_.procfs);
+    if (!region_options.shm_mount) {
+      const std::string& procfs = settings_.procfs;
+      log::warn("process targets: regions: " + procfs + "/self/fdinfo shows no mnt_id for a " +
+                "memfd of the exporter's own, so no segment found under " + procfs +
+                " can be told from a file named like one: none is opened (those of -- CMD are "
+                "read)");
+    }
+  }
   for (const auto& config : settings_.targets) {
     targets_.push_back(std::make_unique<Target>(config, units, cpus));
     if (!settings_.regions && config.regions_fd < 0) continue;
@@ -120,7 +149,7 @@ ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
       }
     }
     targets_.back()->regions = std::make_unique<region::TargetRegions>(
-        config.name, settings_.procfs, settings_.region_events, config.regions_fd);
+        config.name, settings_.procfs, settings_.region_events, config.regions_fd, region_options);
   }
   rescan();
   rescanner_.emplace(std::chrono::duration<double>(settings_.rescan_interval_seconds),
@@ -199,20 +228,7 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
       continue;
     }
     if (error == ESRCH) continue;  // gone between the look and the open
-    if (error == EACCES || error == EPERM) {
-      state = TargetState::permission_denied;
-      reason = permission_remedy(settings_.procfs, process.identity.pid);
-    } else if (error == EMFILE || error == ENFILE) {
-      state = TargetState::fd_budget;
-      reason = "no file descriptor left for pid " + std::to_string(process.identity.pid) + " (" +
-               errno_text(error) +
-               "); raise the open-file limit (ulimit -n, systemd LimitNOFILE=) or narrow the "
-               "target";
-    } else {
-      state = TargetState::error;
-      reason = "perf_event_open for pid " + std::to_string(process.identity.pid) + ": " +
-               errno_text(error);
-    }
+    std::tie(state, reason) = attach_failure(settings_.procfs, process.identity.pid, error);
   }
   if (state != TargetState::counting && !actions.counted.empty()) {
     // Some processes count; the log says why the others do not.
@@ -222,6 +238,16 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
   std::size_t threads = 0;
   for (const auto& process : actions.counted) {
     threads += list_threads(settings_.procfs, process.identity.pid).size();
+  }
+  // The command's own segment is the only one its processes write (they inherit it): looking
+  // under procfs too would count it twice. Before the scrapes' lock: the programs' descriptors
+  // are looked at while scrapes go on.
+  if (target.regions && config.regions_fd < 0) {
+    std::vector<region::ProcessKey> keys;
+    for (const auto& process : actions.counted) {
+      keys.emplace_back(process.identity.pid, process.identity.start_ticks);
+    }
+    target.regions->update(keys);
   }
   std::lock_guard lock(target.status_mutex);
   if (state != target.state || reason != target.reason) {
@@ -249,15 +275,6 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
   target.reason = std::move(reason);
   target.counted = std::move(actions.counted);
   target.threads = threads;
-  // The command's own segment is the only one its processes write (they inherit it): looking
-  // under procfs too would count it twice.
-  if (target.regions && config.regions_fd < 0) {
-    std::vector<region::ProcessKey> keys;
-    for (const auto& process : target.counted) {
-      keys.emplace_back(process.identity.pid, process.identity.start_ticks);
-    }
-    target.regions->update(keys);
-  }
 }
 
 std::vector<FamilyDeclaration> ProcessCollector::declared_families() const {
@@ -352,6 +369,8 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
     add_counter(read_errors, {{"target", name}}, totals.read_errors);
     add_gauge(descriptors, {{"target", name}},
               static_cast<double>(target->counting.open_descriptors()));
+    // Before the status lock, which the rescan takes: a segment is read holding none of it.
+    if (target->regions) regions->add(name, target->regions->read(), target->regions->own());
     std::lock_guard lock(target->status_mutex);
     for (const auto& entry : kTargetStateNames) {
       add_gauge(state, {{"target", name}, {"state", entry.name}},
@@ -365,7 +384,6 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
     }
     add_gauge(processes, {{"target", name}}, static_cast<double>(target->counted.size()));
     add_gauge(threads, {{"target", name}}, static_cast<double>(target->threads));
-    if (target->regions) regions->add(name, target->regions->read(), target->regions->own());
   }
   if (regions) regions->append_to(out);
   for (auto& family : counts) out.push_back(std::move(family));

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <stdexcept>
+#include <string_view>
+#include <utility>
 
 #include "collectors/events/emission.h"
 #include "collectors/events/event_specs.h"
@@ -17,10 +21,11 @@ bool same_encoding(const perf::EventEncoding& a, std::uint32_t type, std::uint64
   return a.type == type && a.config == config && a.config1 == config1 && a.config2 == config2;
 }
 
-// A note is logged once per segment; a scribbling program could invent new ones forever.
-constexpr std::size_t kMaxLoggedNotes = 64;
-
 }  // namespace
+
+bool same_event(const perf::EventEncoding& encoding, const SegmentEvent& event) {
+  return same_encoding(encoding, event.type, event.config, event.config1, event.config2);
+}
 
 std::vector<RegionEvent> region_events(const std::vector<perf::CountedEvent>& counted) {
   std::vector<RegionEvent> events;
@@ -76,113 +81,6 @@ std::vector<hwperf_region_event> segment_event_table(const std::vector<RegionEve
   return table;
 }
 
-TargetRegions::TargetRegions(std::string target, std::string procfs,
-                             const std::vector<RegionEvent>& events, int own_fd)
-    : target_(std::move(target)), procfs_(std::move(procfs)), events_(events) {
-  if (own_fd < 0) return;
-  // From a value, not emplace(): clang 14 decides a nested struct with member initializers is not
-  // default-constructible while the enclosing class (whose optional<Segment> asks) is incomplete.
-  own_.emplace(Segment{});
-  auto opening = map_own_segment(own_fd);
-  own_->opened = std::move(opening.segment);
-  log_change(*own_, opening.problem, opening.reason);
-}
-
-void TargetRegions::log_change(Segment& segment, Problem problem, const std::string& reason) {
-  if (problem == segment.problem && reason == segment.reason) return;
-  const std::string whose = "process target " + target_ + ": region segment" +
-                            (segment.pid > 0 ? " of pid " + std::to_string(segment.pid) : "");
-  if (problem == Problem::none) {
-    log::info(whose + ": valid");
-  } else {
-    log::warn(whose + ": " + to_string(problem) + ": " + reason +
-              "; its regions are not exported until it reads valid again");
-  }
-  segment.problem = problem;
-  segment.reason = reason;
-}
-
-void TargetRegions::update(const std::vector<ProcessKey>& processes) {
-  std::map<ProcessKey, Segment> kept;
-  std::vector<ProcessKey> missing;
-  {
-    std::lock_guard lock(mutex_);
-    for (const auto& key : processes) {
-      auto it = found_.find(key);
-      if (it != found_.end()) {
-        kept.emplace(key, std::move(it->second));
-      } else {
-        missing.push_back(key);
-      }
-    }
-  }
-  // Outside the lock: scrapes go on reading what is mapped while /proc is looked at.
-  std::map<ProcessKey, Segment> added;
-  for (const auto& key : missing) {
-    auto opening = find_process_segment(procfs_, key.first);
-    if (opening.problem == Problem::not_found) continue;
-    Segment segment;
-    segment.pid = key.first;
-    segment.opened = std::move(opening.segment);
-    log_change(segment, opening.problem, opening.reason);
-    added.emplace(key, std::move(segment));
-  }
-  std::lock_guard lock(mutex_);
-  for (auto& [key, segment] : added) kept.emplace(key, std::move(segment));
-  found_ = std::move(kept);
-}
-
-SegmentReading TargetRegions::read_one(Segment& segment) {
-  SegmentReading reading;
-  reading.pid = segment.pid;
-  if (!segment.opened) {
-    reading.problem = segment.problem;
-    reading.reason = segment.reason;
-    return reading;
-  }
-  const auto& mapping = segment.opened->mapping;
-  ReadResult result = segment.reader.read(mapping.data(), mapping.size());
-  log_change(segment, result.problem, result.reason);
-  reading.problem = result.problem;
-  reading.reason = result.reason;
-  if (!result.ok()) return reading;
-  reading.snapshot = std::move(result.snapshot);
-  segment.torn += reading.snapshot.torn_slots;
-  reading.torn = segment.torn;
-  reading.backwards = segment.reader.backwards();
-  std::vector<std::string> notes = reading.snapshot.notes;
-  for (std::size_t e = 0; e < reading.snapshot.events.size(); ++e) {
-    const auto& event = reading.snapshot.events[e];
-    std::optional<std::size_t> match;
-    for (std::size_t i = 0; i < events_.size() && !match; ++i) {
-      if (same_encoding(events_[i].encoding, event.type, event.config, event.config1,
-                        event.config2)) {
-        match = i;
-      }
-    }
-    if (!match) {
-      notes.push_back("event " + std::to_string(e) + " (\"" + event.name + "\", perf type " +
-                      std::to_string(event.type) + " config " + std::to_string(event.config) +
-                      ") is not one this exporter counts: skipped");
-    }
-    reading.matched.push_back(match);
-  }
-  for (const auto& note : notes) {
-    if (segment.logged.size() >= kMaxLoggedNotes || !segment.logged.insert(note).second) continue;
-    log::warn("process target " + target_ + ": region segment" +
-              (segment.pid > 0 ? " of pid " + std::to_string(segment.pid) : "") + ": " + note);
-  }
-  return reading;
-}
-
-std::vector<SegmentReading> TargetRegions::read() {
-  std::lock_guard lock(mutex_);
-  std::vector<SegmentReading> readings;
-  if (own_) readings.push_back(read_one(*own_));
-  for (auto& [key, segment] : found_) readings.push_back(read_one(segment));
-  return readings;
-}
-
 RegionFamilies::RegionFamilies(const std::vector<RegionEvent>& events,
                                const std::vector<HardwareThread>& cpus)
     : events_(events),
@@ -206,9 +104,10 @@ RegionFamilies::RegionFamilies(const std::vector<RegionEvent>& events,
                                   "uses the marker library).")),
       skipped_(make_counter_family(
           {"region", "slot", "reads", "skipped"},
-          "Reads of a (region, thread, CPU) slot left out: why=torn when the writer kept changing "
-          "it (its last values are exported), why=backwards when its counts went backwards "
-          "(refused: the previous values are kept).")),
+          "Reads of a (region, thread, CPU) slot left out, its last values exported: why=torn "
+          "when the writer kept it odd or changing, why=budget when the read's budget of retries "
+          "was spent on such slots before it, why=backwards when its counts went backwards "
+          "(refused).")),
       dropped_(make_counter_family(
           {"region", "dropped", "begins"},
           "Region begins the marker library could not count (region or slot table full, nesting "
@@ -218,7 +117,14 @@ RegionFamilies::RegionFamilies(const std::vector<RegionEvent>& events,
           "Completed begin/end pairs of each marked region per thread (tid) of the command.")),
       thread_seconds_(
           make_counter_family({"region", "thread", "seconds"},
-                              "Time inside each marked region per thread (tid) of the command.")) {
+                              "Time inside each marked region per thread (tid) of the command.")),
+      folded_(make_gauge_family(
+          {"region", "thread", "slots", "folded"},
+          "Slots of the command's segment whose counts went to tid=\"other\" at this scrape: "
+          "past the first " +
+              std::to_string(kMaxThreadPairs) +
+              " (region, thread) pairs, per-thread series are not made (the region's series "
+              "have every slot).")) {
   for (const auto& event : events_) {
     const std::string unit = event.unit == events::Unit::nanoseconds
                                  ? " Seconds, converted from the event's nanoseconds."
@@ -233,82 +139,137 @@ RegionFamilies::RegionFamilies(const std::vector<RegionEvent>& events,
   }
 }
 
+namespace {
+
+std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<std::uint64_t>::max() : sum;
+}
+
+// Keys point into the readings' snapshots, which outlive the sums: no copy of a name per slot.
+using SumKey = std::pair<std::string_view, int>;  // (region, CPU or -1), or (region, tid)
+
+constexpr int kNoCpu = -1;       // one series per region
+constexpr int kUnknownCpu = -2;  // per_cpu, and a CPU the topology does not have: left out
+
+}  // namespace
+
+// One series' values summed over slots, each at most 2^64 - 1.
+struct RegionFamilies::Sum {
+  std::uint64_t calls = 0;
+  std::uint64_t time_ns = 0;
+  std::vector<std::uint64_t> counts;
+  void add(const SlotValues& slot, const std::vector<std::optional<std::size_t>>& matched,
+           std::size_t events) {
+    counts.resize(events);
+    calls = saturating_add(calls, slot.calls);
+    time_ns = saturating_add(time_ns, slot.time_ns);
+    for (std::size_t e = 0; e < slot.counts.size() && e < matched.size(); ++e) {
+      if (matched[e]) counts[*matched[e]] = saturating_add(counts[*matched[e]], slot.counts[e]);
+    }
+  }
+};
+
+int RegionFamilies::series_cpu(std::int32_t cpu) const {
+  if (cpus_.empty()) return kNoCpu;
+  const bool known = cpu >= 0 && std::any_of(cpus_.begin(), cpus_.end(), [&](const auto& t) {
+                       return t.cpu == static_cast<unsigned>(cpu);
+                     });
+  return known ? cpu : kUnknownCpu;
+}
+
+void RegionFamilies::add_segment_series(const std::string& target, const SegmentReading& reading) {
+  add_gauge(valid_,
+            {{"target", target},
+             {"pid", std::to_string(reading.pid)},
+             {"reason", to_string(reading.problem)}},
+            reading.problem == Problem::none ? 1.0 : 0.0);
+  if (reading.problem != Problem::none || !reading.snapshot) return;
+  const Labels labels = {{"target", target}, {"pid", std::to_string(reading.pid)}};
+  add_counter(dropped_, labels, std::uint64_t{reading.snapshot->dropped});
+  for (const auto& [why, value] :
+       {std::pair{"torn", reading.torn}, std::pair{"budget", reading.unread},
+        std::pair{"backwards", reading.backwards}}) {
+    Labels with = labels;
+    with.emplace_back("why", why);
+    add_counter(skipped_, with, value);
+  }
+}
+
+void RegionFamilies::add_region_series(const std::string& target, std::string_view region, int cpu,
+                                       const Sum& sum) {
+  Labels labels = {{"target", target}, {"region", std::string(region)}};
+  if (cpu >= 0) {
+    const auto thread = std::find_if(cpus_.begin(), cpus_.end(), [cpu](const HardwareThread& t) {
+      return t.cpu == static_cast<unsigned>(cpu);
+    });
+    const Labels cpu_labels = events::level_labels(Granularity::cpu, *thread);
+    labels.insert(labels.end(), cpu_labels.begin(), cpu_labels.end());
+  }
+  add_counter(calls_, labels, sum.calls);
+  add_counter(seconds_, labels, nanoseconds_to_seconds(sum.time_ns));
+  for (std::size_t e = 0; e < events_.size(); ++e) {
+    events::add_count(counts_[e], labels, sum.counts[e], events_[e].unit);
+  }
+}
+
+void RegionFamilies::add_thread_series(const std::string& target, std::string_view region,
+                                       const std::string& tid, const Sum& sum) {
+  const Labels labels = {{"target", target}, {"region", std::string(region)}, {"tid", tid}};
+  add_counter(thread_calls_, labels, sum.calls);
+  add_counter(thread_seconds_, labels, nanoseconds_to_seconds(sum.time_ns));
+  for (std::size_t e = 0; e < events_.size(); ++e) {
+    events::add_count(thread_counts_[e], labels, sum.counts[e], events_[e].unit);
+  }
+}
+
 void RegionFamilies::add(const std::string& target, const std::vector<SegmentReading>& readings,
                          bool per_thread) {
-  struct Sum {
-    std::uint64_t calls = 0;
-    std::uint64_t time_ns = 0;
-    std::vector<std::uint64_t> counts;
-    void add(const SlotValues& slot, const std::vector<std::optional<std::size_t>>& matched,
-             std::size_t events) {
-      counts.resize(events);
-      calls += slot.calls;
-      time_ns += slot.time_ns;
-      for (std::size_t e = 0; e < slot.counts.size() && e < matched.size(); ++e) {
-        if (matched[e]) counts[*matched[e]] += slot.counts[e];
-      }
-    }
-  };
-  std::map<std::pair<std::string, int>, Sum> sums;     // (region, CPU or -1)
-  std::map<std::pair<std::string, int>, Sum> threads;  // (region, tid)
+  std::map<SumKey, Sum> sums, threads;
+  std::map<std::string_view, Sum> other_threads;  // per region: the pairs past the limit
+  std::uint64_t folded = 0;
   for (const auto& reading : readings) {
-    add_gauge(valid_,
-              {{"target", target},
-               {"pid", std::to_string(reading.pid)},
-               {"reason", to_string(reading.problem)}},
-              reading.problem == Problem::none ? 1.0 : 0.0);
-    if (reading.problem != Problem::none) continue;
-    const Labels labels = {{"target", target}, {"pid", std::to_string(reading.pid)}};
-    add_counter(dropped_, labels, std::uint64_t{reading.snapshot.dropped});
-    auto why = [&](const char* kind) {
-      Labels with = labels;
-      with.emplace_back("why", kind);
-      return with;
-    };
-    add_counter(skipped_, why("torn"), reading.torn);
-    add_counter(skipped_, why("backwards"), reading.backwards);
-    for (const auto& slot : reading.snapshot.slots) {
-      if (!slot) continue;
-      const auto& name = reading.snapshot.regions[slot->region];
-      if (!name) continue;
-      if (per_thread) threads[{*name, slot->tid}].add(*slot, reading.matched, events_.size());
-      int cpu = -1;
-      if (!cpus_.empty()) {
-        const auto known = std::find_if(cpus_.begin(), cpus_.end(), [&](const HardwareThread& t) {
-          return slot->cpu >= 0 && t.cpu == static_cast<unsigned>(slot->cpu);
-        });
-        if (known == cpus_.end()) continue;
-        cpu = slot->cpu;
+    add_segment_series(target, reading);
+    if (reading.problem != Problem::none || !reading.snapshot) continue;
+    const Snapshot& snapshot = *reading.snapshot;
+    for (const auto& slot : snapshot.slots) {
+      if (!slot || !snapshot.regions[slot->region]) continue;
+      const std::string_view name = *snapshot.regions[slot->region];
+      if (per_thread) {
+        auto it = threads.find({name, slot->tid});
+        if (it == threads.end() && threads.size() < kMaxThreadPairs) {
+          it = threads.emplace(SumKey{name, slot->tid}, Sum{}).first;
+        }
+        if (it != threads.end()) {
+          it->second.add(*slot, reading.matched, events_.size());
+        } else {
+          other_threads[name].add(*slot, reading.matched, events_.size());
+          ++folded;
+        }
       }
-      sums[{*name, cpu}].add(*slot, reading.matched, events_.size());
+      const int cpu = series_cpu(slot->cpu);
+      if (cpu != kUnknownCpu) sums[{name, cpu}].add(*slot, reading.matched, events_.size());
     }
   }
   add_gauge(segments_, {{"target", target}}, static_cast<double>(readings.size()));
-  for (const auto& [key, sum] : sums) {
-    Labels labels = {{"target", target}, {"region", key.first}};
-    const int cpu = key.second;  // a lambda may not capture a structured binding in C++17
-    if (cpu >= 0) {
-      const auto thread = std::find_if(cpus_.begin(), cpus_.end(), [cpu](const HardwareThread& t) {
-        return t.cpu == static_cast<unsigned>(cpu);
-      });
-      const Labels cpu_labels = events::level_labels(Granularity::cpu, *thread);
-      labels.insert(labels.end(), cpu_labels.begin(), cpu_labels.end());
-    }
-    add_counter(calls_, labels, sum.calls);
-    add_counter(seconds_, labels, nanoseconds_to_seconds(sum.time_ns));
-    for (std::size_t e = 0; e < events_.size(); ++e) {
-      events::add_count(counts_[e], labels, sum.counts[e], events_[e].unit);
-    }
+  // Each family's series made in place: no copies left behind by a growing vector, which the
+  // allocator of each scraping thread would keep (a scrape can have thousands here).
+  for (auto* family : {&calls_, &seconds_})
+    family->metric.reserve(family->metric.size() + sums.size());
+  for (auto& family : counts_) family.metric.reserve(family.metric.size() + sums.size());
+  const std::size_t per_thread_series = threads.size() + other_threads.size();
+  for (auto* family : {&thread_calls_, &thread_seconds_}) {
+    family->metric.reserve(family->metric.size() + per_thread_series);
   }
+  for (auto& family : thread_counts_) {
+    family.metric.reserve(family.metric.size() + per_thread_series);
+  }
+  for (const auto& [key, sum] : sums) add_region_series(target, key.first, key.second, sum);
   for (const auto& [key, sum] : threads) {
-    const Labels labels = {
-        {"target", target}, {"region", key.first}, {"tid", std::to_string(key.second)}};
-    add_counter(thread_calls_, labels, sum.calls);
-    add_counter(thread_seconds_, labels, nanoseconds_to_seconds(sum.time_ns));
-    for (std::size_t e = 0; e < events_.size(); ++e) {
-      events::add_count(thread_counts_[e], labels, sum.counts[e], events_[e].unit);
-    }
+    add_thread_series(target, key.first, std::to_string(key.second), sum);
   }
+  for (const auto& [name, sum] : other_threads) add_thread_series(target, name, "other", sum);
+  if (per_thread) add_gauge(folded_, {{"target", target}}, static_cast<double>(folded));
 }
 
 void RegionFamilies::append_to(std::vector<prometheus::MetricFamily>& out) {
@@ -322,6 +283,7 @@ void RegionFamilies::append_to(std::vector<prometheus::MetricFamily>& out) {
   append_unless_empty(out, std::move(thread_calls_));
   append_unless_empty(out, std::move(thread_seconds_));
   for (auto& family : thread_counts_) append_unless_empty(out, std::move(family));
+  append_unless_empty(out, std::move(folded_));
 }
 
 }  // namespace hwperf::region

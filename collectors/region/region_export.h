@@ -1,18 +1,13 @@
 // Region counts as the process targets export them: the segments of each target's processes
-// (segment_source.h), read at each scrape (region_segment_reader.h), summed per region (and CPU
+// (target_regions.h), read at each scrape (region_segment_reader.h), summed per region (and CPU
 // with per_cpu) into hwperf_region_* families whose names come from the events the exporter
 // configured, never from the segment.
 #pragma once
 
-#include <sys/types.h>
-
+#include <cstddef>
 #include <cstdint>
-#include <map>
-#include <mutex>
-#include <optional>
-#include <set>
 #include <string>
-#include <utility>
+#include <string_view>
 #include <vector>
 
 #include <prometheus/metric_family.h>
@@ -20,7 +15,7 @@
 #include "collectors/events/vocabulary.h"
 #include "collectors/perf/counted_events.h"
 #include "collectors/region/region_segment_reader.h"
-#include "collectors/region/segment_source.h"
+#include "collectors/region/target_regions.h"
 #include "markers/include/hwperf/region_segment.h"
 #include "topology/topology.h"
 
@@ -36,6 +31,9 @@ struct RegionEvent {
   events::Unit unit = events::Unit::count;
 };
 
+// Whether a segment's event is `encoding`: the same perf type and configs.
+bool same_event(const perf::EventEncoding& encoding, const SegmentEvent& event);
+
 // Each distinct encoding of `counted` once, named at the "region" level. Throws
 // std::invalid_argument for a name that cannot be made (the process families were made from the
 // same metrics, so this does not happen for a configuration that started).
@@ -46,65 +44,19 @@ std::vector<RegionEvent> region_events(const std::vector<perf::CountedEvent>& co
 std::vector<hwperf_region_event> segment_event_table(const std::vector<RegionEvent>& events,
                                                      std::vector<std::string>& left_out);
 
-// A process whose segment is read: its pid and start time (pids are reused).
-using ProcessKey = std::pair<pid_t, std::uint64_t>;
-
-// One segment's last read, as a scrape sees it.
-struct SegmentReading {
-  pid_t pid = 0;
-  Problem problem = Problem::none;
-  std::string reason;
-  Snapshot snapshot;  // when problem == none
-  // Per event of the snapshot, the RegionEvent it is exported as; nullopt: not one the exporter
-  // counts (skipped, and logged once per segment).
-  std::vector<std::optional<std::size_t>> matched;
-  std::uint64_t torn = 0;       // slot reads skipped so far: kept changing
-  std::uint64_t backwards = 0;  // slot reads refused so far: counts went backwards
-};
-
-// The segments of one target. `update` runs in the background rescan, `read` in scrapes.
-class TargetRegions {
- public:
-  // `own_fd`: the memfd the exporter created for the target's command (mapped once, kept for
-  // the target's life, so the final counts outlive the command); -1 for discovered segments.
-  TargetRegions(std::string target, std::string procfs, const std::vector<RegionEvent>& events,
-                int own_fd);
-
-  // The processes the target counts now: a segment is looked for in each one that has none yet
-  // (every rescan: the library creates it at the first region), and dropped once its process is
-  // no longer counted.
-  void update(const std::vector<ProcessKey>& processes);
-  std::vector<SegmentReading> read();
-  // The segment is the command's own (-- CMD): per-thread families are worth their series.
-  bool own() const { return own_.has_value(); }
-
- private:
-  struct Segment {
-    pid_t pid = 0;
-    std::optional<OpenedSegment> opened;
-    SegmentReader reader;
-    Problem problem = Problem::none;
-    std::string reason;
-    std::uint64_t torn = 0;
-    std::set<std::string> logged;  // notes already logged
-  };
-  void log_change(Segment& segment, Problem problem, const std::string& reason);
-
-  SegmentReading read_one(Segment& segment);
-
-  std::string target_;
-  std::string procfs_;
-  const std::vector<RegionEvent>& events_;
-  std::mutex mutex_;
-  std::optional<Segment> own_;
-  std::map<ProcessKey, Segment> found_;
-};
+// (Region, thread) pairs of one target exported per thread; the other slots are summed into
+// tid="other" of their region and counted in hwperf_region_thread_slots_folded. A program may
+// fill its 4096 slots with made-up threads: 4096 pairs were 26,000 series and a 4.3 MB body per
+// scrape (bench/README.md).
+inline constexpr std::size_t kMaxThreadPairs = 512;
 
 // Builds the hwperf_region_* families of one scrape. `cpus`: with per_cpu, the machine's CPUs
 // (a slot's CPU gets that CPU's topology labels; a CPU not among them is left out); empty: one
 // series per region. `per_thread`: also hwperf_region_thread_*{target, region, tid}, the
-// per-thread table of the --once summary, for the segment of a command (whose threads are
-// bounded by its slots) only.
+// per-thread table of the --once summary, for the segment of a command only, and for its first
+// kMaxThreadPairs (region, thread) pairs in slot order (the order the program made them, the
+// same at every scrape). Sums saturate at 2^64 - 1: a region's series never goes backwards while
+// its slots do not (each slot is kept from going backwards by SegmentReader).
 class RegionFamilies {
  public:
   RegionFamilies(const std::vector<RegionEvent>& events, const std::vector<HardwareThread>& cpus);
@@ -112,10 +64,18 @@ class RegionFamilies {
   void append_to(std::vector<prometheus::MetricFamily>& out);
 
  private:
+  struct Sum;
+  int series_cpu(std::int32_t cpu) const;
+  void add_segment_series(const std::string& target, const SegmentReading& reading);
+  void add_region_series(const std::string& target, std::string_view region, int cpu,
+                         const Sum& sum);
+  void add_thread_series(const std::string& target, std::string_view region, const std::string& tid,
+                         const Sum& sum);
+
   const std::vector<RegionEvent>& events_;
   const std::vector<HardwareThread>& cpus_;
   prometheus::MetricFamily calls_, seconds_, valid_, segments_, skipped_, dropped_;
-  prometheus::MetricFamily thread_calls_, thread_seconds_;
+  prometheus::MetricFamily thread_calls_, thread_seconds_, folded_;
   std::vector<prometheus::MetricFamily> counts_, thread_counts_;  // per RegionEvent
 };
 

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <set>
 #include <string_view>
-#include <thread>
 
 #include "markers/include/hwperf/region_segment.h"
 
@@ -73,26 +72,32 @@ bool printable_utf8(std::string_view text) {
   return true;
 }
 
-// Bounded: a writer keeps a slot odd only for the nanoseconds of one update, so a slot still
-// odd or changing after these many tries is scribbled on or its thread stopped mid-update.
-constexpr int kSeqlockTries = 8;
-
-bool read_slot(const hwperf_region_slot& slot, std::uint32_t events, SlotValues& out) {
-  for (int attempt = 0; attempt < kSeqlockTries; ++attempt) {
-    if (attempt > 0) std::this_thread::yield();
-    const std::uint32_t before = load_acquire(&slot.seq);
-    if ((before & 1u) != 0) continue;
-    out.region = load(&slot.region);
-    out.tid = load(&slot.tid);
-    out.cpu = load(&slot.cpu);
-    out.calls = load(&slot.calls);
-    out.time_ns = load(&slot.time_ns);
-    out.counts.resize(events);
-    for (std::uint32_t e = 0; e < events; ++e) out.counts[e] = load(&slot.counts[e]);
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    if (load(&slot.seq) == before) return true;
+// A few cycles' wait between two tries of a slot: the writer holds it odd for the nanoseconds of
+// one update. A pause instruction, not a yield: the scrape keeps its CPU.
+void pause_briefly() {
+  for (int i = 0; i < 16; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#else
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+#endif
   }
-  return false;
+}
+
+// One seqlock try: true when seq was even and unchanged across the copy.
+bool try_read_slot(const hwperf_region_slot& slot, std::uint32_t events, SlotValues& out) {
+  const std::uint32_t before = load_acquire(&slot.seq);
+  if ((before & 1u) != 0) return false;
+  out.region = load(&slot.region);
+  out.tid = load(&slot.tid);
+  out.cpu = load(&slot.cpu);
+  out.calls = load(&slot.calls);
+  out.time_ns = load(&slot.time_ns);
+  for (std::uint32_t e = 0; e < events; ++e) out.counts[e] = load(&slot.counts[e]);
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return load(&slot.seq) == before;
 }
 
 std::string hex(std::uint64_t value) {
@@ -124,8 +129,7 @@ std::string array_problem(const char* what, std::uint64_t offset, std::uint64_t 
 }
 
 bool same_identity(const SlotValues& a, const SlotValues& b) {
-  return a.region == b.region && a.tid == b.tid && a.cpu == b.cpu &&
-         a.counts.size() == b.counts.size();
+  return a.region == b.region && a.tid == b.tid && a.cpu == b.cpu;
 }
 
 bool went_backwards(const SlotValues& now, const SlotValues& before) {
@@ -149,7 +153,17 @@ bool same_events(const std::vector<SegmentEvent>& a, const std::vector<SegmentEv
 
 }  // namespace
 
-ReadResult read_segment(const unsigned char* data, std::size_t size) {
+namespace {
+
+// What a checked header says: the arrays' bounds and places.
+struct Layout {
+  std::uint32_t event_count = 0, max_regions = 0, max_slots = 0;
+  std::uint32_t region_count = 0, slot_count = 0;
+  std::uint64_t names_offset = 0, slots_offset = 0;
+};
+
+// Alignment, size, state, magic, version, header_size and segment_size; ok or the refusal.
+ReadResult check_identity(const unsigned char* data, std::size_t size) {
   constexpr std::size_t header_bytes = sizeof(hwperf_region_header);
   if (reinterpret_cast<std::uintptr_t>(data) % 8 != 0) {
     return refuse(Problem::bad_header, "the segment is not 8-byte aligned in memory");
@@ -189,59 +203,66 @@ ReadResult read_segment(const unsigned char* data, std::size_t size) {
                                           std::to_string(size) + " bytes, header says " +
                                           std::to_string(segment_size));
   }
-  const std::uint32_t event_count = load(&header.event_count);
-  const std::uint32_t max_regions = load(&header.max_regions);
-  const std::uint32_t max_slots = load(&header.max_slots);
+  return {};
+}
+
+// The counts against the layout's bounds, the arrays inside the segment and apart; fills
+// `layout`, or returns the refusal.
+ReadResult check_arrays(const hwperf_region_header& header, std::size_t size, Layout& layout) {
+  layout.event_count = load(&header.event_count);
+  layout.max_regions = load(&header.max_regions);
+  layout.max_slots = load(&header.max_slots);
   struct Bound {
     const char* name;
     std::uint32_t value, limit;
   };
-  for (const Bound& bound : {Bound{"event_count", event_count, HWPERF_REGION_MAX_EVENTS},
-                             Bound{"max_regions", max_regions, HWPERF_REGION_MAX_REGIONS},
-                             Bound{"max_slots", max_slots, HWPERF_REGION_MAX_SLOTS}}) {
+  for (const Bound& bound : {Bound{"event_count", layout.event_count, HWPERF_REGION_MAX_EVENTS},
+                             Bound{"max_regions", layout.max_regions, HWPERF_REGION_MAX_REGIONS},
+                             Bound{"max_slots", layout.max_slots, HWPERF_REGION_MAX_SLOTS}}) {
     if (bound.value > bound.limit) {
       return refuse(Problem::bad_bounds, std::string(bound.name) + " " +
                                              std::to_string(bound.value) + " above the limit " +
                                              std::to_string(bound.limit));
     }
   }
-  const std::uint64_t names_offset = load(&header.names_offset);
-  const std::uint64_t slots_offset = load(&header.slots_offset);
+  const std::uint64_t names = layout.names_offset = load(&header.names_offset);
+  const std::uint64_t slots = layout.slots_offset = load(&header.slots_offset);
+  constexpr std::size_t header_bytes = sizeof(hwperf_region_header);
   for (const std::string& problem :
-       {array_problem("names", names_offset, max_regions, sizeof(hwperf_region_name), header_bytes,
+       {array_problem("names", names, layout.max_regions, sizeof(hwperf_region_name), header_bytes,
                       size),
-        array_problem("slots", slots_offset, max_slots, sizeof(hwperf_region_slot), header_bytes,
+        array_problem("slots", slots, layout.max_slots, sizeof(hwperf_region_slot), header_bytes,
                       size)}) {
     if (!problem.empty()) return refuse(Problem::bad_offsets, problem);
   }
   const std::uint64_t names_end =
-      names_offset + std::uint64_t{max_regions} * sizeof(hwperf_region_name);
+      names + std::uint64_t{layout.max_regions} * sizeof(hwperf_region_name);
   const std::uint64_t slots_end =
-      slots_offset + std::uint64_t{max_slots} * sizeof(hwperf_region_slot);
-  if (names_offset < slots_end && slots_offset < names_end && max_regions > 0 && max_slots > 0) {
-    return refuse(Problem::bad_offsets, "names [" + std::to_string(names_offset) + ", " +
+      slots + std::uint64_t{layout.max_slots} * sizeof(hwperf_region_slot);
+  if (names < slots_end && slots < names_end && layout.max_regions > 0 && layout.max_slots > 0) {
+    return refuse(Problem::bad_offsets, "names [" + std::to_string(names) + ", " +
                                             std::to_string(names_end) + ") overlap slots [" +
-                                            std::to_string(slots_offset) + ", " +
+                                            std::to_string(slots) + ", " +
                                             std::to_string(slots_end) + ")");
   }
   // Slots before names: a slot names only a region published before it, so every region a slot
   // read here names is below the region_count read after it.
-  const std::uint32_t slot_count = load_acquire(&header.slot_count);
-  const std::uint32_t region_count = load_acquire(&header.region_count);
-  if (region_count > max_regions) {
-    return refuse(Problem::bad_bounds, "region_count " + std::to_string(region_count) +
-                                           " above max_regions " + std::to_string(max_regions));
+  layout.slot_count = load_acquire(&header.slot_count);
+  layout.region_count = load_acquire(&header.region_count);
+  if (layout.region_count > layout.max_regions) {
+    return refuse(Problem::bad_bounds, "region_count " + std::to_string(layout.region_count) +
+                                           " above max_regions " +
+                                           std::to_string(layout.max_regions));
   }
-  if (slot_count > max_slots) {
-    return refuse(Problem::bad_bounds, "slot_count " + std::to_string(slot_count) +
-                                           " above max_slots " + std::to_string(max_slots));
+  if (layout.slot_count > layout.max_slots) {
+    return refuse(Problem::bad_bounds, "slot_count " + std::to_string(layout.slot_count) +
+                                           " above max_slots " + std::to_string(layout.max_slots));
   }
+  return {};
+}
 
-  ReadResult result;
-  Snapshot& snapshot = result.snapshot;
-  snapshot.writer_pid = load(&header.writer_pid);
-  snapshot.dropped = load(&header.dropped);
-  for (std::uint32_t e = 0; e < event_count; ++e) {
+void read_events(const hwperf_region_header& header, std::uint32_t count, Snapshot& snapshot) {
+  for (std::uint32_t e = 0; e < count; ++e) {
     const hwperf_region_event& event = header.events[e];
     SegmentEvent copy;
     copy.type = load(&event.type);
@@ -254,9 +275,11 @@ ReadResult read_segment(const unsigned char* data, std::size_t size) {
     if (!terminated || !printable_utf8(copy.name)) copy.name = "?";
     snapshot.events.push_back(std::move(copy));
   }
-  const auto* names = reinterpret_cast<const hwperf_region_name*>(data + names_offset);
+}
+
+void read_names(const hwperf_region_name* names, std::uint32_t count, Snapshot& snapshot) {
   std::set<std::string> seen;
-  for (std::uint32_t r = 0; r < region_count; ++r) {
+  for (std::uint32_t r = 0; r < count; ++r) {
     bool terminated = false;
     std::string name = copy_name(names[r].name, terminated);
     std::string why;
@@ -276,50 +299,94 @@ ReadResult read_segment(const unsigned char* data, std::size_t size) {
       snapshot.notes.push_back("region " + std::to_string(r) + " refused: name " + why);
     }
   }
-  const auto* slots = reinterpret_cast<const hwperf_region_slot*>(data + slots_offset);
-  for (std::uint32_t s = 0; s < slot_count; ++s) {
-    SlotValues values;
-    if (!read_slot(slots[s], event_count, values)) {
-      ++snapshot.torn_slots;
-      snapshot.slots.emplace_back(std::nullopt);
+}
+
+// Every slot within the limits, from `first_slot` on; ok, or the refusal of a slot naming a
+// region not published.
+ReadResult read_slots(const hwperf_region_slot* slots, const Layout& layout,
+                      const ReadLimits& limits, std::uint32_t first_slot, Snapshot& snapshot) {
+  snapshot.slots.resize(layout.slot_count);
+  unsigned failed = 0;
+  for (std::uint32_t i = 0; i < layout.slot_count; ++i) {
+    const std::uint32_t s = (first_slot + i) % layout.slot_count;
+    if (failed >= limits.failed_tries) {
+      if (snapshot.unread_slots++ == 0) snapshot.next_slot = s;
       continue;
     }
-    if (values.region >= region_count) {
+    SlotValues values;
+    bool read = false;
+    for (unsigned t = 0; t < limits.tries_per_slot && !read && failed < limits.failed_tries; ++t) {
+      if (t > 0) pause_briefly();
+      read = try_read_slot(slots[s], layout.event_count, values);
+      if (!read) ++failed;
+    }
+    if (!read) {
+      ++snapshot.torn_slots;
+      continue;
+    }
+    if (values.region >= layout.region_count) {
       return refuse(Problem::bad_slot, "slot " + std::to_string(s) + " names region " +
                                            std::to_string(values.region) + " of " +
-                                           std::to_string(region_count));
+                                           std::to_string(layout.region_count));
     }
-    if (!snapshot.regions[values.region]) {
-      snapshot.slots.emplace_back(std::nullopt);
-      continue;
-    }
-    snapshot.slots.emplace_back(std::move(values));
+    if (snapshot.regions[values.region]) snapshot.slots[s] = values;
   }
   if (snapshot.torn_slots > 0) {
-    snapshot.notes.push_back(std::to_string(snapshot.torn_slots) +
-                             " slots skipped: the writer kept changing them");
+    // One text for any number, so that it is logged once: the metric has the numbers.
+    snapshot.notes.push_back("slots skipped: the writer kept them odd or changing");
+  }
+  return {};
+}
+
+}  // namespace
+
+ReadResult read_segment(const unsigned char* data, std::size_t size, const ReadLimits& limits,
+                        std::uint32_t first_slot) {
+  if (ReadResult refused = check_identity(data, size); !refused.ok()) return refused;
+  const auto& header = *reinterpret_cast<const hwperf_region_header*>(data);
+  Layout layout;
+  if (ReadResult refused = check_arrays(header, size, layout); !refused.ok()) return refused;
+  ReadResult result;
+  Snapshot& snapshot = result.snapshot;
+  snapshot.writer_pid = load(&header.writer_pid);
+  snapshot.dropped = load(&header.dropped);
+  read_events(header, layout.event_count, snapshot);
+  read_names(reinterpret_cast<const hwperf_region_name*>(data + layout.names_offset),
+             layout.region_count, snapshot);
+  const auto* slots = reinterpret_cast<const hwperf_region_slot*>(data + layout.slots_offset);
+  if (ReadResult refused = read_slots(slots, layout, limits, first_slot, snapshot); !refused.ok()) {
+    return refused;
   }
   return result;
 }
 
-ReadResult SegmentReader::read(const unsigned char* data, std::size_t size) {
-  ReadResult result = read_segment(data, size);
-  if (!result.ok()) return result;
-  Snapshot& now = result.snapshot;
-  if (have_last_ && !same_events(now.events, last_.events)) {
+ReadResult SegmentReader::read(const unsigned char* data, std::size_t size,
+                               const ReadLimits& limits) {
+  return merge(read_segment(data, size, limits, next_slot()));
+}
+
+ReadResult SegmentReader::merge(ReadResult fresh) {
+  if (!fresh.ok()) return fresh;
+  Snapshot& now = fresh.snapshot;
+  if (!last_) {
+    last_ = std::make_shared<const Snapshot>(now);
+    return fresh;
+  }
+  const Snapshot& last = *last_;
+  if (!same_events(now.events, last.events)) {
     return refuse(Problem::bad_header, "the event table changed since the last read");
   }
-  if (now.regions.size() < last_.regions.size()) now.regions.resize(last_.regions.size());
-  for (std::size_t r = 0; r < last_.regions.size(); ++r) {
-    if (last_.regions[r] && now.regions[r] != last_.regions[r]) {
-      now.notes.push_back("region " + std::to_string(r) + " renamed from \"" + *last_.regions[r] +
+  if (now.regions.size() < last.regions.size()) now.regions.resize(last.regions.size());
+  for (std::size_t r = 0; r < last.regions.size(); ++r) {
+    if (last.regions[r] && now.regions[r] != last.regions[r]) {
+      now.notes.push_back("region " + std::to_string(r) + " renamed from \"" + *last.regions[r] +
                           "\": keeping the name first read");
-      now.regions[r] = last_.regions[r];
+      now.regions[r] = last.regions[r];
     }
   }
-  if (now.slots.size() < last_.slots.size()) now.slots.resize(last_.slots.size());
-  for (std::size_t s = 0; s < last_.slots.size(); ++s) {
-    const auto& before = last_.slots[s];
+  if (now.slots.size() < last.slots.size()) now.slots.resize(last.slots.size());
+  for (std::size_t s = 0; s < last.slots.size(); ++s) {
+    const auto& before = last.slots[s];
     auto& slot = now.slots[s];
     if (!before) continue;
     if (!slot) {
@@ -332,9 +399,8 @@ ReadResult SegmentReader::read(const unsigned char* data, std::size_t size) {
       slot = before;
     }
   }
-  last_ = now;
-  have_last_ = true;
-  return result;
+  last_ = std::make_shared<const Snapshot>(now);
+  return fresh;
 }
 
 }  // namespace hwperf::region

@@ -5,13 +5,16 @@
 // it guarantees mapped; nothing here opens, maps or logs.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/enum_names.h"
+#include "markers/include/hwperf/region_segment.h"
 
 namespace hwperf::region {
 
@@ -55,14 +58,15 @@ struct SegmentEvent {
   std::string name;  // informational only: printable or replaced by "?"
 };
 
-// A (region, thread, CPU) accumulation. counts has one value per event of the header.
+// A (region, thread, CPU) accumulation. counts holds one value per event of the header, in its
+// order, and zeros past them: a fixed array, so that a snapshot of 4096 slots is one allocation.
 struct SlotValues {
   std::uint32_t region = 0;
   std::int32_t tid = 0;
   std::int32_t cpu = 0;
   std::uint64_t calls = 0;
   std::uint64_t time_ns = 0;
-  std::vector<std::uint64_t> counts;
+  std::array<std::uint64_t, HWPERF_REGION_MAX_EVENTS> counts{};
 };
 
 struct Snapshot {
@@ -73,10 +77,22 @@ struct Snapshot {
   // printable UTF-8, a duplicate) is nullopt, its reason in `notes`, and its slots left out.
   std::vector<std::optional<std::string>> regions;
   // Index = slot number; nullopt for a slot skipped this time (its seq stayed odd or kept
-  // changing, or its region's name was refused).
+  // changing, the read's budget was spent before it, or its region's name was refused).
   std::vector<std::optional<SlotValues>> slots;
   std::size_t torn_slots = 0;      // skipped because the writer kept changing them
+  std::size_t unread_slots = 0;    // not looked at: the read's budget of failed tries was spent
+  std::uint32_t next_slot = 0;     // where the next read should start (after the unread ones)
   std::vector<std::string> notes;  // per refused name or slot: what and why
+};
+
+// What one read of a segment may spend on slots the writer holds: a scrape must not wait on a
+// program. A slot gets `tries_per_slot` seqlock tries, a short CPU pause (no yield: on a busy
+// machine a yield gives away a whole time slice) between them; once `failed_tries` tries of one
+// read have failed, the slots left are not looked at (unread_slots) and keep their previous
+// values. So a read copies each slot at most once plus `failed_tries` failed copies in all.
+struct ReadLimits {
+  unsigned tries_per_slot = 4;
+  unsigned failed_tries = 256;
 };
 
 struct ReadResult {
@@ -87,8 +103,10 @@ struct ReadResult {
 };
 
 // One look at the segment in [data, data + size). `data` must be 8-byte aligned (a mapping is);
-// anything else is refused as bad_header.
-ReadResult read_segment(const unsigned char* data, std::size_t size);
+// anything else is refused as bad_header. Slots are read from `first_slot` on, wrapping around
+// (so that slots left unread by a spent budget are read first next time).
+ReadResult read_segment(const unsigned char* data, std::size_t size, const ReadLimits& limits = {},
+                        std::uint32_t first_slot = 0);
 
 // Successive reads of one segment, keeping each slot's counts from going backwards: a slot
 // whose calls, time or any count is below what was read before, or whose region, thread or CPU
@@ -97,12 +115,19 @@ ReadResult read_segment(const unsigned char* data, std::size_t size);
 // problem and forgets nothing.
 class SegmentReader {
  public:
-  ReadResult read(const unsigned char* data, std::size_t size);
+  // read_segment() from where the last read's budget ran out, then merge().
+  ReadResult read(const unsigned char* data, std::size_t size, const ReadLimits& limits = {});
+  // Folds a read_segment() result into what was read before; the merged snapshot is returned and
+  // kept as last(). The caller may take the fresh read without any lock and merge under one.
+  ReadResult merge(ReadResult fresh);
+  // The last merged snapshot (nullptr before the first valid read), shared: not copied per
+  // scrape.
+  std::shared_ptr<const Snapshot> last() const { return last_; }
+  std::uint32_t next_slot() const { return last_ ? last_->next_slot : 0; }
   std::size_t backwards() const { return backwards_; }  // slot reads refused so far
 
  private:
-  Snapshot last_;
-  bool have_last_ = false;
+  std::shared_ptr<const Snapshot> last_;
   std::size_t backwards_ = 0;
 };
 

@@ -5,9 +5,12 @@
 #include "tests/catch.hpp"
 
 #include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -19,44 +22,19 @@
 #include "collectors/process/process_collector.h"
 #include "collectors/region/segment_source.h"
 #include "common/region_segment_file.h"
+#include "tests/region_collector_config.h"
 #include "tests/region_segment_fake.h"
 #include "tests/support.h"
 #include "topology/topology.h"
 
 using namespace hwperf;
+using hwperf::test::command_target;
 using hwperf::test::FakeRegionWriter;
+using hwperf::test::kEvents;
+using hwperf::test::region_config;
+using hwperf::test::region_family;
 
 namespace {
-
-const char* const kEvents[] = {"perf::TASK-CLOCK", "perf::PAGE-FAULTS"};
-
-Config region_config(ProcessTargetConfig target, bool regions, bool per_cpu) {
-  Config config;
-  config.collectors.process.events_given = true;
-  for (const char* name : kEvents) {
-    PapiEventConfig event;
-    event.event = name;
-    config.collectors.process.events.push_back(event);
-  }
-  config.collectors.process.regions = regions;
-  config.collectors.process.per_cpu = per_cpu;
-  config.collectors.process.targets.push_back(std::move(target));
-  return config;
-}
-
-// A pid no process has: the target counts nothing, so only its segment is read.
-ProcessTargetConfig command_target(int fd) {
-  ProcessTargetConfig target;
-  target.name = "app";
-  target.selector = ProcessTargetConfig::Selector::pid;
-  target.pid = 0x3fffffff;
-  target.regions_fd = fd;
-  return target;
-}
-
-std::string region_family(const char* event) {
-  return "hwperf_region_" + events::default_metric_base(event) + "_total";
-}
 
 struct Written {
   std::string region;
@@ -229,6 +207,25 @@ TEST_CASE("Only a sealed memfd is mapped as a segment", "[region]") {
     const auto opening = region::map_segment(std::move(fd), path.string());
     CHECK(opening.problem == region::Problem::open_failed);
     std::filesystem::remove(path);
+  }
+  SECTION("a file named like it on another filesystem is refused before it is opened") {
+    // An unlinked file at /memfd:hwperf-regions: its link reads like the library's memfd to the
+    // byte, as a FUSE file of that name would (whose server could leave an open hanging).
+    const std::string path = std::string("/memfd:") + HWPERF_REGION_MEMFD_NAME;
+    UniqueFd file(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    INFO(path << ": " << std::strerror(errno) << " (the tests run as root)");
+    REQUIRE(file.valid());
+    // Any open of it from now on is an IN_OPEN event; O_PATH, which opens nothing, is none.
+    UniqueFd watch(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    REQUIRE(::inotify_add_watch(watch.get(), path.c_str(), IN_OPEN) >= 0);
+    REQUIRE(::unlink(path.c_str()) == 0);
+    REQUIRE(::ftruncate(file.get(), 4096) == 0);
+    const auto opening = region::find_process_segment("/proc", ::getpid());
+    CHECK_FALSE(opening.segment);
+    CHECK(opening.problem == region::Problem::open_failed);
+    CHECK_THAT(opening.reason, Catch::Contains("not the kernel's shared-memory mount"));
+    char events[256];
+    CHECK(::read(watch.get(), events, sizeof events) < 0);  // EAGAIN: nothing opened it
   }
   SECTION("none in a process without one") {
     const auto opening = region::find_process_segment("/proc", 1);
