@@ -6,7 +6,7 @@ series per CPU, while the exporter exposes one series per event whose value is t
 
 Each hwperf_* input series, its labels but instance and job (Prometheus' own), must have the label
 names of a series of the same family in the exposition; a family this machine does not export is
-compared with its siblings (the same hwperf_<level>_ prefix and _total or not: a hardware event's
+compared with its siblings (the same hwperf_<level>_ prefix, counters only: a hardware event's
 hwperf_cpu_instructions_total{group} against a software event's hwperf_cpu_page_faults_total{group}).
 A family without either is reported as not checked here, by name.
 fleet_queries.py calls check_rule_test_series() with the expositions of its two exporters."""
@@ -61,12 +61,13 @@ def rule_test_inputs(src):
 
 
 def siblings(family, shapes):
+    # Only event counters stand in for each other; a gauge says something of its own collector
+    # (hwperf_hwmon_sensor_state is not shaped like hwperf_hwmon_energy_available).
     prefix = re.match(r"hwperf_[a-z]+_", family)
-    if not prefix:
+    if not prefix or not family.endswith("_total"):
         return set()
-    total = family.endswith("_total")
     return {shape for name, family_shapes in shapes.items()
-            if name.startswith(prefix.group(0)) and name.endswith("_total") == total
+            if name.startswith(prefix.group(0)) and name.endswith("_total")
             for shape in family_shapes}
 
 

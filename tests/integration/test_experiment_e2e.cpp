@@ -290,7 +290,7 @@ TEST_CASE("Events that count in kernel mode only are not counted where user mode
   CHECK(test::read_json_with_python(
             "e = {x[\"name\"]: x for x in s[\"events\"]}\n"
             "print(e[\"context_switches\"][\"counted\"], e[\"context_switches\"][\"mean\"], "
-            "e[\"cpu_migrations\"][\"counted\"], e[\"context_switches\"][\"not_measured\"], "
+            "e[\"migrations\"][\"counted\"], e[\"context_switches\"][\"not_measured\"], "
             "e[\"page_faults\"][\"counted\"], e[\"page_faults\"][\"mean\"] > 0)",
             run.err) ==
         "False None False counts in kernel mode only: not measured in user mode True True\n");

@@ -233,7 +233,7 @@ TEST_CASE("An event that counts in kernel mode only is not counted in user mode,
   std::vector<prometheus::MetricFamily> families;
   for (const auto& [metric, value] : {std::pair<const char*, double>{"task_clock_seconds", 2.0},
                                       {"context_switches", 0.0},
-                                      {"cpu_migrations", 0.0},
+                                      {"migrations", 0.0},
                                       {"page_faults", 900.0}}) {
     families.push_back(
         counter_family(metric, {{{{"target", "sh"}, {"group", "software"}}, value}}));
@@ -241,7 +241,7 @@ TEST_CASE("An event that counts in kernel mode only is not counted in user mode,
   ExperimentSummary summary;
   summary.command_line = "sh";
   summary.not_measured = {{"context_switches", "counts in kernel mode only"},
-                          {"cpu_migrations", "counts in kernel mode only"}};
+                          {"migrations", "counts in kernel mode only"}};
   add_run(summary, families, {process_scope({"software"})}, "sh", {0, 2.0});
   const std::string text = format_summary(summary, SummaryFormat::text);
   INFO(text);
@@ -259,7 +259,7 @@ TEST_CASE("An event that counts in kernel mode only is not counted in user mode,
             "print(e[\"counted\"], e[\"mean\"], e[\"not_measured\"], p[\"counted\"], p[\"mean\"])",
             format_summary(summary, SummaryFormat::json)) ==
         "False None counts in kernel mode only True 900\n");
-  CHECK(test::read_csv_with_python("e = [x for x in rows if x[\"name\"] == \"cpu_migrations\"][0]\n"
+  CHECK(test::read_csv_with_python("e = [x for x in rows if x[\"name\"] == \"migrations\"][0]\n"
                                    "print(repr(e[\"mean\"]), e[\"runs\"], e[\"note\"])",
                                    format_summary(summary, SummaryFormat::csv)) ==
         "'' 0 counts in kernel mode only\n");
