@@ -296,7 +296,7 @@ TEST_CASE("Events that count in kernel mode only are not counted where user mode
         "False None False counts in kernel mode only: not measured in user mode True True\n");
 }
 
-TEST_CASE("--repeat gives each region's columns a mean and a spread",
+TEST_CASE("Experiment mode: --repeat gives each region's columns a mean and a spread",
           "[experiment][e2e][regions]") {
   TempDir dir;
   const auto path = dir.path() / "summary.json";
@@ -317,7 +317,7 @@ TEST_CASE("--repeat gives each region's columns a mean and a spread",
             test::read_file(path)) == "['compute', 'sleep'] [4, 4, 4] 4 0 3 True True\n");
 }
 
-TEST_CASE("--once refuses a FIFO nobody reads and exits 1 when it cannot write",
+TEST_CASE("Experiment mode: --once refuses a FIFO nobody reads and exits 1 when it cannot write",
           "[experiment][e2e]") {
   TempDir dir;
   const auto fifo = dir.path() / "fifo";

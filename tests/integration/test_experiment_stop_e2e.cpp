@@ -217,7 +217,8 @@ TEST_CASE("A waiting run killed by another hand is reported, and the other runs 
                             Catch::Contains("terminated by signal 9 (SIGKILL)"));
 }
 
-TEST_CASE("--once whose stdout cannot be written exits 1 with a log line", "[experiment][e2e]") {
+TEST_CASE("Experiment mode: --once whose stdout cannot be written exits 1 with a log line",
+          "[experiment][e2e]") {
   Job job({"--once"}, "/dev/full");
   CHECK(job.wait(kStart) == 1);
   CHECK_THAT(job.err(), Catch::Contains("stdout: write failed (ENOSPC"));
