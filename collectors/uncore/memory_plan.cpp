@@ -225,6 +225,7 @@ void plan_memory(const std::string& devices, const Topology& topology, UncorePla
                       [quantity](const MemoryEvent& event) { return event.quantity == quantity; });
       if (!mine) {
         state.reason = kReasonAbsent;
+        state.counted_otherwise = true;
         state.detail = std::string(family.prefix) + " counts " + counted + ": " +
                        (quantity == Quantity::memory_total ? "reads and writes apart"
                                                            : "reads and writes together");

@@ -210,6 +210,11 @@ std::unique_ptr<Collector> make_uncore_collector(UncorePlan plan,
   }
   for (const SourceState& state : plan.sources) {
     if (state.reason == kReasonOk) continue;
+    if (state.counted_otherwise) {
+      log::info(std::string("uncore: ") + source_name(state.quantity) +
+                " not counted apart: " + state.detail);
+      continue;
+    }
     log::warn(std::string("uncore: not counting ") + source_name(state.quantity) + " (" +
               state.reason + "): " + state.detail);
   }

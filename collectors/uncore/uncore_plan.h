@@ -58,6 +58,9 @@ struct SourceState {
   std::string pmu;  // "uncore_imc", "amd_umc", "arm_cmn", "msr"; "" when none was found
   std::string reason = kReasonOk;
   std::string detail;  // for the log and --check-config: path, event, remedy
+  // Absent only because the PMU family found counts this traffic under another memory source
+  // (reads and writes apart where memory_total is asked, or together): logged as information.
+  bool counted_otherwise = false;
 };
 
 struct UncorePlan {

@@ -223,3 +223,37 @@ TEST_CASE(
              Catch::Contains("not counted (unusable)") &&
                  Catch::Contains("CPU taking their interrupt") && Catch::Contains("2 packages"));
 }
+
+// A memory source whose traffic another source of the same PMU family counts (memory_total beside
+// Grace's reads and writes, reads and writes beside a CMN's total) is no fault of the machine:
+// said once as information, while a source the machine lacks is warned about.
+TEST_CASE("a memory source its PMU counts under another source is logged as info and not warned",
+          "[uncore]") {
+  const bool grace = GENERATE(true, false);
+  CAPTURE(grace);
+  const Topology topology = sockets(kGracePackages, kGraceCores);
+  TempDir root;
+  if (grace) {
+    write_grace_scf(root, 0, 70, "0", "0-71");
+    write_grace_scf(root, 1, 71, "72", "72-143");
+  } else {
+    write_arm_cmn(root, 0, 50, "0", true);
+    write_arm_cmn(root, 1, 51, "72", true);
+  }
+  std::string log;
+  {
+    CapturedStderr captured;
+    build(root, topology);
+    log = captured.text();
+  }
+  const std::vector<std::string> others =
+      grace ? std::vector<std::string>{"memory_total"}
+            : std::vector<std::string>{"memory_read", "memory_write"};
+  for (const std::string& source : others) {
+    CAPTURE(source, log);
+    CHECK(occurrences(log, "level=info msg=\"uncore: " + source + " not counted apart") == 1);
+    CHECK(occurrences(log, "not counting " + source) == 0);
+  }
+  // The msr PMU Arm lacks is still warned about.
+  CHECK(occurrences(log, "level=warn msg=\"uncore: not counting msr_tsc (absent)") == 1);
+}
