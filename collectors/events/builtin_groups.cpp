@@ -3,13 +3,15 @@
 // explains each one.
 //
 // Native event names are libpfm4's (4.13: the icx, spr, gnr, amd64_fam19h_zen3/zen4 and
-// amd64_fam1ah_zen5 tables, checked by encoding each with LIBPFM_FORCE_PMU, as
-// tests/unit/test_papi_groups.cpp does), and where PAPI defines the matching preset on those CPUs
-// they are the native event of its papi_events.csv (PAPI 7.0: "CPU,icx" and "CPU,skx" for Intel
-// servers, "CPU,amd64_fam19h_zen3" for AMD, whose events Zen 4 keeps). An event that no
-// candidate's PMU has fails to encode and the next candidate is tried, so one list serves Intel
-// and AMD. Names of the form pmu/event/ are the kernel's sysfs events
-// (/sys/bus/event_source/devices/<pmu>/events), encoded from their sysfs description.
+// amd64_fam1ah_zen5 tables on x86-64, arm_n1, arm_n2, arm_v1 and arm_v2 on arm64, checked by
+// encoding each with LIBPFM_FORCE_PMU, as tests/unit/test_papi_groups.cpp does), and where PAPI
+// defines the matching preset on those CPUs they are the native event of its papi_events.csv
+// (PAPI 7.0: "CPU,icx" and "CPU,skx" for Intel servers, "CPU,amd64_fam19h_zen3" for AMD, whose
+// events Zen 4 keeps; PAPI 7.1 for Arm Neoverse, "CPU,arm_n1", "CPU,arm_n2", "CPU,arm_v1" and
+// "CPU,arm_v2", sections Debian 12's PAPI 7.0 does not have). An event that no candidate's PMU has
+// fails to encode and the next candidate is tried, so one list serves Intel, AMD and Arm. Names of
+// the form pmu/event/ are the kernel's sysfs events (/sys/bus/event_source/devices/<pmu>/events),
+// encoded from their sysfs description.
 #include <string>
 #include <vector>
 
@@ -20,7 +22,8 @@ namespace {
 
 struct MemberRow {
   const char* variable;
-  // nullptr: the name the vocabulary gives the first candidate (default_metric_base), the name
+  // nullptr: the name the vocabulary gives the first candidate it names (default_metric_base;
+  // the kernel's generic event behind a vendor's own preferred to it, as in branch), the name
   // the event has wherever it is counted, alone or in any group. Given only for a member counted
   // by native or sysfs events the vocabulary does not name (each vendor's own), where the name
   // is the member's meaning, the same whichever candidate this machine counts.
@@ -48,14 +51,26 @@ const std::vector<GroupRow>& rows() {
        "(groups/<arch>/*.txt: FIXC0 / FIXC1)",
        {{"ins", nullptr, {"perf::INSTRUCTIONS"}}, {"cyc", nullptr, {"perf::CYCLES"}}},
        {{"ipc", "ins / cyc", "Instructions retired per CPU cycle."}}},
+      // Arm: the kernel's generic events count retired branches (BR_RETIRED, or PC_WRITE_RETIRED
+      // on older kernels) against speculatively mispredicted ones (BR_MIS_PRED:
+      // armv8_pmuv3_perf_map in drivers/perf/arm_pmuv3.c), so Neoverse counts both retired:
+      // BR_RETIRED (PAPI_BR_INS of papi_events.csv 7.1, arm_n1 to arm_v2) and BR_MIS_PRED_RETIRED
+      // (PAPI_BR_MSP of arm_v2; perf's branch_misprediction_ratio,
+      // tools/perf/pmu-events/arch/arm64/arm/neoverse-n2-v2/ metrics.json). The members keep the
+      // generic events' names.
       {"branch",
        "branches and the share of them mispredicted",
-       "perf stat's \"of all branches\" (tools/perf/util/stat-shadow.c); likwid's BRANCH group",
-       {{"br", nullptr, {"perf::BRANCH-INSTRUCTIONS"}}, {"miss", nullptr, {"perf::BRANCH-MISSES"}}},
+       "perf stat's \"of all branches\" (tools/perf/util/stat-shadow.c); likwid's BRANCH group; "
+       "on Arm Neoverse perf's branch_misprediction_ratio (BR_MIS_PRED_RETIRED / BR_RETIRED)",
+       {{"br", nullptr, {"BR_RETIRED", "perf::BRANCH-INSTRUCTIONS"}},
+        {"miss", nullptr, {"BR_MIS_PRED_RETIRED", "perf::BRANCH-MISSES"}}},
        {{"branch_miss_ratio", "miss / br", "Share of branch instructions mispredicted."}}},
+      // The kernel's generic cache events on arm64 are L1D_CACHE and L1D_CACHE_REFILL
+      // (armv8_pmuv3_perf_map, drivers/perf/arm_pmuv3.c).
       {"cache",
        "cache references and the share of them that missed (the kernel's generic cache events: "
-       "the last-level cache on Intel, L2 requests from the core on AMD Zen)",
+       "the last-level cache on Intel, L2 requests from the core on AMD Zen, the level 1 data "
+       "cache on Arm)",
        "perf stat's \"of all cache refs\" (tools/perf/util/stat-shadow.c)",
        {{"ref", nullptr, {"perf::CACHE-REFERENCES"}}, {"miss", nullptr, {"perf::CACHE-MISSES"}}},
        {{"cache_miss_ratio", "miss / ref", "Share of cache references that missed."}}},
@@ -63,19 +78,20 @@ const std::vector<GroupRow>& rows() {
       // MEM_INST_RETIRED:ANY (every retired load and store) is the access that can replace a
       // line, likwid's L1 data volume's loads plus stores. AMD: PAPI_L1_DCA and PAPI_L1_DCM of
       // amd64_fam19h_zen3; Zen 5's REQUESTS_TO_L2_GROUP1 has no CHANGE_TO_X (libpfm4's
-      // amd64_fam1ah_zen5 table), hence its own candidate. Elsewhere the kernel's generic L1D
-      // read events (loads only).
+      // amd64_fam1ah_zen5 table), hence its own candidate. Arm Neoverse: PAPI_L1_DCA and
+      // PAPI_L1_DCM of papi_events.csv 7.1 (arm_n1, arm_n2, arm_v1, arm_v2), L1D_CACHE (loads and
+      // stores) and L1D_CACHE_REFILL. Elsewhere the kernel's generic L1D read events (loads only).
       {"l1d",
        "level 1 data cache accesses and misses",
        "PAPI_L1_DCM and PAPI_L1_DCA (papi_events.csv); likwid's L1CACHE group",
        {{"access",
          "l1d_accesses",
          {"MEM_INST_RETIRED:ANY", "LS_DISPATCH:LD_ST_DISPATCH:STORE_DISPATCH:LD_DISPATCH",
-          "perf::PERF_COUNT_HW_CACHE_L1D:READ:ACCESS"}},
+          "L1D_CACHE", "perf::PERF_COUNT_HW_CACHE_L1D:READ:ACCESS"}},
         {"miss",
          "l1d_misses",
          {"L1D:REPLACEMENT", "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S:CHANGE_TO_X",
-          "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S",
+          "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S", "L1D_CACHE_REFILL",
           "perf::PERF_COUNT_HW_CACHE_L1D:READ:MISS"}}},
        {{"l1d_miss_ratio", "miss / access", "Share of level 1 data cache accesses that missed."},
         {"l1d_hit_ratio", "1 - miss / access", "Share of level 1 data cache accesses that hit."}}},
@@ -83,7 +99,10 @@ const std::vector<GroupRow>& rows() {
       // there (LLC_REFERENCES - L2_RQSTS:CODE_RD_MISS, not one counter), so the misses are the
       // same demand requests' misses, L2_RQSTS:ALL_DEMAND_MISS. AMD: PAPI defines no
       // PAPI_L2_DCA; PAPI_L2_DCR (the L2's data requests, Zen 5 without CHANGE_TO_X as for l1d)
-      // and PAPI_L2_DCM of amd64_fam19h_zen3. The kernel has no generic L2 event to fall back to.
+      // and PAPI_L2_DCM of amd64_fam19h_zen3. Arm Neoverse: the L2's accesses and refills,
+      // PAPI_L2_TCA and PAPI_L2_DCM of papi_events.csv 7.1; libpfm4 4.13 names the access
+      // L2D_CACHE_ACCESS on arm_n1, arm_n2 and arm_v1 and L2D_CACHE on arm_v2 (both event 0x16).
+      // The kernel has no generic L2 event to fall back to.
       {"l2",
        "level 2 cache data requests and misses",
        "PAPI_L2_DCM and PAPI_L2_DCA (papi_events.csv); likwid's L2CACHE group",
@@ -91,21 +110,27 @@ const std::vector<GroupRow>& rows() {
          "l2_accesses",
          {"L2_RQSTS:ALL_DEMAND_REFERENCES",
           "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S:CHANGE_TO_X",
-          "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S"}},
+          "REQUESTS_TO_L2_GROUP1:RD_BLK_L:RD_BLK_X:LS_RD_BLK_C_S", "L2D_CACHE_ACCESS",
+          "L2D_CACHE"}},
         {"miss",
          "l2_misses",
-         {"L2_RQSTS:ALL_DEMAND_MISS", "CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C"}}},
+         {"L2_RQSTS:ALL_DEMAND_MISS", "CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C",
+          "L2D_CACHE_REFILL"}}},
        {{"l2_miss_ratio", "miss / access", "Share of level 2 cache requests that missed."},
         {"l2_hit_ratio", "1 - miss / access", "Share of level 2 cache requests that hit."}}},
       {"freq",
-       "CPU cycles against reference cycles and CPU time: the clock the CPU really ran at",
+       "CPU cycles against reference cycles and CPU time: the clock the CPU really ran at (the "
+       "reference: the nominal clock on x86, the system counter's rate on Arm)",
        "perf stat's \"GHz\" (cycles / task-clock, tools/perf/util/stat-shadow.c); likwid's "
        "CLOCK group (cycles / reference cycles x nominal clock)",
        // The kernel maps REF-CYCLES on Intel only (arch/x86/events/intel/core.c; AMD's
-       // amd_perfmon_event_map has none): elsewhere the msr PMU's MPERF, which also counts at the
-       // reference clock while not halted (arch/x86/events/msr.c; turbostat's Bzy_MHz).
+       // amd_perfmon_event_map and arm64's armv8_pmuv3_perf_map have none): elsewhere the msr
+       // PMU's MPERF, which also counts at the reference clock while not halted
+       // (arch/x86/events/msr.c; turbostat's Bzy_MHz), and on Arm CNT_CYCLES, which counts at the
+       // system counter's constant rate (PAPI_REF_CYC of papi_events.csv 7.1, arm_v2; libpfm4's
+       // arm_n2, arm_v1 and arm_v2 tables have it, arm_n1's does not).
        {{"cyc", nullptr, {"perf::CYCLES"}},
-        {"ref", nullptr, {"perf::REF-CYCLES", "msr/mperf/"}},
+        {"ref", nullptr, {"perf::REF-CYCLES", "msr/mperf/", "CNT_CYCLES"}},
         {"clock", nullptr, {"perf::TASK-CLOCK"}}},
        {{"frequency_ratio", "cyc / ref",
          "Average clock while not halted, as a multiple of the nominal (reference) clock."},
@@ -160,6 +185,14 @@ const std::vector<GroupRow>& rows() {
   return table;
 }
 
+// The vocabulary's name of the first candidate it names, else of the first candidate.
+std::string named_metric(const std::vector<const char*>& candidates) {
+  for (const char* candidate : candidates) {
+    if (!builtin_description(candidate).empty()) return default_metric_base(candidate);
+  }
+  return default_metric_base(candidates.front());
+}
+
 }  // namespace
 
 std::vector<GroupDefinition> builtin_groups() {
@@ -173,9 +206,8 @@ std::vector<GroupDefinition> builtin_groups() {
     for (const auto& member_row : row.members) {
       GroupMember member;
       member.variable = member_row.variable;
-      member.metric = member_row.metric != nullptr
-                          ? member_row.metric
-                          : default_metric_base(member_row.candidates.front());
+      member.metric =
+          member_row.metric != nullptr ? member_row.metric : named_metric(member_row.candidates);
       for (const char* candidate : member_row.candidates) {
         PapiEventConfig event;
         event.event = candidate;

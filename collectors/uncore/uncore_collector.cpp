@@ -29,10 +29,14 @@ struct FamilySpec {
 
 const FamilySpec kFamilies[] = {
     {Quantity::memory_read, "memory_read_bytes",
-     "Bytes read from memory by the package's memory controllers (IMC or UMC CAS commands times "
-     "the bytes each moves) since the exporter started."},
+     "Bytes read from memory by the package's memory controllers (IMC or UMC CAS commands, or "
+     "Grace SCF read beats, times the bytes each moves) since the exporter started."},
     {Quantity::memory_write, "memory_write_bytes",
      "Bytes written to memory by the package's memory controllers since the exporter started."},
+    {Quantity::memory_total, "memory_bytes",
+     "Bytes read from and written to memory by the package's memory controllers, where they "
+     "count reads and writes together (Arm CMN home nodes' memory requests, DMC-620 read and "
+     "write commands, times 64 bytes each), since the exporter started."},
     {Quantity::aperf, "msr_aperf_cycles",
      "Actual performance cycles (APERF: the clock the CPU really ran at, only while not idle) "
      "since the exporter started."},
@@ -54,7 +58,8 @@ Labels labels_of(const PlannedCounter& counter) {
   const std::string package = std::to_string(counter.package);
   switch (counter.quantity) {
     case Quantity::memory_read:
-    case Quantity::memory_write: return {{"package", package}};
+    case Quantity::memory_write:
+    case Quantity::memory_total: return {{"package", package}};
     case Quantity::aperf:
     case Quantity::mperf:
     // Per-CPU series carry their package too, so that rules sum them per package without a join
@@ -152,7 +157,8 @@ class UncoreCollector final : public Collector {
   void add_peak_family(double bytes_per_second) {
     std::set<std::string> packages;
     for (const OpenedCounter& counter : counters_) {
-      if (counter.planned.quantity == Quantity::memory_read) {
+      const Quantity quantity = counter.planned.quantity;
+      if (quantity == Quantity::memory_read || quantity == Quantity::memory_total) {
         packages.insert(std::to_string(counter.planned.package));
       }
     }
@@ -204,6 +210,11 @@ std::unique_ptr<Collector> make_uncore_collector(UncorePlan plan,
   }
   for (const SourceState& state : plan.sources) {
     if (state.reason == kReasonOk) continue;
+    if (state.counted_otherwise) {
+      log::info(std::string("uncore: ") + source_name(state.quantity) +
+                " not counted apart: " + state.detail);
+      continue;
+    }
     log::warn(std::string("uncore: not counting ") + source_name(state.quantity) + " (" +
               state.reason + "): " + state.detail);
   }

@@ -1,7 +1,8 @@
 // The `uncore` collector: memory traffic per package from the memory controllers' PMUs, and the
 // aperf/mperf/tsc cycle counters per CPU from the msr PMU, opened once at startup (uncore_plan.h)
 // through a CounterBackend; a scrape only reads.
-//   hwperf_memory_read_bytes_total{package}, hwperf_memory_write_bytes_total{package}
+//   hwperf_memory_read_bytes_total{package}, hwperf_memory_write_bytes_total{package}, or
+//   hwperf_memory_bytes_total{package} where the controllers count reads and writes together
 //   hwperf_msr_aperf_cycles_total{cpu,package}, hwperf_msr_mperf_cycles_total{cpu,package},
 //   hwperf_msr_tsc_cycles_total{cpu,package} (not hwperf_cpu_*: the PAPI collector's
 //   aperf_mperf group exports hwperf_cpu_aperf_cycles_total, and both may be enabled)

@@ -12,6 +12,8 @@
 #include "collectors/events/groups.h"
 #include "collectors/events/rules.h"
 #include "collectors/perf/perf_event.h"
+#include "collectors/perf/pfm_encoder.h"
+#include "common/text.h"
 #include "config/errors.h"
 #include "config/loader.h"
 
@@ -393,4 +395,50 @@ TEST_CASE("docs/collectors/groups.md lists the built-in groups as builtin_groups
     WARN("table of built-in groups rewritten in " + path);
   }
   CHECK(page.substr(from + begin.size(), to - from - begin.size()) == expected);
+}
+
+namespace {
+
+// The first ```yaml block after `heading` in a page of the repository.
+std::string yaml_example(const std::string& page_path, const std::string& heading) {
+  const std::string page = test::read_file(std::string(HWPERF_SOURCE_DIR) + "/" + page_path);
+  const std::string fence = "```yaml\n";
+  const auto from = page.find(fence, page.find(heading));
+  const auto to = from == std::string::npos ? from : page.find("```", from + fence.size());
+  if (page.find(heading) == std::string::npos || to == std::string::npos) return "";
+  return page.substr(from + fence.size(), to - from - fence.size());
+}
+
+}  // namespace
+
+// Issue 37: groups.md's configuration example counted PAPI_L1_DCM, which Debian 12's PAPI 7.0
+// defines on no Arm Neoverse core (its papi_events.csv has no arm_n1 ... arm_v2 sections) nor on
+// Sapphire Rapids. Every event of the pages' group examples must count on any CPU of either
+// architecture: a kernel generic event (libpfm4's perf PMU, on every architecture) or a preset
+// counted as one.
+TEST_CASE("the documentation's group examples count on every CPU generation", "[groups][events]") {
+  const auto [page, heading] = GENERATE(table<std::string, std::string>({
+      {"docs/collectors/groups.md", "## Configuration"},
+      {"docs/deployment.md", "## arm64"},
+  }));
+  CAPTURE(page, heading);
+  const std::string yaml = yaml_example(page, heading);
+  REQUIRE_FALSE(yaml.empty());
+  const Config config = parse_config_text(yaml, page);
+  REQUIRE_FALSE(config.groups.empty());
+  std::size_t events = 0;
+  for (const auto& group : group_definitions(config.collectors.papi.groups, true, {}, config.groups,
+                                             "collectors.papi.groups")) {
+    if (group.builtin) continue;
+    for (const auto& member : group.members) {
+      for (const auto& candidate : member.candidates) {
+        CAPTURE(group.name, member.variable, candidate.event);
+        const bool generic = to_lower(parse_event_name(candidate.event).pmu) == "perf";
+        CHECK((generic || generic_equivalent(candidate.event).has_value()));
+        CHECK_NOTHROW(perf::encode_event(candidate.event, CountingDomain::all));
+        ++events;
+      }
+    }
+  }
+  CHECK(events > 0);
 }

@@ -1,6 +1,6 @@
-// Sysfs trees of the kernel's uncore and msr PMUs for the uncore collector's tests, written from
-// the kernel's own strings (each cited where it is written), and a fake counter backend that
-// records what was opened and returns scripted counts.
+// Sysfs trees of the kernel's uncore and msr PMUs (x86 and Arm) for the uncore collector's tests,
+// written from the kernel's own strings (each cited where it is written), and a fake counter
+// backend that records what was opened and returns scripted counts.
 #pragma once
 
 #include <cerrno>
@@ -139,6 +139,112 @@ void write_cstate(const TempDir& root, const std::string& pmu, unsigned type,
     std::snprintf(code, sizeof code, "0x%02x", static_cast<unsigned>(event.code));
     root.write(dir + "events/" + event.state + "-residency", std::string("event=") + code + "\n");
   }
+}
+
+// NVIDIA Grace's SCF PMU, one per socket (torvalds/linux 04330be8,
+// drivers/perf/arm_cspmu/nvidia_cspmu.c): nv_cspmu_match's entry for product 0x2CF names it
+// "nvidia_scf_pmu_%u" with the NUMA node of its first associated CPU (nv_cspmu_format_name:
+// cpu_to_node), not the socket id; scf_pmu_event_attrs (lines 49-95) lists bus_cycles 0x1d,
+// cmem_rd_data 0x1a5 (line 82), cmem_wr_total_bytes 0x1db (line 91) and cycles, the cycle counter's
+// ARM_CSPMU_EVT_CYCLES_DEFAULT (1 << 32); scf_pmu_format_attrs (line 121) has only
+// ARM_CSPMU_FORMAT_EVENT_ATTR, "config:0-32" (arm_cspmu.h, around line 44). arm_cspmu.c writes
+// each event as "event=0x%llx\n" (arm_cspmu_sysfs_event_show), and cpumask (the CPU counting it)
+// and associated_cpus (the socket's) as CPU lists (arm_cspmu_cpumask_show). Beside it a PCIe PMU
+// of the same socket (product 0x103, nvidia_pcie_pmu_%u, mcf_pmu_event_attrs: rd_bytes_loc 0x0;
+// pcie_pmu_format_attrs adds root_port "config1:0-9"), which counts no memory controller.
+inline constexpr std::uint64_t kScfCmemReadData = 0x1a5, kScfCmemWriteTotalBytes = 0x1db;
+inline constexpr std::uint64_t kScfBytesPerReadBeat = 32;  // likwid groups/nvidia_grace/MEM.txt
+
+// Files of one PMU directory, as (name under pmu_path, text): what the kernel would show there.
+using PmuFiles = std::vector<std::pair<std::string, std::string>>;
+inline void write_pmu(const TempDir& root, const std::string& pmu, const PmuFiles& files) {
+  for (const auto& [name, text] : files) root.write(pmu_path(pmu) + name, text);
+}
+
+inline void write_grace_scf(const TempDir& root, unsigned node, unsigned type,
+                            const std::string& cpumask, const std::string& associated_cpus) {
+  const std::string socket = std::to_string(node);
+  write_pmu(root, "nvidia_scf_pmu_" + socket,
+            {{"type", std::to_string(type) + "\n"},
+             {"cpumask", cpumask + "\n"},
+             {"associated_cpus", associated_cpus + "\n"},
+             {"identifier", "2cf0036b\n"},
+             {"format/event", "config:0-32\n"},
+             {"events/bus_cycles", "event=0x1d\n"},
+             {"events/cmem_rd_data", "event=0x1a5\n"},
+             {"events/cmem_wr_total_bytes", "event=0x1db\n"},
+             {"events/cycles", "event=0x100000000\n"}});
+  write_pmu(root, "nvidia_pcie_pmu_" + socket,
+            {{"type", std::to_string(type + 10) + "\n"},
+             {"cpumask", cpumask + "\n"},
+             {"format/event", "config:0-32\n"},
+             {"format/root_port", "config1:0-9\n"},
+             {"events/rd_bytes_loc", "event=0x0\n"}});
+}
+
+// Arm CMN meshes (torvalds/linux 00df9093, drivers/perf/arm-cmn.c): arm_cmn_probe names each
+// "arm_cmn_%d" and counts on cpumask_local_spread(0, dev_to_node()), a CPU of the mesh's own NUMA
+// node, which arm_cmn_cpumask_show writes. arm_cmn_format_attrs writes CMN_CONFIG_TYPE
+// (GENMASK(15, 0)), CMN_CONFIG_EVENTID (26, 16), CMN_CONFIG_OCCUPID (30, 27), CMN_CONFIG_BYNODEID
+// (bit 31) and CMN_CONFIG_NODEID (47, 32) as "config:%d-%d\n" ("config:%d\n" for one bit);
+// arm_cmn_event_show writes "type=0x%x,eventid=0x%x\n", and enum cmn_node_type makes HN-F type 5:
+// CMN_EVENT_HNF(CMN_ANY, mc_reqs, 0x0d) is hnf_mc_reqs "type=0x5,eventid=0xd", shown only on a
+// mesh with HN-F nodes (arm_cmn_event_attr_is_visible), and counted over all of them when no
+// nodeid is given (arm_cmn_event_init). identifier is "%03x%02x" of part and revision.
+inline constexpr std::uint64_t kCmnTypeHnf = 0x5, kCmnEventMcReqs = 0x0d;
+inline constexpr unsigned kCmnEventIdShift = 16;  // CMN_CONFIG_EVENTID's low bit
+inline constexpr std::uint64_t kBytesPerCacheLine = 64;
+
+inline void write_arm_cmn(const TempDir& root, unsigned index, unsigned type,
+                          const std::string& cpumask, bool home_nodes) {
+  const std::string pmu = "arm_cmn_" + std::to_string(index);
+  write_pmu(root, pmu,
+            {{"type", std::to_string(type) + "\n"},
+             {"cpumask", cpumask + "\n"},
+             {"identifier", "43400\n"},  // CMN-600 (PART_CMN600 0x434) r1p0
+             {"format/type", "config:0-15\n"},
+             {"format/eventid", "config:16-26\n"},
+             {"format/occupid", "config:27-30\n"},
+             {"format/bynodeid", "config:31\n"},
+             {"format/nodeid", "config:32-47\n"},
+             {"format/wp_val", "config1:0-63\n"},
+             {"format/wp_mask", "config2:0-63\n"},
+             {"events/dtc_cycles", "type=0x3\n"}});
+  if (!home_nodes) return;
+  write_pmu(root, pmu,
+            {{"events/hnf_cache_miss", "type=0x5,eventid=0x1\n"},
+             {"events/hnf_mc_retries", "type=0x5,eventid=0xc\n"},
+             {"events/hnf_mc_reqs", "type=0x5,eventid=0xd\n"}});
+}
+
+// Arm DMC-620 memory controllers (torvalds/linux 0604aa87, drivers/perf/arm_dmc620_pmu.c):
+// dmc620_pmu_device_probe names each "%s_%llx" of DMC620_PMUNAME "arm_dmc620" and its physical
+// address >> DMC620_PA_SHIFT (12); dmc620_pmu_events_attrs lists clkdiv2_rdwr as event 0x12,
+// clkdiv2 1, written "event=0x%x,clkdiv2=0x%x\n" (dmc620_pmu_event_show); GEN_PMU_FORMAT_ATTR
+// writes mask config:0-44, match config1:0-44, invert config2:0, incr config2:1-2, event
+// config2:3-8 and clkdiv2 config2:9, a one-bit field with a "\n" of its own before
+// PMU_FORMAT_ATTR's (so "config2:9\n\n"). That kernel has no cpumask; later ones write
+// cpumask_of(irq->cpu) (dmc620_pmu_cpumask_show), the CPU that requested the interrupt
+// (__dmc620_pmu_get_irq: raw_smp_processor_id()), whatever socket the channel is on.
+inline constexpr std::uint64_t kDmcEventRdwr = 0x12;
+inline constexpr unsigned kDmcEventShift = 3, kDmcClkdiv2Bit = 9;  // in config2
+
+inline void write_arm_dmc620(const TempDir& root, const std::string& address, unsigned type,
+                             const std::string& cpumask) {
+  const std::string pmu = "arm_dmc620_" + address;
+  write_pmu(root, pmu,
+            {{"type", std::to_string(type) + "\n"},
+             {"format/mask", "config:0-44\n"},
+             {"format/match", "config1:0-44\n"},
+             {"format/invert", "config2:0\n\n"},
+             {"format/incr", "config2:1-2\n"},
+             {"format/event", "config2:3-8\n"},
+             {"format/clkdiv2", "config2:9\n\n"},
+             {"events/clkdiv2_cycle_count", "event=0x0,clkdiv2=0x1\n"},
+             {"events/clkdiv2_activate", "event=0x11,clkdiv2=0x1\n"},
+             {"events/clkdiv2_rdwr", "event=0x12,clkdiv2=0x1\n"},
+             {"events/clk_cycle_count", "event=0x0,clkdiv2=0x0\n"}});
+  if (!cpumask.empty()) write_pmu(root, pmu, {{"cpumask", cpumask + "\n"}});
 }
 
 struct Opened {
