@@ -2,7 +2,8 @@
 // perf_event controller is bound to (perf_event_open(2) with PERF_FLAG_PID_CGROUP), each event
 // group one kernel group per (leaf cgroup, CPU) read with one read(2), summed per
 // package or for the machine, labelled so that PromQL can join kube-state-metrics. Which cgroups
-// are counted is decided in the background (discovery.h); a scrape only reads open counters.
+// are counted is decided in the background (discovery.h); each cgroup's counters are one counter
+// set (perf/counter_set.h), which a scrape only reads.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,7 @@
 #include "collectors/events/emission.h"
 #include "collectors/events/presets.h"
 #include "collectors/perf/counted_events.h"
+#include "collectors/perf/counter_set.h"
 #include "collectors/perf/perf_event.h"
 #include "common/files.h"
 #include "common/periodic_thread.h"
@@ -86,34 +88,33 @@ class CgroupCollector final : public Collector {
   const std::string& unavailable() const { return settings_.unavailable; }
 
  private:
-  // One counting unit (an ungrouped event, or a group) of a cgroup on one CPU.
-  struct Counter {
-    perf::CounterGroup group;  // invalid while its CPU is offline (opened when it returns)
-    perf::GroupReading last;
-    std::vector<std::uint64_t> totals;  // per event of the unit
-    std::uint64_t enabled_ns = 0;
-    std::uint64_t running_ns = 0;
-    // Counts from `opened` on, its totals going on from where they stood.
-    void restart(perf::CounterGroup opened);
-  };
+  // A cgroup's counters: every unit on every CPU, for the cgroup (one member of its set).
   struct Counted {
     CgroupIdentity identity;
-    std::vector<Counter> counters;  // [unit * cpus + cpu index]
+    std::unique_ptr<perf::CounterSet> counters;
+    perf::CounterSet::Member member = 0;
   };
+  struct Families;
   // Opens one cgroup's counters on the CPUs online now: errno of the first failure, nothing
   // kept then.
   int open(const std::string& relative, Counted& counted);
   // Reads the online file; reopens every cgroup's counters on the CPUs that came back.
   void follow_hotplug();
+  // What became of each configured root at this scan, logged where it changed.
+  std::vector<ConfiguredRootState> root_states(const CgroupScan& scan) const;
+  void log_root_states(const std::vector<ConfiguredRootState>& states);
+  // One cgroup's series, read now.
+  void add_cgroup(Families& families, const Counted& counted);
 
   CgroupCollectorSettings settings_;
-  perf::CountingPlan plan_;  // the ungrouped events, then the groups
+  perf::CountingPlan plan_;                            // the ungrouped events, then the groups
+  std::shared_ptr<const perf::CounterLayout> layout_;  // plan_'s units on settings_.cpus
   std::vector<std::regex> match_;
   // The CPUs' counters summed per package, or over the machine (settings_.granularity).
   std::vector<events::CounterSeries> series_;
 
-  std::mutex mutex_;  // everything below, between scrapes and rescans
-  std::map<std::string, Counted> counted_;
+  std::mutex mutex_;                        // everything below, between scrapes and rescans
+  std::map<std::string, Counted> counted_;  // changed by a rescan only, under mutex_
   std::uint64_t read_errors_ = 0;
   std::size_t left_out_over_cap_ = 0;
   std::map<std::string, std::string> open_problems_;  // cgroup -> why its counters did not open
