@@ -21,11 +21,13 @@
 namespace hwperf::process {
 
 struct ProcessCollector::Target {
-  Target(const ProcessTargetConfig& config, std::vector<std::vector<perf::EventEncoding>> units,
-         std::vector<int> cpus)
-      : plan(config), counting(std::move(units), std::move(cpus)) {}
-  TargetPlan plan;  // only the rescan touches it
-  TargetCounting counting;
+  Target(const ProcessTargetConfig& config, std::shared_ptr<const perf::CounterLayout> layout)
+      : plan(config), counting(std::move(layout)) {}
+  TargetPlan plan;  // only the rescan touches it, and roots
+  // Every root process's threads, one member each, opened with inherit: what they start is
+  // counted into them, and what an ended root counted stays in the totals.
+  perf::CounterSet counting;
+  std::map<ProcessIdentity, perf::CounterSet::Member> roots;
   std::mutex status_mutex;  // what a scrape reports of the last rescan
   TargetState state = TargetState::no_process;
   std::string reason;
@@ -117,11 +119,13 @@ ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
       slot_series_(settings_.cpus.empty()
                        ? std::vector<events::CounterSeries>{{{}, {0}}}
                        : events::series_at_level(Granularity::cpu, settings_.cpus)) {
-  std::vector<std::vector<perf::EventEncoding>> units;
-  for (const auto& unit : plan_.units) units.push_back(unit.events);
-  std::vector<int> cpus;
-  for (const HardwareThread& thread : settings_.cpus) cpus.push_back(static_cast<int>(thread.cpu));
-  if (cpus.empty()) cpus.push_back(-1);
+  auto layout = std::make_shared<perf::CounterLayout>();
+  for (const auto& unit : plan_.units) layout->units.push_back(unit.events);
+  for (const HardwareThread& thread : settings_.cpus) {
+    layout->cpus.push_back(static_cast<int>(thread.cpu));
+  }
+  if (layout->cpus.empty()) layout->cpus.push_back(-1);
+  layout_ = std::move(layout);
   region::TargetRegionsOptions region_options;
   if (settings_.regions) {
     // Learned once: a candidate segment not on this mount is never opened.
@@ -135,7 +139,7 @@ ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
     }
   }
   for (const auto& config : settings_.targets) {
-    targets_.push_back(std::make_unique<Target>(config, units, cpus));
+    targets_.push_back(std::make_unique<Target>(config, layout_));
     if (!settings_.regions && config.regions_fd < 0) continue;
     if (config.regions_fd >= 0) {
       // The command waits before its exec: the library sees READY from its first instruction.
@@ -192,7 +196,10 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
   }
   auto actions = target.plan.update(snapshot, facts, pidfile);
   for (const auto& identity : actions.detach) {
-    target.counting.detach(identity);
+    if (const auto root = target.roots.find(identity); root != target.roots.end()) {
+      target.counting.close(root->second);
+      target.roots.erase(root);
+    }
     target.plan.detached(identity);
     log::info("process target " + config.name + ": pid " + std::to_string(identity.pid) +
               " and everything it started have ended; its counters are closed");
@@ -201,29 +208,33 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
                       : actions.ended            ? TargetState::ended
                                                  : TargetState::no_process;
   std::string reason = actions.no_process;
-  perf::OpenOptions options;
-  options.inherit = true;
   // The command of experiment mode waits before its exec: counting starts at the exec.
-  options.enable_on_exec = config.selector == ProcessTargetConfig::Selector::command;
+  const bool from_exec = config.selector == ProcessTargetConfig::Selector::command;
   for (const auto& process : actions.attach) {
     const std::uint64_t since = boot_ticks_now();
     const auto threads = list_threads(settings_.procfs, process.identity.pid);
-    int error = target.counting.attach(process.identity, threads, options);
+    std::vector<perf::CountingTarget> tasks;
+    for (const pid_t thread : threads) {
+      tasks.push_back(perf::CountingTarget::task(thread, true, from_exec));
+    }
+    const auto opening = target.counting.open(tasks);
+    int error = opening.error;
     // The process may have ended between the look at /proc and the open, and its pid gone to
     // another: counters are kept only when the pid still has the start time that was selected.
     const auto now = read_proc_stat(settings_.procfs, process.identity.pid);
     if (error == 0 && (!now || !(now->identity == process.identity))) {
-      target.counting.discard(process.identity);
+      target.counting.discard(opening.member);
       error = ESRCH;
     }
     if (error == 0) {
+      target.roots[process.identity] = opening.member;
       target.plan.attached(process.identity, since);
       actions.counted.push_back(process);
       // Before its exec the command is still a copy of the exporter, with its name: the name
       // it takes is logged by the rescan that first sees it (below).
       log::info("process target " + config.name + ": counting pid " +
                 std::to_string(process.identity.pid) + " (" +
-                (options.enable_on_exec ? std::string("from its exec") : process.comm) + ", " +
+                (from_exec ? std::string("from its exec") : process.comm) + ", " +
                 std::to_string(threads.size()) + " threads)");
       continue;
     }
@@ -297,8 +308,8 @@ std::vector<std::uint64_t> ProcessCollector::target_totals(const std::string& na
   std::vector<std::uint64_t> sums(settings_.events.size(), 0);
   for (auto& target : targets_) {
     if (target->plan.config().name != name) continue;
-    const CountTotals totals = target->counting.read();
-    const std::size_t slots = target->counting.slots();
+    const perf::CounterTotals totals = target->counting.read();
+    const std::size_t slots = layout_->slots();
     const auto values = perf::value_totals(plan_, totals.counts, slots);
     for (std::size_t event = 0; event < sums.size(); ++event) {
       for (std::size_t slot = 0; slot < slots; ++slot) {
@@ -347,8 +358,8 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
   for (auto& target : targets_) {
     const std::string& name = target->plan.config().name;
     if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
-    const CountTotals totals = target->counting.read();
-    const std::size_t slots = target->counting.slots();
+    const perf::CounterTotals totals = target->counting.read();
+    const std::size_t slots = layout_->slots();
     const auto values = perf::value_totals(plan_, totals.counts, slots);
     for (std::size_t value = 0; value < plan_.events(); ++value) {
       Labels labels = {{"target", name}};
@@ -367,8 +378,7 @@ void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& ou
       add_counter(unit_times[1], labels, nanoseconds_to_seconds(totals.running_ns[unit]));
     }
     add_counter(read_errors, {{"target", name}}, totals.read_errors);
-    add_gauge(descriptors, {{"target", name}},
-              static_cast<double>(target->counting.open_descriptors()));
+    add_gauge(descriptors, {{"target", name}}, static_cast<double>(totals.descriptors));
     // Before the status lock, which the rescan takes: a segment is read holding none of it.
     if (target->regions) regions->add(name, target->regions->read(), target->regions->own());
     std::lock_guard lock(target->status_mutex);

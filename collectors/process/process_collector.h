@@ -15,8 +15,8 @@
 #include "collectors/events/groups.h"
 #include "collectors/events/presets.h"
 #include "collectors/perf/counted_events.h"
+#include "collectors/perf/counter_set.h"
 #include "collectors/perf/perf_event.h"
-#include "collectors/process/target_counting.h"
 #include "collectors/process/target_plan.h"
 #include "collectors/region/region_export.h"
 #include "common/periodic_thread.h"
@@ -73,6 +73,8 @@ class ProcessCollector final : public Collector {
 
   ProcessCollectorSettings settings_;
   perf::CountingPlan plan_;  // the ungrouped events, then the groups
+  // plan_'s units, on each CPU with per_cpu, else on the one slot -1 (a thread wherever it runs).
+  std::shared_ptr<const perf::CounterLayout> layout_;
   // One series per CPU a target ran on with per_cpu, else one for the target (slot 0).
   std::vector<events::CounterSeries> slot_series_;
   std::vector<std::unique_ptr<Target>> targets_;
