@@ -10,7 +10,9 @@
 namespace hwperf::papi {
 namespace {
 
-constexpr auto kMaxValue = static_cast<std::uint64_t>(INT64_MAX);
+std::int64_t clamped(std::uint64_t total) {
+  return static_cast<std::int64_t>(std::min(total, static_cast<std::uint64_t>(INT64_MAX)));
+}
 
 std::string open_text(const GroupOpening& group, unsigned cpu, int error) {
   return "perf_event_open of group " + group.name + " on CPU " + std::to_string(cpu) + ": " +
@@ -22,28 +24,41 @@ std::string open_text(const GroupOpening& group, unsigned cpu, int error) {
 GroupSource::GroupSource(const std::vector<GroupOpening>& groups, const std::vector<unsigned>& cpus,
                          const PathsConfig& paths)
     : groups_(groups) {
+  std::vector<perf::CounterSet::Opening> openings;  // per group
+  for (const auto& group : groups_) {
+    auto layout = std::make_shared<perf::CounterLayout>();
+    layout->units = {group.encodings};
+    for (unsigned cpu : cpus) layout->cpus.push_back(static_cast<int>(cpu));
+    Counted counted;
+    counted.counters = std::make_unique<perf::CounterSet>(std::move(layout));
+    openings.push_back(counted.counters->open({perf::CountingTarget::every_task()}, {}, true));
+    counted.member = openings.back().member;
+    counted_.push_back(std::move(counted));
+  }
   sets_.reserve(groups_.size() * cpus.size());
-  for (unsigned cpu : cpus) {
+  for (std::size_t slot = 0; slot < cpus.size(); ++slot) {
+    const unsigned cpu = cpus[slot];
     unsigned index = 0;
-    for (const auto& group : groups_) {
-      auto opened = perf::CounterGroup::open(group.encodings, -1, static_cast<int>(cpu));
-      if (!opened.ok()) {
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      const GroupOpening& group = groups_[g];
+      const auto& refused = openings[g].refused;
+      if (!refused.empty() && refused[slot] != 0) {
         // The group was opened on one CPU at startup (papi_groups.cpp); failing on another is
         // that CPU's state (offline, taken), dropped there like a PAPI event.
-        const std::string remedy = opened.error == EACCES || opened.error == EPERM
+        const int error = refused[slot];
+        const std::string remedy = error == EACCES || error == EPERM
                                        ? permission_remedy(paths.procfs)
                                        : "check that CPU " + std::to_string(cpu) + " is online";
         for (std::size_t k = 0; k < group.encodings.size(); ++k) {
-          layout_.dropped.push_back({group.first_event + k, cpu, errno_text(opened.error),
-                                     remedy + " (" + open_text(group, cpu, opened.error) + ")"});
+          layout_.dropped.push_back({group.first_event + k, cpu, errno_text(error),
+                                     remedy + " (" + open_text(group, cpu, error) + ")"});
         }
         continue;
       }
       Set set;
-      set.group = &group;
+      set.group = g;
+      set.slot = slot;
       set.cpu = cpu;
-      set.counters = std::move(opened.value);
-      set.totals.assign(group.encodings.size() + 2, 0);
       EventSetInfo info;
       info.cpu = cpu;
       info.index = index++;
@@ -52,7 +67,7 @@ GroupSource::GroupSource(const std::vector<GroupOpening>& groups, const std::vec
       // collector zeroes large totals the same way.
       info.multiplexed = true;
       info.kernel_group = true;
-      for (std::size_t k = 0; k < set.totals.size(); ++k) {
+      for (std::size_t k = 0; k < group.encodings.size() + 2; ++k) {
         set.slots.push_back(layout_.counters.size());
         info.counters.push_back(layout_.counters.size());
         layout_.counters.push_back({group.first_event + k, cpu});
@@ -64,42 +79,49 @@ GroupSource::GroupSource(const std::vector<GroupOpening>& groups, const std::vec
 }
 
 void GroupSource::read(std::vector<std::int64_t>& values, std::vector<std::string>& failures) {
+  std::vector<perf::CounterTotals> totals;  // per group: each read once
+  totals.reserve(counted_.size());
+  for (auto& counted : counted_) totals.push_back(counted.counters->read());
   for (std::size_t s = 0; s < sets_.size(); ++s) {
-    Set& set = sets_[s];
-    ++group_reads_;
-    const auto reading = set.counters.read();
-    if (!reading.ok()) {
-      failures[s] = "read of perf group " + set.group->name + ": " + errno_text(reading.error);
+    const Set& set = sets_[s];
+    const perf::CounterTotals& group = totals[set.group];
+    const std::size_t slots = counted_[set.group].counters->layout().slots();
+    if (const int error = group.errors[set.slot]; error != 0) {
+      failures[s] = "read of perf group " + groups_[set.group].name + ": " + errno_text(error);
       continue;
     }
     failures[s].clear();
-    const auto delta = perf::delta_between(set.last, reading.value);
-    const std::size_t members = delta.counts.size();
-    for (std::size_t k = 0; k < members; ++k) set.totals[k] += delta.counts[k];
-    set.totals[members] += delta.enabled_ns;
-    set.totals[members + 1] += delta.running_ns;
-    set.last = reading.value;
-    for (std::size_t k = 0; k < set.totals.size(); ++k) {
-      values[set.slots[k]] = static_cast<std::int64_t>(std::min(set.totals[k], kMaxValue));
+    const std::size_t members = groups_[set.group].encodings.size();
+    for (std::size_t k = 0; k < members; ++k) {
+      values[set.slots[k]] = clamped(group.counts[k * slots + set.slot]);
     }
+    values[set.slots[members]] = clamped(group.enabled_ns[set.slot]);
+    values[set.slots[members + 1]] = clamped(group.running_ns[set.slot]);
   }
 }
 
+std::uint64_t GroupSource::group_reads() const {
+  std::uint64_t reads = 0;
+  for (const auto& counted : counted_) reads += counted.counters->totals().reads;
+  return reads;
+}
+
 std::string GroupSource::reset(std::size_t set) {
-  // Totals are kept here, never scaled by a lifetime share: zeroing them is all.
-  std::fill(sets_.at(set).totals.begin(), sets_.at(set).totals.end(), 0);
+  // Totals are kept by the counter set, never scaled by a lifetime share: zeroing them is all.
+  const Set& reset = sets_.at(set);
+  counted_[reset.group].counters->zero(reset.slot);
   return {};
 }
 
 // New descriptors (the CPU came back, or a read failed): the kernel never re-adds the events of
 // a CPU that went offline (papi_source.cpp, rebuild); counts start again from zero.
 std::string GroupSource::rebuild(std::size_t index) {
-  Set& set = sets_.at(index);
-  auto opened = perf::CounterGroup::open(set.group->encodings, -1, static_cast<int>(set.cpu));
-  if (!opened.ok()) return open_text(*set.group, set.cpu, opened.error);
-  set.counters = std::move(opened.value);
-  set.last = {};
-  std::fill(set.totals.begin(), set.totals.end(), 0);
+  const Set& set = sets_.at(index);
+  Counted& counted = counted_[set.group];
+  const auto failure =
+      counted.counters->reopen(counted.member, perf::CountingTarget::every_task(), {set.slot});
+  if (failure.error != 0) return open_text(groups_[set.group], set.cpu, failure.error);
+  counted.counters->zero(set.slot);
   return {};
 }
 

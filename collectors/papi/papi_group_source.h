@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "collectors/papi/counter_source.h"
+#include "collectors/perf/counter_set.h"
 #include "collectors/perf/perf_event.h"
 #include "config/config.h"
 
@@ -40,21 +41,25 @@ class GroupSource final : public CounterSource {
   std::string reset(std::size_t set) override;
   std::string rebuild(std::size_t set) override;
   // read(2)s of group leaders since construction: one per set per read(), whatever its size.
-  std::uint64_t group_reads() const { return group_reads_; }
+  std::uint64_t group_reads() const;
 
  private:
+  // One group on one CPU: slot `slot` of its group's counter set.
   struct Set {
-    const GroupOpening* group = nullptr;
+    std::size_t group = 0;
+    std::size_t slot = 0;
     unsigned cpu = 0;
-    perf::CounterGroup counters;
-    perf::GroupReading last;
-    std::vector<std::uint64_t> totals;  // per member, then enabled and running ns
-    std::vector<std::size_t> slots;     // layout counter of each total
+    std::vector<std::size_t> slots;  // layout counter of each member, then enabled and running
+  };
+  // Each group's counter set: the group one unit, on every CPU, system-wide.
+  struct Counted {
+    std::unique_ptr<perf::CounterSet> counters;
+    perf::CounterSet::Member member = 0;
   };
   std::vector<GroupOpening> groups_;
+  std::vector<Counted> counted_;  // per group
   std::vector<Set> sets_;
   SourceLayout layout_;
-  std::uint64_t group_reads_ = 0;
 };
 
 // Two sources as one: the second's counters and sets follow the first's (event indices are

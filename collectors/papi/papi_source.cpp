@@ -66,6 +66,7 @@
 #include "collectors/papi/papi_placement.h"
 #include "collectors/papi/papi_set_building.h"
 #include "collectors/papi/papi_remedies.h"
+#include "collectors/perf/counter_set.h"
 #include "collectors/perf/perf_event.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "common/cpu_list.h"
@@ -125,8 +126,9 @@ class PapiSource final : public CounterSource {
 
   std::string reset(std::size_t set) override {
     if (reads_.at(set).perf_backed) {
-      // Totals kept here, in 64 bits, never scaled by a lifetime share: zeroing them is all.
-      for (auto& counter : reads_[set].perf) counter.total = 0;
+      // Totals kept by the counter set, in 64 bits, never scaled by a lifetime share: zeroing
+      // them is all.
+      reads_[set].perf->zero(0);
       return {};
     }
     const int rc = PAPI_reset(reads_.at(set).handle);
@@ -205,51 +207,39 @@ class PapiSource final : public CounterSource {
     Binding binding = Binding::qualifier;
     int component = 0;
     std::vector<std::size_t> counters;  // PAPI's value k is layout counter counters[k]
-    // A set of the perf backend: counter k counts layout counter counters[k].
+    // A set of the perf backend: each event a unit of its own on the set's CPU, system-wide;
+    // counter k is unit perf_units[k] (an event that could not be opened has no counter).
     bool perf_backed = false;
-    struct PerfCounter {
-      perf::EventEncoding encoding;
-      UniqueFd fd;
-      perf::Reading last;
-      std::uint64_t total = 0;  // scaled per interval, since the set was built or reset
-    };
-    std::vector<PerfCounter> perf;
+    std::unique_ptr<perf::CounterSet> perf;
+    perf::CounterSet::Member member = 0;
+    std::vector<std::size_t> perf_units;
   };
 
   static void read_perf_set(ReadSet& set, std::vector<std::int64_t>& values, std::string& failure) {
-    // Read every counter first: the set's values change together or not at all.
-    std::vector<perf::Reading> now(set.perf.size());
-    for (std::size_t k = 0; k < set.perf.size(); ++k) {
-      const auto reading = perf::read_counter(set.perf[k].fd);
-      if (!reading.ok()) {
-        failure =
-            "read of perf counter " + set.perf[k].encoding.name + ": " + errno_text(reading.error);
-        return;
-      }
-      now[k] = reading.value;
+    const perf::CounterTotals totals = set.perf->read();
+    // The set's values change together or not at all.
+    for (const std::size_t unit : set.perf_units) {
+      if (totals.errors[unit] == 0) continue;
+      failure = "read of perf counter " + set.perf->layout().units[unit].front().name + ": " +
+                errno_text(totals.errors[unit]);
+      return;
     }
     failure.clear();
-    for (std::size_t k = 0; k < set.perf.size(); ++k) {
-      auto& counter = set.perf[k];
-      counter.total += perf::delta_between(counter.last, now[k]).count;
-      counter.last = now[k];
-      constexpr auto kMax = static_cast<std::uint64_t>(INT64_MAX);
-      values[set.counters[k]] = static_cast<std::int64_t>(std::min(counter.total, kMax));
+    constexpr auto kMax = static_cast<std::uint64_t>(INT64_MAX);
+    for (std::size_t k = 0; k < set.perf_units.size(); ++k) {
+      values[set.counters[k]] =
+          static_cast<std::int64_t>(std::min(totals.counts[set.perf_units[k]], kMax));
     }
   }
 
   // New descriptors for a perf set (its CPU came back, or a read failed); counts start again.
   static std::string reopen_perf_set(ReadSet& set) {
-    for (auto& counter : set.perf) {
-      auto opened = perf::open_counter(counter.encoding, -1, static_cast<int>(set.cpu));
-      if (!opened.ok()) {
-        return "perf_event_open(" + counter.encoding.name + ", cpu " + std::to_string(set.cpu) +
-               "): " + errno_text(opened.error);
-      }
-      counter.fd = std::move(opened.value);
-      counter.last = {};
-      counter.total = 0;
+    const auto failure = set.perf->reopen(set.member, perf::CountingTarget::every_task(), {0});
+    if (failure.error != 0) {
+      return "perf_event_open(" + set.perf->layout().units[failure.unit].front().name + ", cpu " +
+             std::to_string(set.cpu) + "): " + errno_text(failure.error);
     }
+    set.perf->zero(0);
     return {};
   }
 
@@ -257,38 +247,48 @@ class PapiSource final : public CounterSource {
   // backend cannot open are dropped with the reason.
   void record_perf_set(unsigned cpu, unsigned index, const std::vector<std::size_t>& events,
                        const OpenRequest& request) {
+    auto layout = std::make_shared<perf::CounterLayout>();
+    layout->cpus = {static_cast<int>(cpu)};
+    std::vector<std::string> not_encodable(events.size());  // why, per event; "" when encoded
+    for (std::size_t k = 0; k < events.size(); ++k) {
+      try {
+        perf::EventEncoding encoding =
+            perf::encode_event(plans_.at(events[k]).native, request.domain);
+        encoding.name = plans_.at(events[k]).name;
+        layout->units.push_back({std::move(encoding)});
+      } catch (const std::exception& e) {
+        not_encodable[k] = e.what();
+      }
+    }
     ReadSet read;
     read.perf_backed = true;
     read.cpu = cpu;
     read.index = index;
+    read.perf = std::make_unique<perf::CounterSet>(std::move(layout));
+    const auto opening = read.perf->open({perf::CountingTarget::every_task()}, {}, true);
+    read.member = opening.member;
     EventSetInfo info;
     info.cpu = cpu;
     info.index = index;
     info.binding = "perf";
     info.multiplexed = true;
-    for (std::size_t event : events) {
-      ReadSet::PerfCounter counter;
-      try {
-        counter.encoding = perf::encode_event(plans_.at(event).native, request.domain);
-      } catch (const std::exception& e) {
-        drop(event, cpu, "not encodable by libpfm4", e.what());
+    for (std::size_t k = 0, unit = 0; k < events.size(); ++k) {
+      if (!not_encodable[k].empty()) {
+        drop(events[k], cpu, "not encodable by libpfm4", not_encodable[k]);
         continue;
       }
-      counter.encoding.name = plans_.at(event).name;
-      auto opened = perf::open_counter(counter.encoding, -1, static_cast<int>(cpu));
-      if (!opened.ok()) {
-        drop(event, cpu, errno_text(opened.error),
+      if (!opening.refused.empty() && opening.refused[unit] != 0) {
+        drop(events[k], cpu, errno_text(opening.refused[unit++]),
              "the perf backend could not open it where PAPI had no counter left for it");
         continue;
       }
-      counter.fd = std::move(opened.value);
       const std::size_t layout_counter = layout_.counters.size();
-      layout_.counters.push_back({event, cpu});
+      layout_.counters.push_back({events[k], cpu});
       info.counters.push_back(layout_counter);
       read.counters.push_back(layout_counter);
-      read.perf.push_back(std::move(counter));
+      read.perf_units.push_back(unit++);
     }
-    if (read.perf.empty()) return;
+    if (read.perf_units.empty()) return;
     layout_.event_sets.push_back(std::move(info));
     reads_.push_back(std::move(read));
   }
