@@ -186,6 +186,33 @@ void ProcessCollector::rescan() {
   for (auto& target : targets_) rescan_target(*target, snapshot, facts);
 }
 
+int ProcessCollector::attach(Target& target, const ProcStat& process, bool from_exec) {
+  const std::uint64_t since = boot_ticks_now();
+  const auto threads = list_threads(settings_.procfs, process.identity.pid);
+  std::vector<perf::CountingTarget> tasks;
+  for (const pid_t thread : threads) {
+    tasks.push_back(perf::CountingTarget::task(thread, true, from_exec));
+  }
+  const auto opening = target.counting.open(tasks);
+  if (opening.error != 0) return opening.error;
+  // The process may have ended between the look at /proc and the open, and its pid gone to
+  // another: counters are kept only when the pid still has the start time that was selected.
+  const auto now = read_proc_stat(settings_.procfs, process.identity.pid);
+  if (!now || !(now->identity == process.identity)) {
+    target.counting.discard(opening.member);
+    return ESRCH;
+  }
+  target.roots[process.identity] = opening.member;
+  target.plan.attached(process.identity, since);
+  // Before its exec the command is still a copy of the exporter, with its name: the name it
+  // takes is logged by the rescan that first sees it (publish).
+  log::info("process target " + target.plan.config().name + ": counting pid " +
+            std::to_string(process.identity.pid) + " (" +
+            (from_exec ? std::string("from its exec") : process.comm) + ", " +
+            std::to_string(threads.size()) + " threads)");
+  return 0;
+}
+
 void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
                                      const ProcessFacts& facts) {
   const auto& config = target.plan.config();
@@ -211,44 +238,15 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
   // The command of experiment mode waits before its exec: counting starts at the exec.
   const bool from_exec = config.selector == ProcessTargetConfig::Selector::command;
   for (const auto& process : actions.attach) {
-    const std::uint64_t since = boot_ticks_now();
-    const auto threads = list_threads(settings_.procfs, process.identity.pid);
-    std::vector<perf::CountingTarget> tasks;
-    for (const pid_t thread : threads) {
-      tasks.push_back(perf::CountingTarget::task(thread, true, from_exec));
-    }
-    const auto opening = target.counting.open(tasks);
-    int error = opening.error;
-    // The process may have ended between the look at /proc and the open, and its pid gone to
-    // another: counters are kept only when the pid still has the start time that was selected.
-    const auto now = read_proc_stat(settings_.procfs, process.identity.pid);
-    if (error == 0 && (!now || !(now->identity == process.identity))) {
-      target.counting.discard(opening.member);
-      error = ESRCH;
-    }
-    if (error == 0) {
-      target.roots[process.identity] = opening.member;
-      target.plan.attached(process.identity, since);
-      actions.counted.push_back(process);
-      // Before its exec the command is still a copy of the exporter, with its name: the name
-      // it takes is logged by the rescan that first sees it (below).
-      log::info("process target " + config.name + ": counting pid " +
-                std::to_string(process.identity.pid) + " (" +
-                (from_exec ? std::string("from its exec") : process.comm) + ", " +
-                std::to_string(threads.size()) + " threads)");
-      continue;
-    }
-    if (error == ESRCH) continue;  // gone between the look and the open
+    const int error = attach(target, process, from_exec);
+    if (error == 0) actions.counted.push_back(process);
+    if (error == 0 || error == ESRCH) continue;  // ESRCH: gone between the look and the open
     std::tie(state, reason) = attach_failure(settings_.procfs, process.identity.pid, error);
   }
   if (state != TargetState::counting && !actions.counted.empty()) {
     // Some processes count; the log says why the others do not.
     log::warn("process target " + config.name + ": " + reason);
     state = TargetState::counting;
-  }
-  std::size_t threads = 0;
-  for (const auto& process : actions.counted) {
-    threads += list_threads(settings_.procfs, process.identity.pid).size();
   }
   // The command's own segment is the only one its processes write (they inherit it): looking
   // under procfs too would count it twice. Before the scrapes' lock: the programs' descriptors
@@ -260,10 +258,20 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
     }
     target.regions->update(keys);
   }
+  publish(target, state, std::move(reason), std::move(actions.counted));
+}
+
+void ProcessCollector::publish(Target& target, TargetState state, std::string reason,
+                               std::vector<ProcStat> counted) {
+  const std::string& name = target.plan.config().name;
+  std::size_t threads = 0;
+  for (const auto& process : counted) {
+    threads += list_threads(settings_.procfs, process.identity.pid).size();
+  }
   std::lock_guard lock(target.status_mutex);
   if (state != target.state || reason != target.reason) {
-    const std::string text = "process target " + config.name + ": " + to_string(state) +
-                             (reason.empty() ? "" : ": " + reason);
+    const std::string text =
+        "process target " + name + ": " + to_string(state) + (reason.empty() ? "" : ": " + reason);
     if (state == TargetState::counting || state == TargetState::no_process ||
         state == TargetState::ended) {
       log::info(text);
@@ -275,16 +283,16 @@ void ProcessCollector::rescan_target(Target& target, const Snapshot& snapshot,
   // target may count thousands of processes: looked up, not compared pairwise).
   std::map<ProcessIdentity, const std::string*> names_before;
   for (const auto& before : target.counted) names_before.emplace(before.identity, &before.comm);
-  for (const auto& process : actions.counted) {
+  for (const auto& process : counted) {
     const auto before = names_before.find(process.identity);
     if (before != names_before.end() && *before->second != process.comm) {
-      log::info("process target " + config.name + ": pid " + std::to_string(process.identity.pid) +
+      log::info("process target " + name + ": pid " + std::to_string(process.identity.pid) +
                 " runs " + process.comm);
     }
   }
   target.state = state;
   target.reason = std::move(reason);
-  target.counted = std::move(actions.counted);
+  target.counted = std::move(counted);
   target.threads = threads;
 }
 

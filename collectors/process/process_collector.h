@@ -70,6 +70,12 @@ class ProcessCollector final : public Collector {
  private:
   struct Target;
   void rescan_target(Target& target, const Snapshot& snapshot, const ProcessFacts& facts);
+  // Opens a root process's counters (every thread, with inherit): 0 once it is counted, else
+  // the errno (ESRCH: it has gone).
+  int attach(Target& target, const ProcStat& process, bool from_exec);
+  // What a scrape reports of the target after a rescan, logged where it changed.
+  void publish(Target& target, TargetState state, std::string reason,
+               std::vector<ProcStat> counted);
 
   ProcessCollectorSettings settings_;
   perf::CountingPlan plan_;  // the ungrouped events, then the groups
