@@ -41,16 +41,16 @@ long resident_set_kib() {
   return 0;
 }
 
-std::vector<events::EventSpec> typical_hardware_events() {
+std::vector<events::ExportedEvent> typical_hardware_events() {
   const std::pair<const char*, const char*> presets[] = {
       {"PAPI_TOT_INS", "instructions"},         {"PAPI_TOT_CYC", "cycles"},
       {"PAPI_REF_CYC", "reference_cycles"},     {"PAPI_BR_INS", "branch_instructions"},
       {"PAPI_BR_MSP", "branch_mispredictions"}, {"PAPI_L1_DCM", "l1_data_cache_misses"},
       {"PAPI_L2_TCM", "l2_cache_misses"},       {"PAPI_L3_TCM", "l3_cache_misses"},
   };
-  std::vector<events::EventSpec> events;
+  std::vector<events::ExportedEvent> events;
   for (const auto& [event, metric] : presets) {
-    events::EventSpec spec;
+    events::ExportedEvent spec;
     spec.event = event;
     spec.metric = metric;
     // About as long as PAPI's own descriptions, which end up in HELP.

@@ -27,7 +27,7 @@ long resident_set_kib();
 
 // The eight events a typical hardware configuration exports, named as the real factory names
 // them, so family names, HELP and body size match a real scrape.
-std::vector<events::EventSpec> typical_hardware_events();
+std::vector<events::ExportedEvent> typical_hardware_events();
 
 // Counts every event on every CPU, one qualifier event set per CPU, like the real source on a
 // machine without multiplexing. Values start in the range real counters reach after an hour and

@@ -124,16 +124,16 @@ int main(int argc, char** argv) {
   }
   const Topology topology = Topology::load(TopologyConfig{});
   Config config;
-  config.collectors.cgroup.enabled = true;
-  config.collectors.cgroup.events_given = true;
+  config.get<CgroupCollectorConfig>().enabled = true;
+  config.get<CgroupCollectorConfig>().events_given = true;
   for (const char* event : {"perf::CPU-CLOCK", "perf::CONTEXT-SWITCHES", "perf::PAGE-FAULTS"}) {
-    PapiEventConfig configured;
+    EventSpec configured;
     configured.event = event;
-    config.collectors.cgroup.events.push_back(configured);
+    config.get<CgroupCollectorConfig>().events.push_back(configured);
   }
-  config.collectors.cgroup.roots.push_back({name, {}});
-  config.collectors.cgroup.max_cgroups = cgroups;
-  config.collectors.cgroup.rescan_interval_seconds = kMaxRescanIntervalSeconds;
+  config.get<CgroupCollectorConfig>().roots.push_back({name, {}});
+  config.get<CgroupCollectorConfig>().max_cgroups = cgroups;
+  config.get<CgroupCollectorConfig>().rescan_interval_seconds = kMaxRescanIntervalSeconds;
 
   const bool v2 = hierarchy.kind == cgroup::PerfEventHierarchy::Kind::v2;
   const double alone_ns = ping_pong_ns(hierarchy.mount_point, v2, leaves.front(), 20000);
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
   report("rescan, nothing changed (" + std::to_string(cgroups) + " leaves)", rescan_cpu);
   std::printf("first rescan (opens every counter): %.1f ms of CPU\n",
               static_cast<double>(first_rescan) / 1e6);
-  const double interval = Config{}.collectors.cgroup.rescan_interval_seconds;
+  const double interval = Config{}.get<CgroupCollectorConfig>().rescan_interval_seconds;
   std::printf("discovery every %.0f s (the default): %.3f %% of a core\n", interval,
               static_cast<double>(percentile(rescan_cpu, 0.5)) / 1e9 / interval * 100.0);
   std::printf("resident set: %ld KiB (before the collector: %ld KiB)\n", resident_set_kib(),

@@ -23,7 +23,9 @@
 #include "bench/bench_support.h"
 #include "collectors/collector_set.h"
 #include "collectors/papi/papi_collector.h"
+#include "collectors/rapl/rapl_config.h"
 #include "collectors/topology/topology_collector.h"
+#include "collectors/topology/topology_config.h"
 #include "config/config.h"
 #include "common/log.h"
 #include "collectors/build_info.h"
@@ -278,17 +280,17 @@ void run_refusal_timing(const Options& options) {
 Config real_config(const std::string& sysfs, bool topology_on, bool papi_on, bool rapl_on) {
   Config config;
   config.paths.sysfs = sysfs;
-  config.collectors.topology.enabled = topology_on;
-  config.collectors.papi.enabled = papi_on;
+  config.get<TopologyCollectorConfig>().enabled = topology_on;
+  config.get<PapiCollectorConfig>().enabled = papi_on;
   for (const char* event :
        {"perf::CPU-CLOCK", "perf::PAGE-FAULTS", "perf::CONTEXT-SWITCHES", "perf::CPU-MIGRATIONS"}) {
-    PapiEventConfig entry;
+    EventSpec entry;
     entry.event = event;
-    config.collectors.papi.events.push_back(entry);
+    config.get<PapiCollectorConfig>().events.push_back(entry);
   }
-  config.collectors.papi.events_given = true;
-  config.collectors.rapl.enabled = rapl_on;
-  config.collectors.rapl.interface = RaplInterface::powercap;
+  config.get<PapiCollectorConfig>().events_given = true;
+  config.get<RaplCollectorConfig>().enabled = rapl_on;
+  config.get<RaplCollectorConfig>().interface = RaplInterface::powercap;
   return config;
 }
 

@@ -49,20 +49,20 @@ pid_t spawn_idle_threads(unsigned threads) {
 
 Config config_for(pid_t pid) {
   Config config;
-  config.collectors.process.events_given = true;
+  config.get<ProcessCollectorConfig>().events_given = true;
   for (const char* name : {"perf::TASK-CLOCK", "perf::PAGE-FAULTS", "perf::CONTEXT-SWITCHES",
                            "perf::CPU-MIGRATIONS"}) {
-    PapiEventConfig event;
+    EventSpec event;
     event.event = name;
-    config.collectors.process.events.push_back(event);
+    config.get<ProcessCollectorConfig>().events.push_back(event);
   }
   ProcessTargetConfig target;
   target.name = "bench";
   target.selector = ProcessTargetConfig::Selector::pid;
   target.pid = pid;
-  config.collectors.process.targets.push_back(target);
+  config.get<ProcessCollectorConfig>().targets.push_back(target);
   // Rescans run when this benchmark says, not in the background.
-  config.collectors.process.rescan_interval_seconds = kMaxRescanIntervalSeconds;
+  config.get<ProcessCollectorConfig>().rescan_interval_seconds = kMaxRescanIntervalSeconds;
   return config;
 }
 
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   std::vector<std::int64_t> copy = rescan_cpu;
   report(label.c_str(), rescan_cpu);
   const double p50_seconds = static_cast<double>(percentile(copy, 0.5)) / 1e9;
-  const double interval = Config{}.collectors.process.rescan_interval_seconds;
+  const double interval = Config{}.get<ProcessCollectorConfig>().rescan_interval_seconds;
   std::printf("rescan every %.0f s (the default): %.3f %% of a core\n", interval,
               p50_seconds / interval * 100.0);
   for (const pid_t pid : sleepers) ::kill(pid, SIGKILL);

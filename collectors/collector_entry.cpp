@@ -19,12 +19,12 @@ std::vector<FamilyDeclaration> exported_families(const Collector& collector) {
 }
 
 std::vector<FamilyDeclaration> configured_families(
-    const std::vector<PapiEventConfig>& events, const std::vector<events::GroupDefinition>& groups,
+    const std::vector<EventSpec>& events, const std::vector<events::GroupDefinition>& groups,
     std::string_view level) {
-  std::vector<events::EventSpec> specs;
+  std::vector<events::ExportedEvent> specs;
   std::vector<std::string> refused;  // said again, with the rest, when the events are resolved
   for (const auto& event : events) {
-    events::EventSpec spec;
+    events::ExportedEvent spec;
     spec.event = event.event;
     spec.where = event.mark.line != 0 ? event.mark.to_string() : "";
     spec.metric = events::metric_base_of(event, spec.where, refused);

@@ -12,8 +12,10 @@
 #include "collectors/events/groups.h"
 #include "collectors/events/presets.h"
 #include "collectors/events/rules.h"
+#include "collectors/events/specs.h"
 #include "common/open_files.h"
 #include "config/config.h"
+#include "config/settings_keys.h"
 #include "topology/topology.h"
 
 namespace hwperf {
@@ -23,6 +25,22 @@ namespace hwperf {
 // collectors that count with the perf interface directly.
 struct CollectorServices {
   const events::PresetCatalog& presets;
+};
+
+// What experiment mode (-- CMD) asks of the collector that counts its commands (the process
+// targets' entry has it): the exporter reaches it through the registry (registry.h), naming no
+// collector, and no collector's settings.
+struct CommandCounting {
+  // Adds a target named after each of `names`, each counting one command from its exec; throws
+  // ConfigError when a configured target has one of the names.
+  void (*add)(Config& config, const std::vector<std::string>& names);
+  // The command counted as target `name` was started as `pid`; `regions_fd` is the region segment
+  // it inherits (-1: none).
+  void (*started)(Config& config, const std::string& name, long pid, int regions_fd);
+  // What experiment mode's summary explains: the events configured for the commands, and whether
+  // only user mode is configured.
+  std::vector<EventSpec> (*events)(const Config& config);
+  bool (*user_mode_only)(const Config& config);
 };
 
 struct CollectorEntry {
@@ -57,6 +75,11 @@ struct CollectorEntry {
   // Experiment mode started by such a user without a configuration file leaves these out, in
   // one log line, rather than have each warn about what it cannot open.
   bool system_wide = false;
+  // collectors.<name>: the keys of the collector's settings (its <name>_config.h), bound to them
+  // in `config`; the loader reads, dumps and describes them (collectors/configuration.h).
+  SettingsKeys settings = nullptr;
+  // Experiment mode's commands, for the one collector that counts them; null for the others.
+  const CommandCounting* commands = nullptr;
 };
 
 // Declared and constant families of a built collector: what CollectorSet::add claims, and what
@@ -69,7 +92,7 @@ std::vector<FamilyDeclaration> exported_families(const Collector& collector);
 // or opened; an event whose name is refused is left out, as resolving the events refuses it. A
 // name two of them share is one family, declared once by its first.
 std::vector<FamilyDeclaration> configured_families(
-    const std::vector<PapiEventConfig>& events, const std::vector<events::GroupDefinition>& groups,
+    const std::vector<EventSpec>& events, const std::vector<events::GroupDefinition>& groups,
     std::string_view level);
 
 // The make() of an entry whose factory takes PAPI's preset definitions and returns its own

@@ -1,6 +1,7 @@
 #include "collectors/registry.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "collectors/build_info.h"
 #include "collectors/cgroup/cgroup_registration.h"
@@ -37,6 +38,34 @@ void check_family_names(const Config& config, const Topology& topology) {
     }
   }
   if (!problems.empty()) throw ConfigError(std::move(problems));
+}
+
+namespace {
+
+// The entry of the collector that counts experiment mode's commands.
+const CommandCounting& command_counting() {
+  for (const CollectorEntry* entry : collector_registry()) {
+    if (entry->commands != nullptr) return *entry->commands;
+  }
+  throw std::logic_error("no registered collector counts experiment mode's commands");
+}
+
+}  // namespace
+
+void add_experiment_commands(Config& config, const std::vector<std::string>& names) {
+  command_counting().add(config, names);
+}
+
+void experiment_command_started(Config& config, const std::string& name, long pid, int regions_fd) {
+  command_counting().started(config, name, pid, regions_fd);
+}
+
+std::vector<EventSpec> experiment_events(const Config& config) {
+  return command_counting().events(config);
+}
+
+bool experiment_user_mode_only(const Config& config) {
+  return command_counting().user_mode_only(config);
 }
 
 const std::vector<const CollectorEntry*>& collector_registry() {

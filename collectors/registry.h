@@ -47,6 +47,16 @@ std::vector<std::string> collector_check_report(const Config& config, const Topo
 // --print-rules and experiment mode's summary (collector_entry.h rule_scopes).
 std::vector<events::RuleScope> collector_rule_scopes(const Config& config);
 
+// Experiment mode (-- CMD) through the collector that counts its commands
+// (CollectorEntry::commands, the process targets): a target for each of `names`, counted from the
+// command's exec (throws ConfigError for a name a configured target has); then, once each command
+// is started, its pid and the region segment it inherits (-1: none); and what the summary explains,
+// the events configured for the commands and whether only user mode is configured.
+void add_experiment_commands(Config& config, const std::vector<std::string>& names);
+void experiment_command_started(Config& config, const std::string& name, long pid, int regions_fd);
+std::vector<EventSpec> experiment_events(const Config& config);
+bool experiment_user_mode_only(const Config& config);
+
 // "papi 7.0.0.0": every registered library and the version running, for --version.
 std::vector<std::string> collector_library_versions();
 

@@ -1,6 +1,5 @@
 #include "config/config.h"
 
-#include "common/cpu_list.h"
 #include "config/errors.h"
 
 namespace hwperf {
@@ -17,11 +16,6 @@ std::string join_lines(const std::vector<std::string>& lines) {
 
 ConfigError::ConfigError(std::vector<std::string> problems)
     : std::runtime_error(join_lines(problems)), problems_(std::move(problems)) {}
-
-std::string SourceMark::to_string() const {
-  if (line == 0) return "default";
-  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
-}
 
 std::string telemetry_path_problem(const std::string& path) {
   if (path.empty() || path.front() != '/') return "expected a path starting with /";
@@ -41,7 +35,5 @@ std::string TopologyConfig::to_string() const {
   }
   return "system";
 }
-
-std::string CpuSelection::to_string() const { return all ? "all" : format_cpu_list(cpus); }
 
 }  // namespace hwperf

@@ -70,10 +70,10 @@ void read_topology_source(Problems& problems, const YAML::Node& node, TopologyCo
   }
 }
 
-Section schema(Problems& problems, Config& config) {
+Section schema(Problems& problems, Config& config, SectionsAbove above) {
   auto& web = config.web;
   auto& paths = config.paths;
-  return {
+  Section keys = {
       section(problems, "web", "web",
               {{"listen_address",
                 [&problems, &web](const YAML::Node& node) {
@@ -102,13 +102,14 @@ Section schema(Problems& problems, Config& config) {
                 [&config](YAML::Emitter& out) { out << config.topology.to_string(); }}}),
       section(problems, "log", "log",
               {enum_key(problems, "level", "log.level", config.log_level, kLogLevelNames)}),
-      collectors_section(problems, config.collectors),
-      groups_section(problems, config.groups),
   };
+  for (auto& key : above(problems, config)) keys.push_back(std::move(key));
+  return keys;
 }
 
-void read_document(Problems& problems, const YAML::Node& root, Config& config) {
-  const Section keys = schema(problems, config);
+void read_document(Problems& problems, const YAML::Node& root, Config& config,
+                   SectionsAbove above) {
+  const Section keys = schema(problems, config, above);
   Mapping top(problems, "the top level");
   for (const auto& key : keys) top.on(key.name, key.read);
   top.visit(root);
@@ -116,13 +117,14 @@ void read_document(Problems& problems, const YAML::Node& root, Config& config) {
 
 }  // namespace
 
-Config parse_config_text(const std::string& yaml_text, const std::string& file_name) {
+Config parse_config_text(const std::string& yaml_text, const std::string& file_name,
+                         SectionsAbove above) {
   Config config;
   config.source_file = file_name;
   Problems problems(file_name);
   try {
     const YAML::Node root = YAML::Load(yaml_text);
-    read_document(problems, root, config);
+    read_document(problems, root, config, above);
   } catch (const YAML::ParserException& e) {
     problems.add(e.mark, "invalid YAML: " + e.msg);
   } catch (const YAML::Exception& e) {
@@ -132,7 +134,7 @@ Config parse_config_text(const std::string& yaml_text, const std::string& file_n
   return config;
 }
 
-Config load_config_file(const std::string& path) {
+Config load_config_file(const std::string& path, SectionsAbove above) {
   if (path.empty()) return Config{};
   // A regular file read up to a bound: a directory, /dev/zero or a FIFO named by mistake is an
   // error, not an empty or endless configuration, and cannot block startup.
@@ -145,13 +147,13 @@ Config load_config_file(const std::string& path) {
     throw ConfigError({path + ": cannot read the configuration file (" + errno_text(text.error) +
                        (text.error == ENOTSUP ? ": not a regular file" : "") + ")"});
   }
-  return parse_config_text(text.value, path);
+  return parse_config_text(text.value, path, above);
 }
 
-std::string dump_config(const Config& config) {
+std::string dump_config(const Config& config, SectionsAbove above) {
   Config copy = config;  // the schema binds to a mutable Config; dumping only reads it
   Problems unused("");
-  const Section keys = schema(unused, copy);
+  const Section keys = schema(unused, copy, above);
   YAML::Emitter out;
   out << YAML::BeginMap;
   for (const auto& key : keys) {
@@ -163,13 +165,13 @@ std::string dump_config(const Config& config) {
   return std::string(out.c_str()) + "\n";
 }
 
-std::vector<ConfigKeyInfo> describe_config_keys() {
+std::vector<ConfigKeyInfo> describe_config_keys(SectionsAbove above) {
   std::vector<ConfigKeyInfo> keys;
   Config config;
   Problems problems("");
   problems.describe_into(&keys);
-  read_document(problems, YAML::Node(), config);
-  const YAML::Node defaults = YAML::Load(dump_config(Config{}));
+  read_document(problems, YAML::Node(), config, above);
+  const YAML::Node defaults = YAML::Load(dump_config(Config{}, above));
   for (auto& key : keys) {
     if (key.section) continue;
     std::vector<YAML::Node> path{defaults};  // node references cannot be reseated

@@ -1,10 +1,12 @@
-// The key-table machinery the loader's schema is written in, shared by loader.cpp (top-level
-// sections) and collector_keys.cpp (the collectors: section). Internal to config/: nothing outside
-// the loader reads a Key.
+// The key-table machinery the configuration file's schema is written in: loader.cpp's own
+// sections (web, paths, topology, log), each collector's section (collectors/<name>/
+// <name>_config.cpp) and the events layer's lists and groups (collectors/events/event_keys.cpp).
+// Only those readers include it: everything else takes the values they fill.
 #pragma once
 
 #include <cstddef>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -63,23 +65,26 @@ Key zero_or_between_key(yaml_reader::Problems& problems, const std::string& name
                         const std::string& path, double& value, double minimum, double maximum,
                         const std::string& zero_means, const std::string& unit);
 
+// collectors.<name>: a collector's settings, its `enabled` first, then the keys of each of `parts`
+// in order.
+Key collector_section(yaml_reader::Problems& problems, const std::string& name, bool& enabled,
+                      std::initializer_list<Section> parts);
+
 // A metric name part as a user may write it ([a-z_][a-z0-9_]*).
 bool valid_metric_base(const std::string& name);
 
-// One event of an events list or a group: a name, or {event, metric, help}; the name checked as
-// text (not empty, no control character, bounded). False, with a problem, when nothing usable
-// was read.
-bool read_event_item(yaml_reader::Problems& problems, const YAML::Node& item,
-                     const std::string& item_path, PapiEventConfig& event);
+// Whether `text` compiles as the ECMAScript regular expression the collectors will use; when it
+// does not, a problem at `node` says why.
+bool check_regex(yaml_reader::Problems& problems, const YAML::Node& node, const std::string& path,
+                 const std::string& text);
 
-// A counting collector's `groups:` list of group names (group_keys.cpp); dumped only when given.
-Key group_list_key(yaml_reader::Problems& problems, const std::string& path,
-                   std::vector<GroupRef>& groups, bool& groups_given);
+// A list of strings: each item is read as a non-empty string and handed to `each` with its node;
+// anything but a list is one problem saying what the list holds.
+void read_string_list(yaml_reader::Problems& problems, const YAML::Node& node,
+                      const std::string& path, const std::string& holds,
+                      const std::function<void(std::string, const YAML::Node&)>& each);
 
-// The top-level groups: section, the user's groups (group_keys.cpp).
-Key groups_section(yaml_reader::Problems& problems, std::vector<GroupConfig>& groups);
-
-// The collectors: section (collector_keys.cpp), bound to `collectors`.
-Key collectors_section(yaml_reader::Problems& problems, CollectorsConfig& collectors);
+// How often a collector looks again in the background for what it counts (processes, cgroups).
+Key rescan_interval_key(yaml_reader::Problems& problems, const std::string& path, double& value);
 
 }  // namespace hwperf::config_schema

@@ -35,6 +35,11 @@ class Problems {
   // Describing instead of reading: every Mapping lists its keys into `keys` rather than visiting
   // a document, so the reference is made by the same code that reads the file.
   void describe_into(std::vector<ConfigKeyInfo>* keys) { described_ = keys; }
+  // What the key at `path` takes, said only when describing: the reference's last word on a key
+  // whose reader's first complaint says less (a number, where it is a number in a range).
+  void describe_as(const std::string& path, const std::string& form) {
+    if (described_ != nullptr) messages_.push_back(path + ": expected " + form);
+  }
 
  private:
   friend class Mapping;

@@ -16,12 +16,12 @@
 #include <thread>
 
 #include "collectors/build_info.h"
+#include "collectors/configuration.h"
 #include "collectors/registry.h"
 #include "common/log.h"
 #include "common/open_files.h"
 #include "common/text.h"
 #include "config/errors.h"
-#include "config/loader.h"
 #include "config/web_config.h"
 #include "exporter/cli.h"
 #include "exporter/experiment.h"

@@ -83,9 +83,8 @@ std::optional<std::string> kernel_mode_only_metric(const std::string& event) {
 SummaryPlan summary_plan(const Config& config) {
   SummaryPlan plan;
   plan.scopes = collector_rule_scopes(config);
-  const auto& process = config.collectors.process;
-  plan.user_mode_configured = process.domain == CountingDomain::user;
-  for (const auto& event : process.events) add_event(plan, event.event, event.metric);
+  plan.user_mode_configured = experiment_user_mode_only(config);
+  for (const auto& event : experiment_events(config)) add_event(plan, event.event, event.metric);
   for (const auto& scope : plan.scopes) {
     if (scope.family_level != "process") continue;
     for (const auto& group : scope.groups) {

@@ -170,23 +170,22 @@ std::vector<std::string> collectors_left_out(const CliOptions& cli, const Config
   return names;
 }
 
-void add_command_targets(const CliOptions& cli, Config& config) {
+namespace {
+
+// The target name of each run of the command.
+std::vector<std::string> command_target_names(const CliOptions& cli) {
   const std::string name = cli.experiment_name.value_or(command_target_name(cli.command));
-  config.collectors.process.enabled = true;
-  auto& targets = config.collectors.process.targets;
-  const std::size_t configured = targets.size();
+  std::vector<std::string> names;
   for (unsigned run = 1; run <= cli.repeat; ++run) {
-    ProcessTargetConfig target;
-    target.selector = ProcessTargetConfig::Selector::command;
-    target.name = cli.repeat == 1 ? name : name + "." + std::to_string(run);
-    for (std::size_t i = 0; i < configured; ++i) {
-      if (targets[i].name != target.name) continue;
-      throw ConfigError({targets[i].mark.to_string() + ": collectors.process.targets: " +
-                         target.name + " is the name experiment mode gives the command; name " +
-                         "the command otherwise with --experiment.name"});
-    }
-    targets.push_back(target);
+    names.push_back(cli.repeat == 1 ? name : name + "." + std::to_string(run));
   }
+  return names;
+}
+
+}  // namespace
+
+void add_command_targets(const CliOptions& cli, Config& config) {
+  add_experiment_commands(config, command_target_names(cli));
 }
 
 void quiet_experiment_log(const CliOptions& cli, const Config& config) {
@@ -209,24 +208,24 @@ std::string marker_library(const std::vector<std::string>& candidates) {
 }
 
 std::vector<std::unique_ptr<Experiment>> start_experiments(const CliOptions& cli, Config& config) {
-  auto& targets = config.collectors.process.targets;
   std::string preload;
   if (cli.experiment_regions) {
     preload = marker_library({HWPERF_MARKERS_BUILD_PATH, HWPERF_MARKERS_INSTALL_PATH});
     log::info("--experiment.regions: preloading " + preload);
   }
   std::vector<std::unique_ptr<Experiment>> runs;
-  for (std::size_t i = targets.size() - cli.repeat; i < targets.size(); ++i) {
+  for (const auto& name : command_target_names(cli)) {
     CommandSetup setup;
+    int regions_fd = -1;
     if (cli.experiment_regions) {
       // One segment per run, so that each run's regions are counted apart, as its events are.
       setup.preload = preload;
       setup.inherited = create_region_segment();
       setup.fd_env = HWPERF_REGION_FD_ENV;
-      targets[i].regions_fd = setup.inherited.get();
+      regions_fd = setup.inherited.get();
     }
-    runs.push_back(std::make_unique<Experiment>(cli.command, targets[i].name, std::move(setup)));
-    targets[i].pid = runs.back()->pid();
+    runs.push_back(std::make_unique<Experiment>(cli.command, name, std::move(setup)));
+    experiment_command_started(config, name, runs.back()->pid(), regions_fd);
   }
   return runs;
 }

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "common/text.h"
+#include "collectors/configuration.h"
 #include "config/config.h"
-#include "config/loader.h"
 #include "config/web_config.h"
 #include "exporter/cli.h"
 
@@ -85,14 +85,10 @@ const std::vector<KeyText>& config_texts() {
       {"collectors.rapl.max_power_watts",
        "ceiling per package, for the wrap guard and the plausibility check; 0 takes it from the "
        "hardware (4x its largest power figure), else 1000 W "
-       "([power ceiling](collectors/rapl.md#power-ceiling))",
-       "", "0, or a number from 1 to " + format_number(kMaxPowerWatts)},
+       "([power ceiling](collectors/rapl.md#power-ceiling))"},
       {"collectors.rapl.wrap_guard_interval_seconds",
        "how often the wrap guard reads every counter; 0 derives it from the counter ranges and "
-       "the ceiling ([wrap guard](collectors/rapl.md#wrap-guard))",
-       "",
-       "0, or a number from " + format_number(kMinWrapGuardIntervalSeconds) + " to " +
-           format_number(kMaxWrapGuardIntervalSeconds)},
+       "the ceiling ([wrap guard](collectors/rapl.md#wrap-guard))"},
       {"collectors.process.enabled",
        "count the configured process targets ([process](collectors/process.md)); the collector "
        "is built only when targets are listed"},
@@ -112,9 +108,7 @@ const std::vector<KeyText>& config_texts() {
        "export the marked regions of each counted process that runs with the marker library "
        "([regions](collectors/region.md))"},
       {"collectors.process.rescan_interval_seconds",
-       "how often /proc is looked at in the background for processes that start and end", "",
-       "a number from " + format_number(kMinRescanIntervalSeconds) + " to " +
-           format_number(kMaxRescanIntervalSeconds)},
+       "how often /proc is looked at in the background for processes that start and end"},
       {"collectors.process.targets",
        "each {name, and one of pid: N, pidfile: PATH, match: {comm, exe, cmdline regular "
        "expressions}} ([targets](collectors/process.md#configuration))"},
@@ -141,9 +135,7 @@ const std::vector<KeyText>& config_texts() {
        "are counted in hwperf_container_left_out",
        "", "a whole number from 1 to 65536"},
       {"collectors.cgroup.rescan_interval_seconds",
-       "how often the hierarchy is walked in the background for cgroups that appear and go", "",
-       "a number from " + format_number(kMinRescanIntervalSeconds) + " to " +
-           format_number(kMaxRescanIntervalSeconds)},
+       "how often the hierarchy is walked in the background for cgroups that appear and go"},
       {"collectors.cgroup.runtime",
        "the container runtime of a node whose kubelet uses the cgroupfs driver, whose cgroup "
        "paths (`kubepods/<qos>/pod<uid>/<id>`) do not name it: their container_id is written "
@@ -158,10 +150,7 @@ const std::vector<KeyText>& config_texts() {
       {"collectors.uncore.peak_memory_bytes_per_second",
        "what one package's memory can move per second (channels x transfers per second x 8 "
        "bytes), exported as hwperf_memory_peak_bytes_per_second for the share-of-peak rule; 0 "
-       "exports nothing ([uncore](collectors/uncore.md#peak-bandwidth))",
-       "",
-       "0, or a number from " + format_number(kMinPeakMemoryBytesPerSecond) + " to " +
-           format_number(kMaxPeakMemoryBytesPerSecond)},
+       "exports nothing ([uncore](collectors/uncore.md#peak-bandwidth))"},
       {"collectors.hwmon.enabled",
        "read the power meters the kernel's hwmon class exposes: ACPI power meters (the node's, "
        "or NVIDIA Grace's per socket), X-Gene/Altra SLIMpro, IBM AEM "
@@ -170,17 +159,11 @@ const std::vector<KeyText>& config_texts() {
       {"collectors.hwmon.interval_seconds",
        "how often every meter is read, by a thread of the collector's own (scrapes read nothing): "
        "power readings are integrated between two reads "
-       "([integration](collectors/hwmon.md#integration))",
-       "",
-       "a number from " + format_number(kMinHwmonIntervalSeconds) + " to " +
-           format_number(kMaxHwmonIntervalSeconds)},
+       "([integration](collectors/hwmon.md#integration))"},
       {"collectors.hwmon.stale_after_seconds",
        "a reading unchanged for longer than this is stuck: its joules stop growing and "
        "hwperf_hwmon_sensor_state says stale until it moves; 0 never "
-       "([bad input](collectors/hwmon.md#bad-input))",
-       "",
-       "0, or a number from " + format_number(kMinHwmonStaleAfterSeconds) + " to " +
-           format_number(kMaxHwmonStaleAfterSeconds)},
+       "([bad input](collectors/hwmon.md#bad-input))"},
   };
   return texts;
 }

@@ -10,7 +10,7 @@
 #include "collectors/events/rules.h"
 #include "collectors/registry.h"
 #include "config/errors.h"
-#include "config/loader.h"
+#include "collectors/configuration.h"
 #include "exporter/cli.h"
 #include "topology/topology.h"
 

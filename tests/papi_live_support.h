@@ -66,8 +66,8 @@ inline bool has_hardware_pmu() {
 
 inline Topology live_topology() { return Topology::load(TopologyConfig{}); }
 
-inline PapiEventConfig event(const std::string& name, int line = 0) {
-  PapiEventConfig e;
+inline EventSpec event(const std::string& name, int line = 0) {
+  EventSpec e;
   e.event = name;
   e.mark = {"live.yml", line, 7};
   return e;

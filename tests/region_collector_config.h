@@ -13,15 +13,15 @@ inline const char* const kEvents[] = {"perf::TASK-CLOCK", "perf::PAGE-FAULTS"};
 
 inline Config region_config(ProcessTargetConfig target, bool regions, bool per_cpu) {
   Config config;
-  config.collectors.process.events_given = true;
+  config.get<ProcessCollectorConfig>().events_given = true;
   for (const char* name : kEvents) {
-    PapiEventConfig event;
+    EventSpec event;
     event.event = name;
-    config.collectors.process.events.push_back(event);
+    config.get<ProcessCollectorConfig>().events.push_back(event);
   }
-  config.collectors.process.regions = regions;
-  config.collectors.process.per_cpu = per_cpu;
-  config.collectors.process.targets.push_back(std::move(target));
+  config.get<ProcessCollectorConfig>().regions = regions;
+  config.get<ProcessCollectorConfig>().per_cpu = per_cpu;
+  config.get<ProcessCollectorConfig>().targets.push_back(std::move(target));
   return config;
 }
 

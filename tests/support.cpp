@@ -25,7 +25,7 @@
 #include <thread>
 
 #include "config/errors.h"
-#include "config/loader.h"
+#include "collectors/configuration.h"
 #include "exporter/exposition.h"
 
 namespace hwperf::test {

@@ -83,15 +83,15 @@ CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
     : settings_(std::move(settings)),
       plan_(perf::counting_plan(settings_.events, settings_.groups)),
       layout_(counter_layout(plan_, settings_.cpus)),
-      series_(events::series_at_level(settings_.granularity, settings_.cpus)) {
-  for (const auto& pattern : settings_.match) {
+      series_(events::series_at_level(settings_.configured.granularity, settings_.cpus)) {
+  for (const auto& pattern : settings_.configured.match) {
     match_.emplace_back(pattern.regex, std::regex::ECMAScript | std::regex::optimize);
   }
-  root_states_.assign(settings_.roots.size(), ConfiguredRootState::missing);
+  root_states_.assign(settings_.configured.roots.size(), ConfiguredRootState::missing);
   online_.assign(settings_.cpus.size(), true);
   if (!settings_.unavailable.empty()) return;
   rescan();
-  rescanner_.emplace(std::chrono::duration<double>(settings_.rescan_interval_seconds),
+  rescanner_.emplace(std::chrono::duration<double>(settings_.configured.rescan_interval_seconds),
                      [this] { rescan(); });
 }
 
@@ -151,14 +151,14 @@ void CgroupCollector::follow_hotplug() {
 
 std::vector<ConfiguredRootState> CgroupCollector::root_states(const CgroupScan& scan) const {
   std::vector<ConfiguredRootState> states;
-  for (std::size_t i = 0; i < settings_.roots.size(); ++i) {
+  for (std::size_t i = 0; i < settings_.configured.roots.size(); ++i) {
     ConfiguredRootState state = ConfiguredRootState::counting;
     if (scan.roots[i] == RootState::no_leaf) state = ConfiguredRootState::no_leaf;
     if (scan.roots[i] == RootState::missing) {
       state = ConfiguredRootState::missing;
       for (const auto& other : settings_.other_roots) {
         std::error_code ec;
-        if (std::filesystem::is_directory(other / settings_.roots[i].path, ec)) {
+        if (std::filesystem::is_directory(other / settings_.configured.roots[i].path, ec)) {
           state = ConfiguredRootState::not_in_perf_event_hierarchy;
         }
       }
@@ -171,7 +171,7 @@ std::vector<ConfiguredRootState> CgroupCollector::root_states(const CgroupScan& 
 void CgroupCollector::log_root_states(const std::vector<ConfiguredRootState>& states) {
   for (std::size_t i = 0; i < states.size(); ++i) {
     if (states[i] == root_states_[i]) continue;
-    const auto& root = settings_.roots[i];
+    const auto& root = settings_.configured.roots[i];
     const std::string where = root.mark.line != 0 ? root.mark.to_string() + ": " : "";
     const std::string said = where + "collectors.cgroup.roots: /" + root.path + ": ";
     switch (states[i]) {
@@ -199,10 +199,10 @@ void CgroupCollector::rescan() {
   std::lock_guard rescan_lock(rescan_mutex_);
   follow_hotplug();
   DiscoveryRules rules;
-  for (const auto& root : settings_.roots) rules.roots.push_back(root.path);
+  for (const auto& root : settings_.configured.roots) rules.roots.push_back(root.path);
   rules.match = match_;
-  rules.cgroupfs_runtime = settings_.cgroupfs_runtime;
-  const CgroupScan scan = scan_cgroups(settings_.root, rules, settings_.max_cgroups);
+  rules.cgroupfs_runtime = settings_.configured.runtime;
+  const CgroupScan scan = scan_cgroups(settings_.root, rules, settings_.configured.max_cgroups);
   std::vector<ConfiguredRootState> states = root_states(scan);
 
   std::set<std::string> wanted;
@@ -251,7 +251,7 @@ void CgroupCollector::rescan() {
   if (scan.left_out_over_cap > 0 && !cap_logged_) {
     log::warn("cgroup: " + std::to_string(scan.left_out_over_cap) +
               " cgroups are not counted: collectors.cgroup.max_cgroups is " +
-              std::to_string(settings_.max_cgroups) +
+              std::to_string(settings_.configured.max_cgroups) +
               "; hwperf_container_left_out{reason=\"over_cap\"} follows how many (said once)");
     cap_logged_ = true;
   }
@@ -350,10 +350,10 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
             static_cast<double>(open_problems_.size()));
   add_gauge(families.descriptors, {}, static_cast<double>(families.open_counters));
   add_counter(families.read_errors, {}, read_errors_);
-  for (std::size_t i = 0; i < settings_.roots.size(); ++i) {
+  for (std::size_t i = 0; i < settings_.configured.roots.size(); ++i) {
     for (const auto& entry : kRootStateNames) {
       add_gauge(families.root_state,
-                {{"root", "/" + settings_.roots[i].path}, {"state", entry.name}},
+                {{"root", "/" + settings_.configured.roots[i].path}, {"state", entry.name}},
                 entry.value == root_states_[i] ? 1.0 : 0.0);
     }
   }
@@ -370,7 +370,7 @@ void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
        {&families.cgroups, &families.left_out, &families.descriptors, &families.read_errors}) {
     out.push_back(std::move(*family));
   }
-  if (!settings_.roots.empty()) out.push_back(std::move(families.root_state));
+  if (!settings_.configured.roots.empty()) out.push_back(std::move(families.root_state));
   out.push_back(std::move(families.hierarchy));
 }
 

@@ -27,7 +27,7 @@
 #include "common/files.h"
 #include "common/periodic_thread.h"
 #include "common/unique_fd.h"
-#include "config/config.h"
+#include "collectors/cgroup/cgroup_config.h"
 #include "topology/topology.h"
 
 namespace hwperf::cgroup {
@@ -41,14 +41,11 @@ struct CgroupCollectorSettings {
   std::filesystem::path root;              // the hierarchy's directory as this process reaches it
   std::vector<perf::CountedEvent> events;  // ungrouped
   std::vector<perf::CountedGroup> groups;
-  std::vector<std::string> group_lines;            // --check-config, per group asked for
-  std::vector<HardwareThread> cpus;                // one counter per cgroup and event on each
-  Granularity granularity = Granularity::package;  // package or machine
-  std::vector<CgroupRoot> roots;
-  std::vector<CgroupPattern> match;
-  unsigned max_cgroups = 256;
-  double rescan_interval_seconds = 3;
-  ContainerRuntime cgroupfs_runtime = ContainerRuntime::none;
+  std::vector<std::string> group_lines;  // --check-config, per group asked for
+  std::vector<HardwareThread> cpus;      // one counter per cgroup and event on each
+  // As configured: granularity (package or machine), roots, match, max_cgroups, the rescan
+  // interval and the runtime of cgroupfs' bare ids (its events and groups are resolved above).
+  CgroupCollectorConfig configured;
   // Where the online CPUs are read at every rescan (common/cpu_list.h): a CPU that comes back
   // gets new counters (the kernel never re-enables events a CPU lost going offline). Empty: not
   // read.

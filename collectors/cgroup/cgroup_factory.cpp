@@ -1,5 +1,7 @@
 #include "collectors/cgroup/cgroup_collector.h"
 
+#include "collectors/cgroup/cgroup_config.h"
+
 #include <stdexcept>
 
 #include "collectors/cgroup/cgroup_registration.h"
@@ -42,27 +44,27 @@ Located locate(const Config& config) {
 
 // Counted when the configuration lists no events: best effort, what this machine cannot count is
 // dropped with one warning. CPU time first: the energy rules split power by it.
-std::vector<PapiEventConfig> default_cgroup_events() {
+std::vector<EventSpec> default_cgroup_events() {
   return events::events_from_names(
       {"perf::CPU-CLOCK", "perf::INSTRUCTIONS", "perf::CYCLES", "perf::CACHE-MISSES"});
 }
 
 // What is counted is exactly what was listed: with groups but no events, no ungrouped events;
 // with neither, the default events (containers have no default groups).
-std::vector<PapiEventConfig> cgroup_events(const CgroupCollectorConfig& cgroup) {
+std::vector<EventSpec> cgroup_events(const CgroupCollectorConfig& cgroup) {
   if (cgroup.events_given) return cgroup.events;
   if (cgroup.groups_given) return {};
   return default_cgroup_events();
 }
 
 std::vector<events::GroupDefinition> cgroup_groups(const Config& config) {
-  return events::group_definitions(config.collectors.cgroup.groups, true, {}, config.groups,
-                                   "collectors.cgroup.groups");
+  return events::group_definitions(config.get<CgroupCollectorConfig>().groups, true, {},
+                                   config.get<GroupsConfig>().groups, "collectors.cgroup.groups");
 }
 
 // Descriptors per cgroup and CPU: each ungrouped event and each member of a group.
 std::size_t event_count(const Config& config) {
-  std::size_t events = cgroup_events(config.collectors.cgroup).size();
+  std::size_t events = cgroup_events(config.get<CgroupCollectorConfig>()).size();
   for (const auto& group : cgroup_groups(config)) events += group.members.size();
   return events;
 }
@@ -79,7 +81,7 @@ struct Unavailable : std::runtime_error {
 
 CgroupCollectorSettings counting_settings(const Config& config, const Topology& topology,
                                           const events::PresetCatalog& presets) {
-  const auto& cgroup = config.collectors.cgroup;
+  const auto& cgroup = config.get<CgroupCollectorConfig>();
   Located located;
   try {
     located = locate(config);
@@ -144,12 +146,7 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
   settings.groups = std::move(resolved.groups);
   settings.group_lines = std::move(resolved.group_lines);
   settings.cpus = topology.threads();
-  settings.granularity = cgroup.granularity;
-  settings.roots = cgroup.roots;
-  settings.match = cgroup.match;
-  settings.max_cgroups = cgroup.max_cgroups;
-  settings.rescan_interval_seconds = cgroup.rescan_interval_seconds;
-  settings.cgroupfs_runtime = cgroup.runtime;
+  settings.configured = cgroup;
   return settings;
 }
 
@@ -175,7 +172,7 @@ namespace {
 
 // Descriptors at the cap: max_cgroups x events x CPUs.
 FileNeed file_need(const Config& config, const Topology& topology) {
-  const auto& cgroup = config.collectors.cgroup;
+  const auto& cgroup = config.get<CgroupCollectorConfig>();
   const std::size_t events = event_count(config);
   const std::size_t cpus = topology.threads().size();
   return {"cgroup: up to " + std::to_string(cgroup.max_cgroups) + " cgroups x " +
@@ -186,13 +183,13 @@ FileNeed file_need(const Config& config, const Topology& topology) {
 
 // The event families (hwperf_container_*), for the family-name check across collectors.
 std::vector<FamilyDeclaration> families(const Config& config, const Topology&) {
-  return configured_families(cgroup_events(config.collectors.cgroup), cgroup_groups(config),
-                             "container");
+  return configured_families(cgroup_events(config.get<CgroupCollectorConfig>()),
+                             cgroup_groups(config), "container");
 }
 
 // The --check-config lines: the hierarchy and what discovery finds now.
 std::vector<std::string> cgroup_check_report(const Config& config, const Topology&) {
-  const auto& cgroup = config.collectors.cgroup;
+  const auto& cgroup = config.get<CgroupCollectorConfig>();
   const Located located = locate(config);
   DiscoveryRules rules;
   for (const auto& root : cgroup.roots) rules.roots.push_back(root.path);
@@ -216,7 +213,7 @@ std::vector<std::string> cgroup_check_report(const Config& config, const Topolog
   return lines;
 }
 
-bool enabled(const Config& config) { return config.collectors.cgroup.enabled; }
+bool enabled(const Config& config) { return config.get<CgroupCollectorConfig>().enabled; }
 std::vector<std::string> check(const Config& config, const Topology& topology,
                                const CollectorServices& services) {
   // Building it finds the hierarchy and probes a cgroup event, which is what --check-config is for.
@@ -246,16 +243,11 @@ std::vector<events::RuleScope> rule_scopes(const Config& config) {
 namespace hwperf {
 
 const CollectorEntry& cgroup_collector_entry() {
-  static const CollectorEntry entry = {"cgroup",
-                                       &cgroup::enabled,
-                                       &make_with_presets<&cgroup::make_cgroup_collector>,
-                                       &cgroup::check,
-                                       &cgroup::file_need,
-                                       nullptr,
-                                       nullptr,
-                                       &cgroup::rule_scopes,
-                                       &cgroup::families,
-                                       true};
+  static const CollectorEntry entry = {
+      "cgroup",       &cgroup::enabled,     &make_with_presets<&cgroup::make_cgroup_collector>,
+      &cgroup::check, &cgroup::file_need,   nullptr,
+      nullptr,        &cgroup::rule_scopes, &cgroup::families,
+      true,           &cgroup_settings_keys};
   return entry;
 }
 

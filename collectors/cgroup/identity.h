@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "config/config.h"
+#include "collectors/cgroup/cgroup_config.h"
 
 namespace hwperf::cgroup {
 

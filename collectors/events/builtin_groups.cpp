@@ -209,7 +209,7 @@ std::vector<GroupDefinition> builtin_groups() {
       member.metric =
           member_row.metric != nullptr ? member_row.metric : named_metric(member_row.candidates);
       for (const char* candidate : member_row.candidates) {
-        PapiEventConfig event;
+        EventSpec event;
         event.event = candidate;
         event.metric = member.metric;
         member.candidates.push_back(std::move(event));

@@ -12,7 +12,7 @@
 
 #include "collectors/events/vocabulary.h"
 #include "collectors/metrics.h"
-#include "config/config.h"
+#include "collectors/events/specs.h"
 #include "topology/topology.h"
 
 namespace hwperf::events {

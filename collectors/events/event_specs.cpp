@@ -18,10 +18,10 @@ constexpr EnumName<Granularity> kMetricLevels[] = {{Granularity::cpu, "cpu"},
 
 }  // namespace
 
-std::vector<PapiEventConfig> events_from_names(std::initializer_list<const char*> names) {
-  std::vector<PapiEventConfig> events;
+std::vector<EventSpec> events_from_names(std::initializer_list<const char*> names) {
+  std::vector<EventSpec> events;
   for (const char* name : names) {
-    PapiEventConfig event;
+    EventSpec event;
     event.event = name;
     events.push_back(std::move(event));
   }
@@ -30,11 +30,11 @@ std::vector<PapiEventConfig> events_from_names(std::initializer_list<const char*
 
 std::string family_level(Granularity granularity) { return name_of(kMetricLevels, granularity); }
 
-std::string counter_family_name(Granularity granularity, const EventSpec& event) {
+std::string counter_family_name(Granularity granularity, const ExportedEvent& event) {
   return counter_name({family_level(granularity), event.metric});
 }
 
-std::string metric_base_of(const PapiEventConfig& config, const std::string& where,
+std::string metric_base_of(const EventSpec& config, const std::string& where,
                            std::vector<std::string>& problems) {
   if (config.metric.empty()) return default_metric_base(config.event);
   if (ends_with(config.metric, "_total")) {
@@ -49,18 +49,18 @@ std::string metric_base_of(const PapiEventConfig& config, const std::string& whe
   return config.metric;
 }
 
-std::string description_of(const PapiEventConfig& config,
+std::string description_of(const EventSpec& config,
                            const std::function<std::string(const std::string&)>& fallback) {
   if (!config.help.empty()) return config.help;
   if (auto builtin = builtin_description(config.event); !builtin.empty()) return builtin;
   return fallback(config.event);
 }
 
-std::vector<std::string> name_families(std::vector<EventSpec>& specs, std::string_view level) {
+std::vector<std::string> name_families(std::vector<ExportedEvent>& specs, std::string_view level) {
   std::vector<std::string> problems;
   std::map<std::string, std::size_t> by_family;  // family name -> index into specs
   for (std::size_t i = 0; i < specs.size(); ++i) {
-    EventSpec& spec = specs[i];
+    ExportedEvent& spec = specs[i];
     const std::string where = spec.where.empty() ? "" : spec.where + ": ";
     try {
       spec.family = counter_name({level, spec.metric});
@@ -71,7 +71,7 @@ std::vector<std::string> name_families(std::vector<EventSpec>& specs, std::strin
     }
     const auto [it, inserted] = by_family.emplace(spec.family, i);
     if (!inserted) {
-      const EventSpec& first = specs[it->second];
+      const ExportedEvent& first = specs[it->second];
       problems.push_back(where + "event \"" + spec.event + "\" would be exported as " +
                          spec.family + ", like \"" + first.event + "\"" +
                          (first.where.empty() ? "" : " at " + first.where) +
@@ -81,11 +81,11 @@ std::vector<std::string> name_families(std::vector<EventSpec>& specs, std::strin
   return problems;
 }
 
-std::vector<EventSpec> resolve_event_specs(
-    const std::vector<PapiEventConfig>& events, bool are_defaults, Granularity granularity,
+std::vector<ExportedEvent> resolve_event_specs(
+    const std::vector<EventSpec>& events, bool are_defaults, Granularity granularity,
     const std::function<std::string(const std::string&)>& papi_description) {
   std::vector<std::string> problems;
-  std::vector<EventSpec> specs;
+  std::vector<ExportedEvent> specs;
   for (const auto& config : events) {
     const std::string where = config.mark.to_string();
     if (has_cpu_qualifier(config.event)) {
@@ -101,7 +101,7 @@ std::vector<EventSpec> resolve_event_specs(
                          "signals every overflow): remove it");
       continue;
     }
-    EventSpec spec;
+    ExportedEvent spec;
     spec.event = config.event;
     spec.counted_as = config.event;
     spec.unit = event_unit(config.event);

@@ -133,7 +133,7 @@ std::vector<GroupDefinition> group_definitions(const std::vector<GroupRef>& refs
 }
 
 MemberChoice choose_members(const GroupDefinition& group,
-                            const std::function<CandidateVerdict(const PapiEventConfig&)>& judge,
+                            const std::function<CandidateVerdict(const EventSpec&)>& judge,
                             const std::string& this_machine) {
   MemberChoice choice;
   for (const auto& member : group.members) {

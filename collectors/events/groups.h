@@ -19,7 +19,7 @@
 
 #include "collectors/events/formula.h"
 #include "collectors/events/vocabulary.h"
-#include "config/config.h"
+#include "collectors/events/specs.h"
 
 namespace hwperf::events {
 
@@ -31,7 +31,7 @@ struct GroupMember {
   std::string variable;
   std::string metric;
   Unit unit = Unit::count;
-  std::vector<PapiEventConfig> candidates;
+  std::vector<EventSpec> candidates;
 };
 
 struct GroupMetric {
@@ -80,8 +80,8 @@ struct CandidateVerdict {
 // Intel's listed before it); when none is one of this machine's, it names `this_machine` (its
 // PMU, pfm_encoder.h) and every candidate tried. A single candidate's own reason is given as it is.
 struct MemberChoice {
-  std::vector<PapiEventConfig> events;  // per member
-  std::string unavailable;              // "" or "<member> (<event>: <reason>)"
+  std::vector<EventSpec> events;  // per member
+  std::string unavailable;        // "" or "<member> (<event>: <reason>)"
   // The parts of `unavailable`: the member, the event whose reason it gives (every candidate,
   // comma-separated, when none is this machine's) and a short cause.
   std::string member;
@@ -89,7 +89,7 @@ struct MemberChoice {
   std::string cause;
 };
 MemberChoice choose_members(const GroupDefinition& group,
-                            const std::function<CandidateVerdict(const PapiEventConfig&)>& judge,
+                            const std::function<CandidateVerdict(const EventSpec&)>& judge,
                             const std::string& this_machine);
 
 // The HELP of a member's family: what the event is, and that it is counted in a group.

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "config/config.h"
+#include "collectors/events/specs.h"
 
 namespace hwperf::events {
 

@@ -1,5 +1,7 @@
 #include "collectors/hwmon/hwmon_registration.h"
 
+#include "collectors/hwmon/hwmon_config.h"
+
 #include "collectors/hwmon/hwmon_collector.h"
 #include "collectors/hwmon/hwmon_engine.h"
 #include "common/log.h"
@@ -74,11 +76,11 @@ void log_survey(const Survey& survey, const EngineSettings& settings) {
 
 namespace {
 
-bool hwmon_enabled(const Config& config) { return config.collectors.hwmon.enabled; }
+bool hwmon_enabled(const Config& config) { return config.get<HwmonCollectorConfig>().enabled; }
 
 std::unique_ptr<Collector> hwmon_make(const Config& config, const Topology& topology,
                                       const CollectorServices&) {
-  const auto& settings = config.collectors.hwmon;
+  const auto& settings = config.get<HwmonCollectorConfig>();
   auto survey = hwmon::survey_meters(config.paths.sysfs, topology);
   const hwmon::EngineSettings engine_settings{settings.interval_seconds,
                                               settings.stale_after_seconds};
@@ -104,9 +106,9 @@ FileNeed hwmon_files(const Config& config, const Topology& topology) {
 
 const CollectorEntry& hwmon_collector_entry() {
   // hwmon attributes are world-readable (sysfs-interface.rst, "Attribute access"): no privilege.
-  static const CollectorEntry entry = {"hwmon",      &hwmon_enabled, &hwmon_make, &hwmon_check,
-                                       &hwmon_files, nullptr,        nullptr,     nullptr,
-                                       nullptr,      false};
+  static const CollectorEntry entry = {
+      "hwmon", &hwmon_enabled, &hwmon_make, &hwmon_check, &hwmon_files,        nullptr,
+      nullptr, nullptr,        nullptr,     false,        &hwmon_settings_keys};
   return entry;
 }
 

@@ -1,5 +1,5 @@
 // The seam between the PAPI collector and PAPI: a source of running counts laid out per (event,
-// CPU), for the events as the collector exports them (events::EventSpec). The real source is
+// CPU), for the events as the collector exports them (events::ExportedEvent). The real source is
 // papi_source.h; tests drive the collector with fakes (like rapl/energy_source.h).
 #pragma once
 

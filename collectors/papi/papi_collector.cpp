@@ -24,7 +24,7 @@
 namespace hwperf {
 namespace {
 
-using events::EventSpec;
+using events::ExportedEvent;
 using papi::CounterSource;
 
 class UnavailablePapiCollector final : public Collector {
@@ -43,7 +43,7 @@ class UnavailablePapiCollector final : public Collector {
 
 class PapiCollector final : public Collector {
  public:
-  PapiCollector(const PapiCollectorConfig& config, const std::vector<EventSpec>& events,
+  PapiCollector(const PapiCollectorConfig& config, const std::vector<ExportedEvent>& events,
                 const std::vector<papi::ExportedGroup>& groups,
                 const std::vector<papi::DroppedGroup>& dropped, const Topology& topology,
                 std::unique_ptr<CounterSource> source, papi::Maintenance maintenance)
@@ -58,7 +58,7 @@ class PapiCollector final : public Collector {
     for (const auto& set : layout.event_sets) read_errors_.emplace(set.cpu, 0);
     // Specs from resolve_event_specs are named already; naming again is cheap and covers
     // sources built directly (tests), through the same one function.
-    std::vector<EventSpec> named = events;
+    std::vector<ExportedEvent> named = events;
     auto problems = events::name_families(named, config.granularity);
     std::vector<std::string> group_of(named.size());
     for (const auto& group : groups) append_group(config, group, named, group_of, problems);
@@ -149,9 +149,9 @@ class PapiCollector final : public Collector {
   // A group's members, named apart from the ungrouped events (the same event may be both, in one
   // family), then its enabled and running times (papi_group_source.h), with their group label.
   static void append_group(const PapiCollectorConfig& config, const papi::ExportedGroup& group,
-                           std::vector<EventSpec>& named, std::vector<std::string>& group_of,
+                           std::vector<ExportedEvent>& named, std::vector<std::string>& group_of,
                            std::vector<std::string>& problems) {
-    std::vector<EventSpec> members = group.members;
+    std::vector<ExportedEvent> members = group.members;
     auto naming = events::name_families(members, config.granularity);
     problems.insert(problems.end(), naming.begin(), naming.end());
     const char* const what[] = {
@@ -162,7 +162,7 @@ class PapiCollector final : public Collector {
         "counts are then scaled by the group's one share."};
     const char* const metric[] = {"group_enabled_seconds", "group_running_seconds"};
     for (std::size_t t = 0; t < 2; ++t) {
-      EventSpec time;
+      ExportedEvent time;
       time.metric = metric[t];
       time.description = what[t];
       time.unit = events::Unit::nanoseconds;
@@ -352,7 +352,7 @@ std::unique_ptr<Collector> make_papi_unavailable_collector(const std::string& re
 }
 
 std::unique_ptr<Collector> make_papi_collector_from_source(
-    const PapiCollectorConfig& config, std::vector<events::EventSpec> events,
+    const PapiCollectorConfig& config, std::vector<events::ExportedEvent> events,
     const Topology& topology, std::unique_ptr<papi::CounterSource> source,
     papi::Maintenance maintenance, std::vector<papi::ExportedGroup> groups,
     std::vector<papi::DroppedGroup> dropped) {

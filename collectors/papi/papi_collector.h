@@ -19,7 +19,7 @@
 #include "collectors/collector.h"
 #include "collectors/events/event_specs.h"
 #include "collectors/papi/counter_source.h"
-#include "config/config.h"
+#include "collectors/papi/papi_config.h"
 
 namespace hwperf {
 
@@ -45,7 +45,7 @@ struct Maintenance {
 // for each group before it, its members and 2.
 struct ExportedGroup {
   std::string name;
-  std::vector<events::EventSpec> members;
+  std::vector<events::ExportedEvent> members;
 };
 // A default group this machine cannot count: exported as
 // hwperf_papi_group_dropped{group, member, event, reason} 1 (papi_groups.h: PlannedGroup).
@@ -64,7 +64,7 @@ struct DroppedGroup {
 // default groups left out. Throws ConfigError if a metric name is invalid or clashes (within the
 // ungrouped events, or within one group).
 std::unique_ptr<Collector> make_papi_collector_from_source(
-    const PapiCollectorConfig& config, std::vector<events::EventSpec> events,
+    const PapiCollectorConfig& config, std::vector<events::ExportedEvent> events,
     const Topology& topology, std::unique_ptr<papi::CounterSource> source,
     papi::Maintenance maintenance = {}, std::vector<papi::ExportedGroup> groups = {},
     std::vector<papi::DroppedGroup> dropped = {});

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "config/config.h"
+#include "collectors/papi/papi_config.h"
 
 namespace hwperf::papi {
 

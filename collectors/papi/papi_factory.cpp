@@ -27,7 +27,7 @@ namespace hwperf {
 
 namespace papi {
 
-std::vector<PapiEventConfig> default_events() {
+std::vector<EventSpec> default_events() {
   // The scheduler's view, which keeps the default useful on machines (VMs) without a hardware
   // PMU. Throughput, branch and cache behaviour and the clock are the default groups (below):
   // counted in groups, their ratios are ratios over the same time. Only the kernel's generic
@@ -38,9 +38,9 @@ std::vector<PapiEventConfig> default_events() {
 
 std::vector<std::string> default_group_names() { return {"ipc", "branch", "cache", "freq"}; }
 
-std::vector<PapiEventConfig> ungrouped_events(const PapiCollectorConfig& config) {
+std::vector<EventSpec> ungrouped_events(const PapiCollectorConfig& config) {
   if (config.events_given) return config.events;
-  return config.groups_given ? std::vector<PapiEventConfig>{} : default_events();
+  return config.groups_given ? std::vector<EventSpec>{} : default_events();
 }
 
 std::vector<events::GroupDefinition> configured_groups(const PapiCollectorConfig& config,
@@ -75,10 +75,10 @@ std::size_t descriptors_per_cpu(const std::vector<std::string>& events,
 
 namespace {
 
-using events::EventSpec;
+using events::ExportedEvent;
 
 struct Prepared {
-  std::vector<EventSpec> specs;
+  std::vector<ExportedEvent> specs;
   std::vector<unsigned> cpus;
   std::unique_ptr<papi::CounterSource> source;
   std::vector<std::string> skipped_defaults;  // default events PAPI does not know here
@@ -138,7 +138,7 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
   papi::init_library(paths.procfs);
   std::map<std::string, std::string> descriptions;
   std::map<std::string, std::string> counted_as;
-  std::vector<PapiEventConfig> known;
+  std::vector<EventSpec> known;
   for (const auto& event : events) {
     const auto lookup = papi::lookup_event(event.event);
     // A preset PAPI knows but has no definition of for this CPU (PAPI 7.0.0 stops at Ice Lake-SP
@@ -260,7 +260,7 @@ std::string drop_text(const std::string& event, const std::vector<unsigned>& cpu
 // "A (CPUs 0-3), B (CPUs 0-3): reason; remedy" per distinct reason, for the drops of the events
 // `wanted` accepts: a long remedy that holds for many events is said once.
 std::vector<std::string> drops_by_reason(const Prepared& prepared, const papi::SourceLayout& layout,
-                                         const std::function<bool(const EventSpec&)>& wanted) {
+                                         const std::function<bool(const ExportedEvent&)>& wanted) {
   std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_reason;
   for (const auto& [key, cpus] : group_drops(layout)) {
     const auto& [event, reason, remedy] = key;
@@ -278,7 +278,7 @@ std::vector<std::string> drops_by_reason(const Prepared& prepared, const papi::S
 }
 
 // " (counted as perf::INSTRUCTIONS: ...)" for a substituted preset, else "".
-std::string counted_as_text(const EventSpec& spec) {
+std::string counted_as_text(const ExportedEvent& spec) {
   if (spec.counted_as == spec.event) return "";
   return " (counted as " + spec.counted_as + ": this PAPI defines no " + spec.event +
          " for this CPU, and the kernel's generic event means the same)";
@@ -327,8 +327,8 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
               " (see hwperf_papi_event_dropped)");
   }
   // Default events are best effort: one line per reason.
-  for (const auto& line :
-       drops_by_reason(prepared, layout, [](const EventSpec& spec) { return spec.is_default; })) {
+  for (const auto& line : drops_by_reason(
+           prepared, layout, [](const ExportedEvent& spec) { return spec.is_default; })) {
     log::info("papi: skipping default events " + line);
   }
 
@@ -338,7 +338,7 @@ std::unique_ptr<Collector> make_papi_collector(const PapiCollectorConfig& config
       std::string message = "papi: none of the configured events can be counted on CPUs " +
                             format_cpu_list(prepared.cpus) + ".";
       for (const auto& line :
-           drops_by_reason(prepared, layout, [](const EventSpec&) { return true; })) {
+           drops_by_reason(prepared, layout, [](const ExportedEvent&) { return true; })) {
         message += " " + line + ".";
       }
       throw std::runtime_error(message);

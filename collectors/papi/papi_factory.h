@@ -10,7 +10,7 @@
 #include "collectors/collector.h"
 #include "collectors/events/groups.h"
 #include "common/open_files.h"
-#include "config/config.h"
+#include "collectors/papi/papi_config.h"
 
 namespace hwperf {
 
@@ -19,14 +19,14 @@ class Topology;
 namespace papi {
 
 // Used when the config lists no events. Best effort: what this machine cannot count is skipped.
-std::vector<PapiEventConfig> default_events();
+std::vector<EventSpec> default_events();
 // The groups counted when the config lists neither events nor groups, best effort like the
 // default events (events/groups.h); the default events are then those no default group counts.
 std::vector<std::string> default_group_names();
 // What the collector counts: the events listed, or with neither events nor groups listed the
 // default events and groups (best effort); with groups listed but no events, no ungrouped
 // events, and with events listed but no groups, no groups.
-std::vector<PapiEventConfig> ungrouped_events(const PapiCollectorConfig& config);
+std::vector<EventSpec> ungrouped_events(const PapiCollectorConfig& config);
 std::vector<events::GroupDefinition> configured_groups(const PapiCollectorConfig& config,
                                                        const std::vector<GroupConfig>& user);
 

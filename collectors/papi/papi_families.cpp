@@ -11,7 +11,7 @@
 namespace hwperf::papi {
 namespace {
 
-using events::EventSpec;
+using events::ExportedEvent;
 using events::Unit;
 
 // What the HELP text says of a domain and of a level.
@@ -28,7 +28,7 @@ const char* domain_text(CountingDomain domain) { return name_of(kDomainTexts, do
 
 // What the event counts in: its own u/k qualifiers win over the configured domain (see
 // cpu_qualified_name), so perf::CYCLES:u is user mode only whatever collectors.papi.domain says.
-std::string event_domain_text(const EventSpec& event, CountingDomain configured) {
+std::string event_domain_text(const ExportedEvent& event, CountingDomain configured) {
   const auto own = events::qualified_domain(event.event);
   if (!own) return domain_text(configured);
   const std::string levels = own->user && own->kernel ? domain_text(CountingDomain::all)
@@ -38,7 +38,7 @@ std::string event_domain_text(const EventSpec& event, CountingDomain configured)
   return levels + " (set by the event's own u/k qualifiers)";
 }
 
-std::string help_text(const EventSpec& event, const PapiCollectorConfig& config) {
+std::string help_text(const ExportedEvent& event, const PapiCollectorConfig& config) {
   std::string help = event.description;
   if (!help.empty() && help.back() != '.') help += '.';
   help += " PAPI event " + event.event;
@@ -53,7 +53,7 @@ std::string help_text(const EventSpec& event, const PapiCollectorConfig& config)
 
 // hwperf_papi_event_dropped: one series per event and reason, not per CPU: on a 512-CPU
 // machine without a PMU a dropped event would otherwise be 512 series saying the same thing.
-prometheus::MetricFamily dropped_event_family(const std::vector<EventSpec>& events,
+prometheus::MetricFamily dropped_event_family(const std::vector<ExportedEvent>& events,
                                               const SourceLayout& layout) {
   auto dropped = make_gauge_family(
       {"papi", "event", "dropped"},
@@ -92,7 +92,7 @@ prometheus::MetricFamily dropped_group_family(const std::vector<DroppedGroup>& g
 }  // namespace
 
 std::vector<EventFamily> event_families(const PapiCollectorConfig& config,
-                                        const std::vector<EventSpec>& events,
+                                        const std::vector<ExportedEvent>& events,
                                         const std::vector<std::string>& group_of,
                                         const Topology& topology, const SourceLayout& layout) {
   // Each event's counters, and the CPU each counts on, in layout order.
@@ -151,7 +151,7 @@ prometheus::MetricFamily availability_family(const std::string& reason) {
 }
 
 std::vector<prometheus::MetricFamily> status_families(
-    const std::vector<EventSpec>& events, std::size_t configured, const SourceLayout& layout,
+    const std::vector<ExportedEvent>& events, std::size_t configured, const SourceLayout& layout,
     const std::vector<DroppedGroup>& dropped_groups) {
   std::vector<prometheus::MetricFamily> out;
   out.push_back(availability_family("ok"));

@@ -12,7 +12,7 @@
 #include "collectors/events/event_specs.h"
 #include "collectors/papi/counter_source.h"
 #include "collectors/papi/papi_collector.h"
-#include "config/config.h"
+#include "collectors/papi/papi_config.h"
 #include "topology/topology.h"
 
 namespace hwperf::papi {
@@ -30,11 +30,11 @@ struct EventFamily {
 // exist (hwperf_papi_event_dropped says why). Events of one family name share it, with one HELP
 // (the first's): a group's member has a `group` label, group_of[e], beside its topology labels
 // ("" for an ungrouped event), so the same event grouped and ungrouped, or in two groups, is one
-// family of several series. An EventSpec with no `event` (a group's times) is described by its
+// family of several series. An ExportedEvent with no `event` (a group's times) is described by its
 // `description` alone. Throws std::invalid_argument when the layout names an event or CPU it
 // was not given.
 std::vector<EventFamily> event_families(const PapiCollectorConfig& config,
-                                        const std::vector<events::EventSpec>& events,
+                                        const std::vector<events::ExportedEvent>& events,
                                         const std::vector<std::string>& group_of,
                                         const Topology& topology, const SourceLayout& layout);
 
@@ -44,7 +44,7 @@ prometheus::MetricFamily availability_family(const std::string& reason);
 // Availability ("ok"), event info (of the first `configured` events: those not in a group),
 // dropped events, dropped default groups and event-set shapes.
 std::vector<prometheus::MetricFamily> status_families(
-    const std::vector<events::EventSpec>& events, std::size_t configured,
+    const std::vector<events::ExportedEvent>& events, std::size_t configured,
     const SourceLayout& layout, const std::vector<DroppedGroup>& dropped_groups = {});
 
 }  // namespace hwperf::papi

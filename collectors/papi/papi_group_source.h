@@ -22,7 +22,7 @@
 #include "collectors/papi/counter_source.h"
 #include "collectors/perf/counter_set.h"
 #include "collectors/perf/perf_event.h"
-#include "config/config.h"
+#include "collectors/papi/papi_config.h"
 
 namespace hwperf::papi {
 

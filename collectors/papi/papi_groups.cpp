@@ -82,7 +82,7 @@ PlannedGroup plan_group(const events::GroupDefinition& group, const GroupProbe& 
   std::vector<perf::EventEncoding> chosen;
   const auto choice = events::choose_members(
       group,
-      [&](const PapiEventConfig& candidate) {
+      [&](const EventSpec& candidate) {
         events::CandidateVerdict verdict;
         perf::EventEncoding encoding;
         try {
@@ -180,9 +180,9 @@ std::vector<ExportedGroup> exported_groups(const std::vector<PlannedGroup>& grou
     group.name = planned.definition.name;
     for (std::size_t m = 0; m < planned.counted.size(); ++m) {
       const auto& member = planned.definition.members[m];
-      PapiEventConfig chosen;
+      EventSpec chosen;
       chosen.event = planned.counted[m];
-      events::EventSpec spec;
+      events::ExportedEvent spec;
       spec.event = planned.counted[m];
       spec.counted_as = planned.counted[m];
       spec.where = planned.definition.where;

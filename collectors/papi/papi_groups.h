@@ -11,7 +11,7 @@
 #include "collectors/events/presets.h"
 #include "collectors/papi/papi_collector.h"
 #include "collectors/perf/perf_event.h"
-#include "config/config.h"
+#include "collectors/papi/papi_config.h"
 
 namespace hwperf::papi {
 

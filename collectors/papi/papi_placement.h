@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "collectors/papi/counter_source.h"
-#include "config/config.h"
+#include "collectors/papi/papi_config.h"
 
 namespace hwperf::papi {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "config/config.h"
+#include "collectors/papi/papi_config.h"
 
 namespace hwperf::papi {
 

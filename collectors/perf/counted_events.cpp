@@ -16,7 +16,7 @@
 namespace hwperf::perf {
 namespace {
 
-std::string where_of(const PapiEventConfig& event) {
+std::string where_of(const EventSpec& event) {
   return event.mark.line != 0 ? event.mark.to_string() + ": " : "";
 }
 
@@ -172,7 +172,7 @@ std::string mode_and_scope(const EventRequest& request, const ResolvedEvents& re
 }
 
 // Family names of `counted`, one spec each (events::name_families, the one place they are made).
-void name_counted(std::vector<CountedEvent>& counted, std::vector<events::EventSpec>& named,
+void name_counted(std::vector<CountedEvent>& counted, std::vector<events::ExportedEvent>& named,
                   const EventRequest& request, std::vector<std::string>& problems) {
   const auto naming = events::name_families(named, request.level);
   problems.insert(problems.end(), naming.begin(), naming.end());
@@ -184,7 +184,7 @@ void name_counted(std::vector<CountedEvent>& counted, std::vector<events::EventS
 
 void resolve_events(const EventRequest& request, ResolvedEvents& resolved,
                     std::vector<std::string>& problems) {
-  std::vector<events::EventSpec> named;  // per resolved event, for events::name_families
+  std::vector<events::ExportedEvent> named;  // per resolved event, for events::name_families
   for (const auto& event : request.configured) {
     const std::string where = where_of(event);
     const Probe probe = probe_event(event.event, request, resolved);
@@ -200,7 +200,7 @@ void resolve_events(const EventRequest& request, ResolvedEvents& resolved,
     resolved_event.event = event.event;
     resolved_event.where = event.mark.line != 0 ? event.mark.to_string() : "";
     resolved_event.unit = events::event_unit(event.event);
-    events::EventSpec spec;
+    events::ExportedEvent spec;
     spec.event = event.event;
     spec.where = resolved_event.where;
     spec.metric = events::metric_base_of(event, where + request.config_path, problems);
@@ -227,11 +227,11 @@ events::CandidateVerdict verdict_of(const Probe& probe, const std::string& candi
 
 // The chosen events of a countable group as its members are counted and named.
 CountedGroup counted_group(const events::GroupDefinition& group,
-                           const std::vector<PapiEventConfig>& chosen,
+                           const std::vector<EventSpec>& chosen,
                            const std::map<std::string, Probe>& probes, const EventRequest& request,
                            std::vector<std::string>& problems) {
   CountedGroup counted{group.name, group.where, {}};
-  std::vector<events::EventSpec> named;
+  std::vector<events::ExportedEvent> named;
   for (std::size_t i = 0; i < group.members.size(); ++i) {
     const auto& member = group.members[i];
     CountedEvent event;
@@ -241,7 +241,7 @@ CountedGroup counted_group(const events::GroupDefinition& group,
     event.help = events::member_help(group, member) + " ";
     set_counters(event, probes.at(event.event));
     counted.members.push_back(std::move(event));
-    events::EventSpec spec;
+    events::ExportedEvent spec;
     spec.event = chosen[i].event;
     spec.where = group.where;
     spec.metric = member.metric;
@@ -258,7 +258,7 @@ void resolve_groups(const EventRequest& request, ResolvedEvents& resolved,
     std::map<std::string, Probe> probes;  // candidate -> what probing it found
     const auto choice = events::choose_members(
         group,
-        [&](const PapiEventConfig& candidate) {
+        [&](const EventSpec& candidate) {
           const auto& probe = probes[candidate.event] =
               probe_event(candidate.event, request, resolved);
           return verdict_of(probe, candidate.event);

@@ -21,7 +21,7 @@
 #include "collectors/metrics.h"
 #include "collectors/events/vocabulary.h"
 #include "collectors/perf/perf_event.h"
-#include "config/config.h"
+#include "collectors/events/specs.h"
 
 namespace hwperf::perf {
 
@@ -63,7 +63,7 @@ struct CountedGroup {
 using GroupOpener = std::function<OrErrno<CounterGroup>(const std::vector<EventEncoding>&)>;
 
 struct EventRequest {
-  std::vector<PapiEventConfig> configured;
+  std::vector<EventSpec> configured;
   bool defaults = false;  // best effort: what cannot be counted is skipped with a warning
   std::vector<events::GroupDefinition> groups;
   bool default_groups = false;  // best effort too: a group that cannot be counted is skipped

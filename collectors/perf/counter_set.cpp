@@ -75,7 +75,7 @@ std::vector<std::size_t> CounterLayout::first_counts() const {
 // One unit of one target on one slot: closed (null) while its CPU is offline.
 struct CounterSet::Counter {
   std::unique_ptr<OpenUnit> unit;
-  GroupReading last;  // the previous reading; empty: counts from the descriptor's zero
+  GroupReading last;      // the previous reading; empty: counts from the descriptor's zero
   std::size_t index = 0;  // the unit's
   std::size_t slot = 0;
   bool scaled = true;

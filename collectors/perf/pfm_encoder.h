@@ -8,7 +8,7 @@
 #include <string>
 
 #include "collectors/perf/perf_event.h"
-#include "config/config.h"
+#include "collectors/events/specs.h"
 
 namespace hwperf::perf {
 

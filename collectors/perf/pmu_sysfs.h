@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "collectors/perf/perf_event.h"
-#include "config/config.h"
+#include "collectors/events/specs.h"
 
 namespace hwperf::perf {
 

@@ -20,7 +20,7 @@
 #include "collectors/process/target_plan.h"
 #include "collectors/region/region_export.h"
 #include "common/periodic_thread.h"
-#include "config/config.h"
+#include "collectors/process/process_config.h"
 #include "topology/topology.h"
 
 namespace hwperf::process {

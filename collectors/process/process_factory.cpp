@@ -1,5 +1,7 @@
 #include "collectors/process/process_collector.h"
 
+#include "collectors/process/process_config.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <map>
@@ -41,9 +43,9 @@ void check_pidfiles(const ProcessCollectorConfig& config) {
 std::vector<std::string> default_group_names() { return {"software", "ipc", "branch", "cache"}; }
 
 std::vector<events::GroupDefinition> process_groups(const Config& config) {
-  const auto& process = config.collectors.process;
+  const auto& process = config.get<ProcessCollectorConfig>();
   return events::group_definitions(process.groups, process.groups_given || process.events_given,
-                                   default_group_names(), config.groups,
+                                   default_group_names(), config.get<GroupsConfig>().groups,
                                    "collectors.process.groups");
 }
 
@@ -51,8 +53,8 @@ namespace {
 
 // What is counted is exactly what was listed: events alone, groups alone, or both; with neither,
 // the default groups and no ungrouped events.
-std::vector<PapiEventConfig> process_events(const ProcessCollectorConfig& process) {
-  return process.events_given ? process.events : std::vector<PapiEventConfig>{};
+std::vector<EventSpec> process_events(const ProcessCollectorConfig& process) {
+  return process.events_given ? process.events : std::vector<EventSpec>{};
 }
 
 // What the marker library counts per region: the targets' events, each one counter; a preset
@@ -84,7 +86,7 @@ std::vector<region::RegionEvent> regions_count(const ProcessCollectorSettings& s
 std::unique_ptr<ProcessCollector> make_process_collector(const Config& config,
                                                          const Topology& topology,
                                                          const events::PresetCatalog& presets) {
-  const auto& process = config.collectors.process;
+  const auto& process = config.get<ProcessCollectorConfig>();
   try {
     perf::initialize_pfm();
   } catch (const std::runtime_error& e) {
@@ -130,7 +132,7 @@ namespace {
 // and every member of a group: each is a descriptor) x CPU slots. Default groups are counted
 // whole, though this machine may not count them all.
 FileNeed file_need(const Config& config, const Topology& topology) {
-  const auto& process = config.collectors.process;
+  const auto& process = config.get<ProcessCollectorConfig>();
   std::size_t events = process_events(process).size();
   for (const auto& group : process_groups(config)) events += group.members.size();
   const std::size_t slots = process.per_cpu ? topology.threads().size() : 1;
@@ -167,14 +169,14 @@ FileNeed file_need(const Config& config, const Topology& topology) {
 
 // The event families (hwperf_process_*), for the family-name check across collectors.
 std::vector<FamilyDeclaration> families(const Config& config, const Topology&) {
-  return configured_families(process_events(config.collectors.process), process_groups(config),
-                             "process");
+  return configured_families(process_events(config.get<ProcessCollectorConfig>()),
+                             process_groups(config), "process");
 }
 
 // The --check-config lines: each target, its selector and what it selects now.
 std::vector<std::string> process_check_report(const Config& config, const Topology&) {
   std::vector<std::string> lines;
-  for (const auto& target : config.collectors.process.targets) {
+  for (const auto& target : config.get<ProcessCollectorConfig>().targets) {
     std::string selector;
     switch (target.selector) {
       case ProcessTargetConfig::Selector::pid:
@@ -204,7 +206,15 @@ std::vector<events::RuleScope> rule_scopes(const Config& config) {
 
 // Built only when targets are configured: with none it would count nothing.
 bool enabled(const Config& config) {
-  return config.collectors.process.enabled && !config.collectors.process.targets.empty();
+  const auto& process = config.get<ProcessCollectorConfig>();
+  return process.enabled && !process.targets.empty();
+}
+
+std::vector<EventSpec> command_events(const Config& config) {
+  return config.get<ProcessCollectorConfig>().events;
+}
+bool command_user_mode_only(const Config& config) {
+  return config.get<ProcessCollectorConfig>().domain == CountingDomain::user;
 }
 std::vector<std::string> check(const Config& config, const Topology& topology,
                                const CollectorServices& services) {
@@ -223,10 +233,14 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
 namespace hwperf {
 
 const CollectorEntry& process_collector_entry() {
+  static const CommandCounting commands = {&add_command_targets, &command_target_started,
+                                           &process::command_events,
+                                           &process::command_user_mode_only};
   static const CollectorEntry entry = {
-      "process",       &process::enabled,     &make_with_presets<&process::make_process_collector>,
-      &process::check, &process::file_need,   nullptr,
-      nullptr,         &process::rule_scopes, &process::families};
+      "process",       &process::enabled,      &make_with_presets<&process::make_process_collector>,
+      &process::check, &process::file_need,    nullptr,
+      nullptr,         &process::rule_scopes,  &process::families,
+      false,           &process_settings_keys, &commands};
   return entry;
 }
 

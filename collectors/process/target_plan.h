@@ -18,7 +18,7 @@
 
 #include "collectors/process/proc_scan.h"
 #include "common/enum_names.h"
-#include "config/config.h"
+#include "collectors/process/process_config.h"
 
 namespace hwperf::process {
 

@@ -8,7 +8,7 @@
 #include <optional>
 #include <string_view>
 
-#include "config/config.h"
+#include "collectors/rapl/rapl_config.h"
 
 namespace hwperf::rapl {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "collectors/rapl/energy.h"
-#include "config/config.h"
+#include "collectors/rapl/rapl_config.h"
 #include "common/files.h"
 #include "common/text.h"
 #include "common/interface.h"

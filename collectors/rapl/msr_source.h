@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "collectors/rapl/energy_source.h"
-#include "config/config.h"
+#include "collectors/rapl/rapl_config.h"
 #include "topology/topology.h"
 
 namespace hwperf::rapl {

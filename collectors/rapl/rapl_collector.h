@@ -10,7 +10,7 @@
 #include "collectors/collector.h"
 #include "collectors/rapl/energy_source.h"
 #include "collectors/rapl/rapl_engine.h"
-#include "config/config.h"
+#include "collectors/rapl/rapl_config.h"
 #include "topology/topology.h"
 
 namespace hwperf::rapl {

@@ -1,14 +1,16 @@
 #include "collectors/rapl/rapl_registration.h"
 
+#include "collectors/rapl/rapl_config.h"
+
 #include "collectors/rapl/rapl_factory.h"
 
 namespace hwperf {
 namespace {
 
-bool rapl_enabled(const Config& config) { return config.collectors.rapl.enabled; }
+bool rapl_enabled(const Config& config) { return config.get<RaplCollectorConfig>().enabled; }
 std::unique_ptr<Collector> rapl_make(const Config& config, const Topology& topology,
                                      const CollectorServices&) {
-  return make_rapl_collector(config.collectors.rapl, config.paths, topology);
+  return make_rapl_collector(config.get<RaplCollectorConfig>(), config.paths, topology);
 }
 // What RAPL finds is logged when the collector is built; its settings were checked on loading.
 std::vector<std::string> rapl_check(const Config&, const Topology&, const CollectorServices&) {
@@ -24,8 +26,9 @@ FileNeed rapl_files(const Config&, const Topology& topology) {
 }  // namespace
 
 const CollectorEntry& rapl_collector_entry() {
-  static const CollectorEntry entry = {"rapl",  &rapl_enabled, &rapl_make, &rapl_check, &rapl_files,
-                                       nullptr, nullptr,       nullptr,    nullptr,     true};
+  static const CollectorEntry entry = {
+      "rapl",  &rapl_enabled, &rapl_make, &rapl_check, &rapl_files,        nullptr,
+      nullptr, nullptr,       nullptr,    true,        &rapl_settings_keys};
   return entry;
 }
 

@@ -29,7 +29,7 @@ bool same_event(const perf::EventEncoding& encoding, const SegmentEvent& event) 
 
 std::vector<RegionEvent> region_events(const std::vector<perf::CountedEvent>& counted) {
   std::vector<RegionEvent> events;
-  std::vector<events::EventSpec> specs;
+  std::vector<events::ExportedEvent> specs;
   for (const auto& event : counted) {
     const auto& e = event.encoding;
     const bool known = std::any_of(events.begin(), events.end(), [&](const RegionEvent& other) {
@@ -37,11 +37,11 @@ std::vector<RegionEvent> region_events(const std::vector<perf::CountedEvent>& co
     });
     // The same event in two groups is counted twice by the process targets; a region has it
     // once. Two events under one metric would be one family: the first is kept.
-    const bool named = std::any_of(specs.begin(), specs.end(), [&](const events::EventSpec& spec) {
-      return spec.metric == event.metric;
-    });
+    const bool named =
+        std::any_of(specs.begin(), specs.end(),
+                    [&](const events::ExportedEvent& spec) { return spec.metric == event.metric; });
     if (known || named || event.metric.empty()) continue;
-    events::EventSpec spec;
+    events::ExportedEvent spec;
     spec.event = event.event;
     spec.metric = event.metric;
     spec.where = event.where;

@@ -1,11 +1,15 @@
 #include "collectors/topology/topology_registration.h"
 
+#include "collectors/topology/topology_config.h"
+
 #include "collectors/topology/topology_collector.h"
 
 namespace hwperf {
 namespace {
 
-bool topology_enabled(const Config& config) { return config.collectors.topology.enabled; }
+bool topology_enabled(const Config& config) {
+  return config.get<TopologyCollectorConfig>().enabled;
+}
 std::unique_ptr<Collector> topology_make(const Config&, const Topology& topology,
                                          const CollectorServices&) {
   return make_topology_collector(topology);
@@ -22,9 +26,17 @@ std::vector<FamilyDeclaration> topology_families(const Config&, const Topology& 
 }  // namespace
 
 const CollectorEntry& topology_collector_entry() {
-  static const CollectorEntry entry = {
-      "topology",      &topology_enabled,      &topology_make, &topology_check,   nullptr,
-      "hwloc_version", &hwloc_library_version, nullptr,        &topology_families};
+  static const CollectorEntry entry = {"topology",
+                                       &topology_enabled,
+                                       &topology_make,
+                                       &topology_check,
+                                       nullptr,
+                                       "hwloc_version",
+                                       &hwloc_library_version,
+                                       nullptr,
+                                       &topology_families,
+                                       false,
+                                       &topology_settings_keys};
   return entry;
 }
 

@@ -1,5 +1,7 @@
 #include "collectors/uncore/uncore_registration.h"
 
+#include "collectors/uncore/uncore_config.h"
+
 #include "collectors/uncore/counter_backend.h"
 #include "collectors/uncore/resctrl.h"
 #include "collectors/uncore/uncore_collector.h"
@@ -8,14 +10,14 @@
 namespace hwperf {
 namespace {
 
-bool uncore_enabled(const Config& config) { return config.collectors.uncore.enabled; }
+bool uncore_enabled(const Config& config) { return config.get<UncoreCollectorConfig>().enabled; }
 std::unique_ptr<Collector> uncore_make(const Config& config, const Topology& topology,
                                        const CollectorServices&) {
   const std::string& sysfs = config.paths.sysfs;
   return uncore::make_uncore_collector(
       uncore::plan_uncore(sysfs, topology), uncore::make_perf_backend(), config.paths.procfs,
       uncore::open_resctrl(sysfs, uncore::l3_packages(sysfs, topology)),
-      config.collectors.uncore.peak_memory_bytes_per_second);
+      config.get<UncoreCollectorConfig>().peak_memory_bytes_per_second);
 }
 // What sysfs describes, per quantity and package: the dry run opens no perf counter (the
 // resctrl files it looks at are plain reads).
@@ -43,8 +45,8 @@ FileNeed uncore_files(const Config& config, const Topology& topology) {
 const CollectorEntry& uncore_collector_entry() {
   // Its PMUs count the whole package and the msr PMU every CPU: system-wide privileges.
   static const CollectorEntry entry = {
-      "uncore", &uncore_enabled, &uncore_make, &uncore_check, &uncore_files,
-      nullptr,  nullptr,         nullptr,      nullptr,       true};
+      "uncore", &uncore_enabled, &uncore_make, &uncore_check, &uncore_files,        nullptr,
+      nullptr,  nullptr,         nullptr,      true,          &uncore_settings_keys};
   return entry;
 }
 

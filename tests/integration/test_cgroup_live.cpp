@@ -38,15 +38,15 @@ namespace {
 
 Config cgroup_config(const std::string& root, unsigned max_cgroups = 256) {
   Config config;
-  config.collectors.cgroup.enabled = true;
-  config.collectors.cgroup.events_given = true;
-  PapiEventConfig clock;
+  config.get<CgroupCollectorConfig>().enabled = true;
+  config.get<CgroupCollectorConfig>().events_given = true;
+  EventSpec clock;
   clock.event = "perf::CPU-CLOCK";
-  config.collectors.cgroup.events.push_back(clock);
-  config.collectors.cgroup.roots.push_back({root, {}});
-  config.collectors.cgroup.max_cgroups = max_cgroups;
+  config.get<CgroupCollectorConfig>().events.push_back(clock);
+  config.get<CgroupCollectorConfig>().roots.push_back({root, {}});
+  config.get<CgroupCollectorConfig>().max_cgroups = max_cgroups;
   // The test rescans when it wants to.
-  config.collectors.cgroup.rescan_interval_seconds = 60;
+  config.get<CgroupCollectorConfig>().rescan_interval_seconds = 60;
   return config;
 }
 
@@ -72,7 +72,7 @@ TEST_CASE("A cgroup's cpu-clock is the CPU time of the processes in it", "[live]
   auto collector =
       cgroup::make_cgroup_collector(cgroup_config(name), topology, papi::preset_catalog());
   Config for_machine = cgroup_config(name);
-  for_machine.collectors.cgroup.granularity = Granularity::machine;
+  for_machine.get<CgroupCollectorConfig>().granularity = Granularity::machine;
   auto machine = cgroup::make_cgroup_collector(for_machine, topology, papi::preset_catalog());
 
   Spinner spinner(600);

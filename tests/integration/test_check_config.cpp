@@ -12,7 +12,7 @@
 
 #include "collectors/papi/papi_presets.h"
 #include "collectors/registry.h"
-#include "config/loader.h"
+#include "collectors/configuration.h"
 #include "tests/support.h"
 
 using namespace hwperf;

@@ -81,14 +81,14 @@ TEST_CASE("A process target exports a derived preset as the sum of its terms", "
   const std::size_t pages = 8192;  // 32 MiB
   test::Workload workload({"fork", std::to_string(pages)});
   Config config;
-  config.collectors.process.events_given = true;
-  config.collectors.process.events =
+  config.get<ProcessCollectorConfig>().events_given = true;
+  config.get<ProcessCollectorConfig>().events =
       events::events_from_names({"perf::PAGE-FAULTS", "PAPI_X_FAULTS"});
   ProcessTargetConfig target;
   target.name = "tree";
   target.selector = ProcessTargetConfig::Selector::pid;
   target.pid = workload.pid();
-  config.collectors.process.targets.push_back(target);
+  config.get<ProcessCollectorConfig>().targets.push_back(target);
   const Topology topology = Topology::load(TopologyConfig{});
   auto collector = process::make_process_collector(config, topology, presets);
   workload.say("go");

@@ -30,14 +30,14 @@ namespace {
 
 Config process_config(ProcessTargetConfig target, bool per_cpu = false) {
   Config config;
-  config.collectors.process.events_given = true;
+  config.get<ProcessCollectorConfig>().events_given = true;
   for (const char* name : {"perf::TASK-CLOCK", "perf::PAGE-FAULTS"}) {
-    PapiEventConfig event;
+    EventSpec event;
     event.event = name;
-    config.collectors.process.events.push_back(event);
+    config.get<ProcessCollectorConfig>().events.push_back(event);
   }
-  config.collectors.process.per_cpu = per_cpu;
-  config.collectors.process.targets.push_back(std::move(target));
+  config.get<ProcessCollectorConfig>().per_cpu = per_cpu;
+  config.get<ProcessCollectorConfig>().targets.push_back(std::move(target));
   return config;
 }
 
@@ -296,7 +296,7 @@ TEST_CASE("Scrapes overlap rescans while processes come and go", "[process][conc
   target.selector = ProcessTargetConfig::Selector::match;
   target.comm = "^hwperf_test_wor";
   Config config = process_config(target);
-  config.collectors.process.rescan_interval_seconds = kMinRescanIntervalSeconds;
+  config.get<ProcessCollectorConfig>().rescan_interval_seconds = kMinRescanIntervalSeconds;
   const Topology topology = Topology::load(TopologyConfig{});
   auto collector = process::make_process_collector(config, topology, papi::preset_catalog());
   std::atomic<bool> done{false};

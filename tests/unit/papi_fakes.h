@@ -18,7 +18,7 @@
 namespace hwperf::test::papi_fakes {
 
 // The PAPI unit tests' prelude: `using namespace hwperf::test::papi_fakes;` brings these too.
-using events::EventSpec;
+using events::ExportedEvent;
 using papi::CounterSource;
 using papi::SourceLayout;
 using test::find_samples;
@@ -28,9 +28,9 @@ using test::scrape;
 using test::two_socket_topology;
 using test::value_of;
 
-inline EventSpec spec(const std::string& event, const std::string& metric,
-                      events::Unit unit = events::Unit::count) {
-  EventSpec s;
+inline ExportedEvent spec(const std::string& event, const std::string& metric,
+                          events::Unit unit = events::Unit::count) {
+  ExportedEvent s;
   s.event = event;
   s.metric = metric;
   s.description = "Test event " + event;

@@ -14,7 +14,7 @@
 #include "collectors/cgroup/hierarchy.h"
 #include "collectors/cgroup/identity.h"
 #include "config/errors.h"
-#include "config/loader.h"
+#include "collectors/configuration.h"
 #include "tests/support.h"
 
 using namespace hwperf::cgroup;
@@ -215,7 +215,7 @@ collectors:
     rescan_interval_seconds: 1.5
 )",
                                           "c.yml");
-  const auto& cgroup = config.collectors.cgroup;
+  const auto& cgroup = config.get<CgroupCollectorConfig>();
   CHECK(cgroup.enabled);
   CHECK(cgroup.granularity == Granularity::machine);
   REQUIRE(cgroup.roots.size() == 2);
@@ -248,7 +248,7 @@ TEST_CASE("a node where containers cannot be counted says so and the exporter ke
   procfs.write("cgroups", cgroups_without);
   procfs.write("self/mountinfo", mi_pure_v2);
   hwperf::Config config;
-  config.collectors.cgroup.enabled = true;
+  config.get<hwperf::CgroupCollectorConfig>().enabled = true;
   config.paths.procfs = procfs.path().string();
   hwperf::test::CapturedStderr log;
   const auto collector = make_cgroup_collector(config, hwperf::test::two_socket_topology(),

@@ -9,7 +9,7 @@
 
 #include "collectors/cgroup/discovery.h"
 #include "collectors/cgroup/identity.h"
-#include "config/loader.h"
+#include "collectors/configuration.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -79,10 +79,10 @@ TEST_CASE("collectors.cgroup.runtime: read, dumped again, and a wrong spelling n
           "[cgroup][config]") {
   const Config config =
       parse_config_text("collectors:\n  cgroup:\n    enabled: true\n    runtime: cri-o\n", "c.yml");
-  CHECK(config.collectors.cgroup.runtime == ContainerRuntime::crio);
-  CHECK(parse_config_text(dump_config(config), "dump.yml").collectors.cgroup.runtime ==
+  CHECK(config.get<CgroupCollectorConfig>().runtime == ContainerRuntime::crio);
+  CHECK(parse_config_text(dump_config(config), "dump.yml").get<CgroupCollectorConfig>().runtime ==
         ContainerRuntime::crio);
-  CHECK(Config{}.collectors.cgroup.runtime == ContainerRuntime::none);
+  CHECK(Config{}.get<CgroupCollectorConfig>().runtime == ContainerRuntime::none);
   // The scheme is written for us: a runtime spelled as kube-state-metrics shows it is refused.
   CHECK_THAT(test::config_error("collectors:\n  cgroup:\n    runtime: containerd://\n", "bad.yml"),
              Catch::Contains("bad.yml:3:") && Catch::Contains("collectors.cgroup.runtime") &&

@@ -11,6 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "collectors/cgroup/cgroup_config.h"
+#include "collectors/hwmon/hwmon_config.h"
+#include "collectors/papi/papi_config.h"
+#include "collectors/process/process_config.h"
+#include "collectors/rapl/rapl_config.h"
+#include "collectors/topology/topology_config.h"
+#include "collectors/uncore/uncore_config.h"
 #include "collectors/registry.h"
 #include "common/cpu_list.h"
 #include "common/files.h"
@@ -62,20 +69,20 @@ TEST_CASE("the PAPI collector's open-file need is one descriptor per CPU and eve
   const Topology topology = Topology::load(synthetic);
   Config config;
   // Only PAPI: the collectors on by default that hold descriptors of their own are off.
-  config.collectors.rapl.enabled = false;
-  config.collectors.uncore.enabled = false;
-  config.collectors.hwmon.enabled = false;
-  config.collectors.papi.events_given = true;
+  config.get<RaplCollectorConfig>().enabled = false;
+  config.get<UncoreCollectorConfig>().enabled = false;
+  config.get<HwmonCollectorConfig>().enabled = false;
+  config.get<PapiCollectorConfig>().events_given = true;
   for (int i = 0; i < 11; ++i) {
-    PapiEventConfig event;
+    EventSpec event;
     event.event = "perf::CPU-CLOCK";
-    config.collectors.papi.events.push_back(event);
+    config.get<PapiCollectorConfig>().events.push_back(event);
   }
   const auto needs = collector_file_needs(config, topology);
   REQUIRE(needs.size() == 1);
   const unsigned long cpus = topology.cpus().size();
   CHECK(cpus == 512);
-  CHECK(needs.front().count == cpus * config.collectors.papi.events.size());
+  CHECK(needs.front().count == cpus * config.get<PapiCollectorConfig>().events.size());
   CHECK_FALSE(open_file_shortfall(needs, 1024).empty());
 }
 

@@ -5,9 +5,16 @@
 #include <set>
 #include <string>
 
+#include "collectors/cgroup/cgroup_config.h"
+#include "collectors/hwmon/hwmon_config.h"
+#include "collectors/papi/papi_config.h"
+#include "collectors/process/process_config.h"
+#include "collectors/rapl/rapl_config.h"
+#include "collectors/topology/topology_config.h"
+#include "collectors/uncore/uncore_config.h"
 #include "common/cpu_list.h"
 #include "config/errors.h"
-#include "config/loader.h"
+#include "collectors/configuration.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -31,10 +38,10 @@ TEST_CASE("no config file gives the documented defaults", "[config]") {
   const Config config = load_config_file("");
   check_web_and_paths(config, ":9477", "/metrics", "/sys", "/proc", "/dev");
   CHECK(config.topology.kind == TopologyConfig::Kind::system);
-  CHECK(config.collectors.topology.enabled);
-  CHECK(config.collectors.papi.enabled);
-  CHECK_FALSE(config.collectors.papi.events_given);
-  CHECK(config.collectors.rapl.enabled);
+  CHECK(config.get<TopologyCollectorConfig>().enabled);
+  CHECK(config.get<PapiCollectorConfig>().enabled);
+  CHECK_FALSE(config.get<PapiCollectorConfig>().events_given);
+  CHECK(config.get<RaplCollectorConfig>().enabled);
 }
 
 TEST_CASE("an empty file is valid and means defaults", "[config]") {
@@ -75,8 +82,8 @@ collectors:
   CHECK(config.topology.kind == TopologyConfig::Kind::synthetic);
   CHECK(config.topology.argument == "pack:2 core:4 pu:2");
   CHECK(config.log_level == LogLevel::debug);
-  CHECK_FALSE(config.collectors.topology.enabled);
-  const auto& papi = config.collectors.papi;
+  CHECK_FALSE(config.get<TopologyCollectorConfig>().enabled);
+  const auto& papi = config.get<PapiCollectorConfig>();
   CHECK_FALSE(papi.cpus.all);
   CHECK(papi.cpus.cpus == std::vector<unsigned>{0, 1, 2, 3, 8});
   CHECK(papi.cpus.to_string() == "0-3,8");
@@ -91,7 +98,7 @@ collectors:
   CHECK(papi.events[1].event == "perf::PAGE-FAULTS");
   CHECK(papi.events[1].metric == "page_faults");
   CHECK(papi.events[1].help == "Page faults");
-  const auto& rapl = config.collectors.rapl;
+  const auto& rapl = config.get<RaplCollectorConfig>();
   CHECK(rapl.interface == RaplInterface::msr);
   CHECK(rapl.domains == std::vector<RaplDomain>{RaplDomain::package, RaplDomain::dram});
   CHECK(rapl.max_power_watts == 250);
@@ -228,9 +235,9 @@ topology: {source: "synthetic:pack:1 pu:2"}
                                       "a.yml");
   const Config again = parse_config_text(dump_config(original), "dump.yml");
   CHECK(dump_config(again) == dump_config(original));
-  CHECK(again.collectors.papi.events.size() == 2);
-  CHECK(again.collectors.papi.events[1].metric == "faults");
-  CHECK(again.collectors.rapl.interface == RaplInterface::perf);
+  CHECK(again.get<PapiCollectorConfig>().events.size() == 2);
+  CHECK(again.get<PapiCollectorConfig>().events[1].metric == "faults");
+  CHECK(again.get<RaplCollectorConfig>().interface == RaplInterface::perf);
   CHECK(again.topology.to_string() == "synthetic:pack:1 pu:2");
 }
 

@@ -11,6 +11,7 @@
 #include "collectors/metrics.h"
 #include "config/errors.h"
 #include "collectors/events/vocabulary.h"
+#include "collectors/process/process_config.h"
 #include "exporter/cli.h"
 #include "exporter/experiment_run.h"
 #include "exporter/router.h"
@@ -197,11 +198,11 @@ TEST_CASE("Events that count in kernel mode only are not measured where user mod
   CHECK_FALSE(kernel_mode_only_metric("PAPI_TOT_INS"));
 
   Config config;
-  config.collectors.process.events_given = true;
-  config.collectors.process.events = {{"perf::CONTEXT-SWITCHES:u", "", "", {}},
-                                      {"perf::CPU-MIGRATIONS", "moves", "", {}},
-                                      {"perf::CS:k=1", "", "", {}},
-                                      {"perf::PAGE-FAULTS", "", "", {}}};
+  config.get<ProcessCollectorConfig>().events_given = true;
+  config.get<ProcessCollectorConfig>().events = {{"perf::CONTEXT-SWITCHES:u", "", "", {}},
+                                                 {"perf::CPU-MIGRATIONS", "moves", "", {}},
+                                                 {"perf::CS:k=1", "", "", {}},
+                                                 {"perf::PAGE-FAULTS", "", "", {}}};
   const auto plan = summary_plan(config);
   // Its own :u leaves kernel mode out whatever the domain.
   CHECK(not_measured(plan, {}) ==
@@ -214,7 +215,7 @@ TEST_CASE("Events that count in kernel mode only are not measured where user mod
   const auto user = not_measured(plan, {narrowed});
   CHECK(user.size() == 2);
   CHECK(user.count("moves") == 1);
-  config.collectors.process.domain = CountingDomain::user;
+  config.get<ProcessCollectorConfig>().domain = CountingDomain::user;
   CHECK(not_measured(summary_plan(config), {}).size() == 2);
 }
 

@@ -11,11 +11,12 @@
 #include "collectors/events/formula.h"
 #include "collectors/events/groups.h"
 #include "collectors/events/rules.h"
+#include "collectors/papi/papi_config.h"
 #include "collectors/perf/perf_event.h"
 #include "collectors/perf/pfm_encoder.h"
 #include "common/text.h"
 #include "config/errors.h"
-#include "config/loader.h"
+#include "collectors/configuration.h"
 
 #include "tests/support.h"
 
@@ -79,12 +80,13 @@ TEST_CASE("User groups are read with their marks, and checked against the built-
       "    metrics:\n"
       "      my_ipc: {expr: \"ins / cyc\", help: \"Instructions per cycle\"}\n",
       "hwperf.yml");
-  REQUIRE(config.collectors.papi.groups_given);
-  REQUIRE(config.collectors.papi.groups.size() == 2);
-  CHECK(config.collectors.papi.groups[1].mark.to_string() == "hwperf.yml:3:19");
-  REQUIRE(config.groups.size() == 1);
-  const auto groups = group_definitions(config.collectors.papi.groups, true, {}, config.groups,
-                                        "collectors.papi.groups");
+  REQUIRE(config.get<PapiCollectorConfig>().groups_given);
+  REQUIRE(config.get<PapiCollectorConfig>().groups.size() == 2);
+  CHECK(config.get<PapiCollectorConfig>().groups[1].mark.to_string() == "hwperf.yml:3:19");
+  REQUIRE(config.get<GroupsConfig>().groups.size() == 1);
+  const auto groups =
+      group_definitions(config.get<PapiCollectorConfig>().groups, true, {},
+                        config.get<GroupsConfig>().groups, "collectors.papi.groups");
   REQUIRE(groups.size() == 2);
   CHECK(groups[0].builtin);
   CHECK(groups[1].name == "mygroup");
@@ -94,8 +96,8 @@ TEST_CASE("User groups are read with their marks, and checked against the built-
   CHECK(groups[1].metrics.at(0).help == "Instructions per cycle");
   // The dump reads back to the same groups.
   const Config again = parse_config_text(dump_config(config), "dump.yml");
-  CHECK(again.groups.size() == 1);
-  CHECK(again.groups[0].metrics.at(0).expr == "ins / cyc");
+  CHECK(again.get<GroupsConfig>().groups.size() == 1);
+  CHECK(again.get<GroupsConfig>().groups[0].metrics.at(0).expr == "ins / cyc");
 }
 
 TEST_CASE("Group mistakes are configuration errors naming file, line and column",
@@ -103,8 +105,9 @@ TEST_CASE("Group mistakes are configuration errors naming file, line and column"
   const auto problems = [](const std::string& yaml) -> std::string {
     try {
       const Config config = parse_config_text(yaml, "hwperf.yml");
-      group_definitions(config.collectors.papi.groups, config.collectors.papi.groups_given, {},
-                        config.groups, "collectors.papi.groups");
+      group_definitions(config.get<PapiCollectorConfig>().groups,
+                        config.get<PapiCollectorConfig>().groups_given, {},
+                        config.get<GroupsConfig>().groups, "collectors.papi.groups");
     } catch (const ConfigError& e) {
       return e.what();
     }
@@ -178,14 +181,14 @@ TEST_CASE("A built-in group counts the first candidate of each member this machi
           "[groups]") {
   GroupDefinition group;
   group.name = "g";
-  PapiEventConfig a1, a2, b1;
+  EventSpec a1, a2, b1;
   a1.event = "VENDOR_A";
   a2.event = "perf::GENERIC_A";
   b1.event = "perf::B";
   group.members = {{"a", "a", Unit::count, {a1, a2}}, {"b", "b", Unit::count, {b1}}};
   const auto choice = choose_members(
       group,
-      [](const PapiEventConfig& event) {
+      [](const EventSpec& event) {
         return event.event == "VENDOR_A" ? CandidateVerdict{"not on this CPU", "elsewhere", true}
                                          : CandidateVerdict{};
       },
@@ -195,7 +198,7 @@ TEST_CASE("A built-in group counts the first candidate of each member this machi
   CHECK(choice.events[0].event == "perf::GENERIC_A");
   const auto none = choose_members(
       group,
-      [](const PapiEventConfig& event) {
+      [](const EventSpec& event) {
         return event.event == "perf::B" ? CandidateVerdict{}
                                         : CandidateVerdict{"no hardware PMU", "ENOENT", false};
       },
@@ -213,14 +216,14 @@ TEST_CASE("A member's reason is that of the first of its events this machine has
   group.name = "g";
   group.members = {{"access", "accesses", Unit::count, {}}};
   for (const char* name : {"INTEL_EVENT", "AMD_EVENT", "perf::GENERIC"}) {
-    PapiEventConfig candidate;
+    EventSpec candidate;
     candidate.event = name;
     group.members[0].candidates.push_back(candidate);
   }
   // AMD's event is this machine's; Intel's is not (it does not encode).
   const auto amd = choose_members(
       group,
-      [](const PapiEventConfig& event) {
+      [](const EventSpec& event) {
         return event.event == "INTEL_EVENT"
                    ? CandidateVerdict{"event not found", "not an event of this machine", true}
                    : CandidateVerdict{"perf_event_open on CPU 0: ENOENT", "ENOENT", false};
@@ -231,7 +234,7 @@ TEST_CASE("A member's reason is that of the first of its events this machine has
   // None of them is: the machine's PMU is named, with every event tried.
   const auto foreign = choose_members(
       group,
-      [](const PapiEventConfig&) {
+      [](const EventSpec&) {
         return CandidateVerdict{"event not found", "not an event of this machine", true};
       },
       "libpfm4's core PMU is arm_neoverse_v2");
@@ -244,7 +247,7 @@ TEST_CASE("A member's reason is that of the first of its events this machine has
   group.members[0].candidates.resize(1);
   const auto typo = choose_members(
       group,
-      [](const PapiEventConfig&) {
+      [](const EventSpec&) {
         return CandidateVerdict{"event not found", "not an event of this machine", true};
       },
       "libpfm4's core PMU is icx");
@@ -425,10 +428,11 @@ TEST_CASE("the documentation's group examples count on every CPU generation", "[
   const std::string yaml = yaml_example(page, heading);
   REQUIRE_FALSE(yaml.empty());
   const Config config = parse_config_text(yaml, page);
-  REQUIRE_FALSE(config.groups.empty());
+  REQUIRE_FALSE(config.get<GroupsConfig>().groups.empty());
   std::size_t events = 0;
-  for (const auto& group : group_definitions(config.collectors.papi.groups, true, {}, config.groups,
-                                             "collectors.papi.groups")) {
+  for (const auto& group :
+       group_definitions(config.get<PapiCollectorConfig>().groups, true, {},
+                         config.get<GroupsConfig>().groups, "collectors.papi.groups")) {
     if (group.builtin) continue;
     for (const auto& member : group.members) {
       for (const auto& candidate : member.candidates) {

@@ -20,9 +20,9 @@ using hwperf::test::two_socket_topology;
 
 namespace {
 
-PapiEventConfig event_at(const std::string& name, int line, const std::string& metric = "",
-                         const std::string& help = "") {
-  PapiEventConfig event;
+EventSpec event_at(const std::string& name, int line, const std::string& metric = "",
+                   const std::string& help = "") {
+  EventSpec event;
   event.event = name;
   event.metric = metric;
   event.help = help;
@@ -140,7 +140,7 @@ TEST_CASE("an event's own u/k qualifiers select its domain as libpfm4 reads them
 }
 
 TEST_CASE("each granularity has its own family name", "[papi]") {
-  EventSpec spec;
+  ExportedEvent spec;
   spec.event = "PAPI_TOT_INS";
   spec.metric = "instructions";
   CHECK(counter_family_name(Granularity::cpu, spec) == "hwperf_cpu_instructions_total");
@@ -231,7 +231,7 @@ TEST_CASE("qualifiers that make libpfm4 sample are found, and refused naming whe
   const auto sampling = sampling_qualifier(event);
   CHECK(sampling.value_or("") == found);
   if (found.empty()) return;
-  PapiEventConfig config;
+  EventSpec config;
   config.event = event;
   config.mark = {"/etc/hwperf.yml", 7, 11};
   const auto problems = problems_of([&] {

@@ -230,7 +230,7 @@ TEST_CASE(
     const std::string prefix = "hwperf_cpu_";
     REQUIRE(family.name.rfind(prefix, 0) == 0);
     CAPTURE(family.name);
-    EventSpec clashing = spec("perf::PAGE-FAULTS", family.name.substr(prefix.size()));
+    ExportedEvent clashing = spec("perf::PAGE-FAULTS", family.name.substr(prefix.size()));
     clashing.where = "/etc/hwperf.yml:9:11";
     const auto papi_at = [&](Granularity granularity) {
       return make_papi_collector_from_source(

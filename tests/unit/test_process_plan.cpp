@@ -8,7 +8,7 @@
 #include "collectors/perf/perf_event.h"
 #include "collectors/process/target_plan.h"
 #include "config/errors.h"
-#include "config/loader.h"
+#include "collectors/configuration.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -245,15 +245,15 @@ collectors:
       - {name: c, match: {comm: "^cc1$", cmdline: "-O2"}}
 )",
                                           "targets.yml");
-  const auto& targets = config.collectors.process.targets;
+  const auto& targets = config.get<ProcessCollectorConfig>().targets;
   REQUIRE(targets.size() == 3);
   CHECK(targets[0].pid == 12);
   CHECK(targets[1].pidfile == "/run/b.pid");
   CHECK(targets[2].comm == "^cc1$");
-  CHECK(config.collectors.process.per_cpu);
+  CHECK(config.get<ProcessCollectorConfig>().per_cpu);
   const Config again = parse_config_text(dump_config(config), "dump.yml");
-  CHECK(again.collectors.process.targets.size() == 3);
-  CHECK(again.collectors.process.targets[2].cmdline == "-O2");
+  CHECK(again.get<ProcessCollectorConfig>().targets.size() == 3);
+  CHECK(again.get<ProcessCollectorConfig>().targets[2].cmdline == "-O2");
 
   using Catch::Contains;
   CHECK_THAT(config_problems("collectors: {process: {targets: [{name: x, match: {comm: \"(\"}}]}}"),

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/errors.h"
-#include "config/loader.h"
+#include "collectors/configuration.h"
 #include "config/web_config.h"
 #include "exporter/cli.h"
 #include "exporter/reference.h"
