@@ -10,10 +10,10 @@
 
 namespace hwperf {
 
-std::vector<FamilyDeclaration> exported_families(const Collector& collector) {
-  std::vector<FamilyDeclaration> families = collector.declared_families();
+std::vector<FamilyDeclaration> exported_families(Collector& collector) {
+  std::vector<FamilyDeclaration> families = declared_families(collector);
   std::vector<prometheus::MetricFamily> constant;
-  collector.collect_constant(constant);
+  collect_constant(collector, constant);
   for (const auto& family : constant) families.push_back({family.name, ""});
   return families;
 }

@@ -84,7 +84,7 @@ struct CollectorEntry {
 
 // Declared and constant families of a built collector: what CollectorSet::add claims, and what
 // an entry whose families are all constant can declare by building its collector.
-std::vector<FamilyDeclaration> exported_families(const Collector& collector);
+std::vector<FamilyDeclaration> exported_families(Collector& collector);
 
 // The families `events` and the members of `groups` will be exported as at `level`
 // (events::name_families on each event's `metric:`, else its default name; a member's metric),

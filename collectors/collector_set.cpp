@@ -32,6 +32,7 @@ std::string openmetrics_family(const std::string& name) {
 
 struct CollectorSet::Entry {
   std::unique_ptr<Collector> collector;
+  Capabilities capabilities;  // found once, when it was added
   std::string name;
   // A failing collector is logged when it starts failing and when it recovers, not on every
   // scrape: Prometheus may scrape every second, and the metric already says it each time.
@@ -65,6 +66,7 @@ void CollectorSet::add(std::unique_ptr<Collector> collector) {
     throw ConfigError(std::move(problems));
   }
   auto entry = std::make_unique<Entry>();
+  entry->capabilities = capabilities_of(*collector);
   entry->name = collector->name();
   entry->collector = std::move(collector);
   entries_.push_back(std::move(entry));
@@ -78,22 +80,26 @@ std::vector<std::string> CollectorSet::names() const {
 
 std::vector<prometheus::MetricFamily> CollectorSet::collect_constant() const {
   std::vector<prometheus::MetricFamily> families;
-  for (const auto& entry : entries_) entry->collector->collect_constant(families);
+  for (const auto& entry : entries_) {
+    if (entry->capabilities.constant) entry->capabilities.constant->collect_constant(families);
+  }
   return families;
 }
 
 std::vector<std::string> CollectorSet::target_names() const {
   std::vector<std::string> names;
   for (const auto& entry : entries_) {
-    for (auto& name : entry->collector->target_names()) names.push_back(std::move(name));
+    if (!entry->capabilities.targets) continue;
+    for (auto& name : entry->capabilities.targets->target_names()) names.push_back(std::move(name));
   }
   return names;
 }
 
 void CollectorSet::refresh() const {
   for (const auto& entry : entries_) {
+    if (!entry->capabilities.targets) continue;
     try {
-      entry->collector->refresh();
+      entry->capabilities.targets->refresh();
     } catch (const std::exception& e) {
       log::warn("collector " + entry->name + ": refresh failed: " + e.what());
     } catch (...) {
@@ -153,7 +159,8 @@ std::vector<prometheus::MetricFamily> CollectorSet::collect(
   for (const auto& entry : entries_) {
     std::vector<std::string> own;  // the targets asked for that are this collector's
     if (!targets.empty()) {
-      for (const auto& name : entry->collector->target_names()) {
+      if (!entry->capabilities.targets) continue;
+      for (const auto& name : entry->capabilities.targets->target_names()) {
         if (std::find(targets.begin(), targets.end(), name) != targets.end()) own.push_back(name);
       }
       if (own.empty()) continue;
@@ -166,7 +173,7 @@ std::vector<prometheus::MetricFamily> CollectorSet::collect(
           if (targets.empty()) {
             collector.collect(produced);
           } else {
-            collector.collect_targets(produced, own);
+            entry->capabilities.targets->collect_targets(produced, own);
           }
         },
         seconds);
@@ -187,7 +194,17 @@ void CollectorSet::collect_text(std::string& out, ExpositionFormat format) const
     const std::size_t before = out.size();
     double seconds = 0;
     const bool ok = run_collector(
-        *entry, [&](Collector& collector) { collector.collect_text(out, format); }, seconds);
+        *entry,
+        [&](Collector& collector) {
+          if (entry->capabilities.text) {
+            entry->capabilities.text->collect_text(out, format);
+          } else {
+            std::vector<prometheus::MetricFamily> families;
+            collector.collect(families);
+            append_families(out, families, format);
+          }
+        },
+        seconds);
     // As in collect(): nothing partial of a failed collector.
     if (!ok) out.resize(before);
     self.add(entry->name, ok, seconds);

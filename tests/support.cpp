@@ -217,9 +217,9 @@ std::vector<Sample> scrape(Collector& collector) {
   // As the exporter serves it: the constant families, then this scrape's through collect_text
   // (which a collector may write without families).
   std::vector<prometheus::MetricFamily> constant;
-  collector.collect_constant(constant);
+  collect_constant(collector, constant);
   std::string text = serialize(constant, ExpositionFormat::text_0_0_4);
-  collector.collect_text(text, ExpositionFormat::text_0_0_4);
+  collect_text(collector, text, ExpositionFormat::text_0_0_4);
   return parse_exposition(text);
 }
 

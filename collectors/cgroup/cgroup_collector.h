@@ -67,7 +67,7 @@ OrErrno<perf::CounterGroup> open_cgroup_group(const std::vector<perf::EventEncod
 // What became of a configured root at the last rescan.
 enum class ConfiguredRootState { counting, missing, no_leaf, not_in_perf_event_hierarchy };
 
-class CgroupCollector final : public Collector {
+class CgroupCollector final : public Collector, public ConfiguredFamilies {
  public:
   explicit CgroupCollector(CgroupCollectorSettings settings);
 

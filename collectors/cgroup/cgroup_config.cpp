@@ -57,7 +57,8 @@ Key granularity_key(Problems& problems, Granularity& granularity) {
 }
 
 Key roots_key(Problems& problems, std::vector<CgroupRoot>& roots) {
-  return {"roots", [&problems, &roots](const YAML::Node& n) { read_cgroup_roots(problems, n, roots); },
+  return {"roots",
+          [&problems, &roots](const YAML::Node& n) { read_cgroup_roots(problems, n, roots); },
           [&roots](YAML::Emitter& out) {
             out << YAML::Flow << YAML::BeginSeq;
             for (const auto& root : roots) out << "/" + root.path;
@@ -67,7 +68,8 @@ Key roots_key(Problems& problems, std::vector<CgroupRoot>& roots) {
 }
 
 Key match_key(Problems& problems, std::vector<CgroupPattern>& match) {
-  return {"match", [&problems, &match](const YAML::Node& n) { read_cgroup_match(problems, n, match); },
+  return {"match",
+          [&problems, &match](const YAML::Node& n) { read_cgroup_match(problems, n, match); },
           [&match](YAML::Emitter& out) {
             out << YAML::Flow << YAML::BeginSeq;
             for (const auto& pattern : match) out << pattern.regex;
@@ -101,11 +103,11 @@ Key cgroup_settings_keys(Problems& problems, Config& config) {
       {events::counting_keys(problems, "collectors.cgroup", cgroup.events, cgroup.events_given,
                              cgroup.groups, cgroup.groups_given),
        {granularity_key(problems, cgroup.granularity), roots_key(problems, cgroup.roots),
-       match_key(problems, cgroup.match), max_cgroups_key(problems, cgroup.max_cgroups),
-       rescan_interval_key(problems, "collectors.cgroup.rescan_interval_seconds",
-                           cgroup.rescan_interval_seconds),
-       enum_key(problems, "runtime", "collectors.cgroup.runtime", cgroup.runtime,
-                kContainerRuntimeNames)}});
+        match_key(problems, cgroup.match), max_cgroups_key(problems, cgroup.max_cgroups),
+        rescan_interval_key(problems, "collectors.cgroup.rescan_interval_seconds",
+                            cgroup.rescan_interval_seconds),
+        enum_key(problems, "runtime", "collectors.cgroup.runtime", cgroup.runtime,
+                 kContainerRuntimeNames)}});
 }
 
 }  // namespace hwperf

@@ -37,7 +37,7 @@ SensorLabels labels_of(const SensorSpec& spec) {
   return labels;
 }
 
-class HwmonCollector final : public Collector {
+class HwmonCollector final : public Collector, public ConstantFamilies {
  public:
   HwmonCollector(std::unique_ptr<HwmonEngine> engine, bool tick_in_background)
       : engine_(std::move(engine)) {

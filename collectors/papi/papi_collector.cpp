@@ -27,7 +27,7 @@ namespace {
 using events::ExportedEvent;
 using papi::CounterSource;
 
-class UnavailablePapiCollector final : public Collector {
+class UnavailablePapiCollector final : public Collector, public ConstantFamilies {
  public:
   explicit UnavailablePapiCollector(const std::string& reason)
       : status_(papi::availability_family(reason)) {}
@@ -41,7 +41,7 @@ class UnavailablePapiCollector final : public Collector {
   const prometheus::MetricFamily status_;
 };
 
-class PapiCollector final : public Collector {
+class PapiCollector final : public Collector, public ConstantFamilies, public ConfiguredFamilies {
  public:
   PapiCollector(const PapiCollectorConfig& config, const std::vector<ExportedEvent>& events,
                 const std::vector<papi::ExportedGroup>& groups,

@@ -43,7 +43,7 @@ struct ProcessCollectorSettings {
   std::vector<region::RegionEvent> region_events;
 };
 
-class ProcessCollector final : public Collector {
+class ProcessCollector final : public Collector, public NamedTargets, public ConfiguredFamilies {
  public:
   explicit ProcessCollector(ProcessCollectorSettings settings);
   ~ProcessCollector() override;  // where Target is complete

@@ -46,7 +46,8 @@ void read_target_match(Problems& problems, const YAML::Node& value, const std::s
     });
   }
   if (!value.IsMap()) {
-    problems.add(problems.at(value), match_path + ": expected a mapping of comm, exe and/or cmdline");
+    problems.add(problems.at(value),
+                 match_path + ": expected a mapping of comm, exe and/or cmdline");
     return;
   }
   mapping.visit(value);
@@ -146,8 +147,8 @@ Key process_settings_keys(Problems& problems, Config& config) {
   auto& process = config.get<ProcessCollectorConfig>();
   return collector_section(
       problems, "process", process.enabled,
-      {events::counting_keys(problems, "collectors.process", process.events,
-                             process.events_given, process.groups, process.groups_given),
+      {events::counting_keys(problems, "collectors.process", process.events, process.events_given,
+                             process.groups, process.groups_given),
        {enum_key(problems, "domain", "collectors.process.domain", process.domain,
                  kCountingDomainNames),
         bool_key(problems, "per_cpu", "collectors.process.per_cpu", process.per_cpu),

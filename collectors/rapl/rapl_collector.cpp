@@ -53,7 +53,7 @@ struct ProbeStatus {
   bool ok = false;
 };
 
-class RaplCollector final : public Collector {
+class RaplCollector final : public Collector, public PreparedText {
  public:
   RaplCollector(std::vector<ProbeStatus> probes, std::unique_ptr<RaplEngine> engine,
                 PowerCeilings ceilings, GuardPlan plan)

@@ -14,7 +14,7 @@ namespace {
 
 // The topology does not change while the process runs: every family is constant, serialized
 // once by the exporter, and a scrape has nothing left to do here.
-class TopologyCollector final : public Collector {
+class TopologyCollector final : public Collector, public ConstantFamilies {
  public:
   explicit TopologyCollector(std::vector<prometheus::MetricFamily> families)
       : families_(std::move(families)) {}

@@ -83,7 +83,7 @@ std::string open_problem(const PlannedCounter& counter, int error, const std::st
   return what;
 }
 
-class UncoreCollector final : public Collector {
+class UncoreCollector final : public Collector, public ConstantFamilies {
  public:
   UncoreCollector(std::vector<OpenedCounter> counters, const std::vector<SourceState>& sources,
                   std::unique_ptr<CounterBackend> backend, ResctrlSource resctrl,

@@ -121,7 +121,7 @@ TEST_CASE("each collector's entry declares the families its built collector decl
   for (const CollectorEntry* entry : collector_registry()) {
     if (!entry->enabled(config)) continue;
     CAPTURE(entry->name);
-    const auto built = entry->make(config, topology, services)->declared_families();
+    const auto built = declared_families(*entry->make(config, topology, services));
     const auto declared = entry->families != nullptr ? entry->families(config, topology)
                                                      : std::vector<FamilyDeclaration>{};
     for (const auto& family : built) {

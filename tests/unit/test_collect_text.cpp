@@ -33,7 +33,7 @@ void check_paths_agree(Collector& collector, ExpositionFormat format) {
   std::string families_text;
   append_families(families_text, families, format);
   std::string text = "before\n";
-  collector.collect_text(text, format);
+  collect_text(collector, text, format);
   CHECK(text == "before\n" + families_text);
 }
 
@@ -50,7 +50,7 @@ std::string without_lines_of(const std::string& text, const std::string& name) {
 }
 
 // Writes part of its text and then fails, as a collector can midway through a scrape.
-class HalfwayFailingCollector final : public Collector {
+class HalfwayFailingCollector final : public Collector, public PreparedText {
  public:
   std::string name() const override { return "halfway"; }
   void collect(std::vector<prometheus::MetricFamily>& out) override {

@@ -306,9 +306,9 @@ TEST_CASE("promtool accepts the hwmon collector's exposition", "[hwmon]") {
   SurveyedMeters surveyed(root, grace_topology());
   surveyed.tick_after(1);
   std::vector<prometheus::MetricFamily> constant;
-  surveyed.collector->collect_constant(constant);
+  collect_constant(*surveyed.collector, constant);
   std::string text = serialize(constant, ExpositionFormat::text_0_0_4);
-  surveyed.collector->collect_text(text, ExpositionFormat::text_0_0_4);
+  collect_text(*surveyed.collector, text, ExpositionFormat::text_0_0_4);
   const auto file = root.write("hwmon.prom", text);
   int exit_code = -1;
   const std::string lint = test::run_shell("promtool check metrics < " + file.string(), &exit_code);

@@ -223,7 +223,7 @@ TEST_CASE(
     "[papi]") {
   const Topology topology = two_socket_topology();
   std::vector<prometheus::MetricFamily> topology_families;
-  make_topology_collector(topology)->collect_constant(topology_families);
+  collect_constant(*make_topology_collector(topology), topology_families);
   REQUIRE_FALSE(topology_families.empty());
   for (const auto& family : topology_families) {
     // hwperf_cpu_<metric>_total is typed as hwperf_cpu_<metric> in OpenMetrics.

@@ -106,7 +106,7 @@ TEST_CASE("a group's members share the families of their names, with a group lab
   }
   // Each family once among the declared ones, whatever shares it.
   std::set<std::string> declared;
-  for (const auto& family : collector->declared_families()) {
+  for (const auto& family : declared_families(*collector)) {
     CHECK(declared.insert(family.name).second);
   }
   CHECK(declared.count("hwperf_" + level + "_group_enabled_seconds_total") == 1);

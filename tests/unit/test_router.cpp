@@ -20,7 +20,7 @@ namespace {}  // namespace
 namespace {
 
 // One family built at startup and one counter that moves on every scrape.
-class ConstantAndMoving final : public Collector {
+class ConstantAndMoving final : public Collector, public ConstantFamilies {
  public:
   std::string name() const override { return "constant_and_moving"; }
   void collect(std::vector<prometheus::MetricFamily>& out) override {
