@@ -12,8 +12,6 @@
 namespace hwperf {
 namespace {
 
-constexpr std::uint64_t align64(std::uint64_t value) { return (value + 63) & ~std::uint64_t{63}; }
-
 [[noreturn]] void fail(const std::string& what) {
   throw std::runtime_error("region segment: " + what + ": " + std::strerror(errno));
 }
@@ -29,11 +27,8 @@ RegionSegmentLayout region_segment_layout(std::uint32_t max_regions, std::uint32
                                 std::to_string(HWPERF_REGION_MAX_SLOTS));
   }
   RegionSegmentLayout layout;
-  layout.names_offset = align64(sizeof(hwperf_region_header));
-  layout.slots_offset =
-      align64(layout.names_offset + std::uint64_t{max_regions} * sizeof(hwperf_region_name));
   layout.size =
-      align64(layout.slots_offset + std::uint64_t{max_slots} * sizeof(hwperf_region_slot));
+      hwperf_region_layout(max_regions, max_slots, &layout.names_offset, &layout.slots_offset);
   return layout;
 }
 

@@ -113,19 +113,26 @@ ReadResult refuse(Problem problem, std::string reason) {
   return result;
 }
 
-// [offset, offset + count * size) inside [0, segment) and 64-byte aligned, without overflow.
-std::string array_problem(const char* what, std::uint64_t offset, std::uint64_t count,
-                          std::uint64_t size, std::uint64_t header, std::uint64_t segment) {
-  const std::string name = std::string(what) + " at " + std::to_string(offset);
-  if (offset % 64 != 0) return name + ": not 64-byte aligned";
-  if (offset < header) return name + ": inside the header (" + std::to_string(header) + " bytes)";
-  if (offset > segment) return name + ": past the end (" + std::to_string(segment) + " bytes)";
-  // count <= 4096 and size <= 104: no overflow in the product; offset <= segment above.
-  if (count * size > segment - offset) {
-    return name + ": " + std::to_string(count) + " of " + std::to_string(size) +
-           " bytes end past the segment (" + std::to_string(segment) + " bytes)";
+// A table's refusal, `check` one of hwperf_region_check's four for the names or the slots, with
+// its numbers.
+std::string table_problem(hwperf_region_check_result check, const hwperf_region_fields& f,
+                          std::uint64_t segment) {
+  const bool names = check <= HWPERF_REGION_CHECK_NAMES_OVERRUN;
+  const std::uint64_t offset = names ? f.names_offset : f.slots_offset;
+  const std::uint64_t count = names ? f.max_regions : f.max_slots;
+  const std::uint64_t size = names ? sizeof(hwperf_region_name) : sizeof(hwperf_region_slot);
+  const std::string name = std::string(names ? "names" : "slots") + " at " + std::to_string(offset);
+  switch (check -
+          (names ? HWPERF_REGION_CHECK_NAMES_ALIGNMENT : HWPERF_REGION_CHECK_SLOTS_ALIGNMENT)) {
+    case 0: return name + ": not " + std::to_string(HWPERF_REGION_ALIGN) + "-byte aligned";
+    case 1:
+      return name + ": inside the header (" + std::to_string(sizeof(hwperf_region_header)) +
+             " bytes)";
+    case 2: return name + ": past the end (" + std::to_string(segment) + " bytes)";
+    default:
+      return name + ": " + std::to_string(count) + " of " + std::to_string(size) +
+             " bytes end past the segment (" + std::to_string(segment) + " bytes)";
   }
-  return "";
 }
 
 bool same_identity(const SlotValues& a, const SlotValues& b) {
@@ -155,15 +162,94 @@ bool same_events(const std::vector<SegmentEvent>& a, const std::vector<SegmentEv
 
 namespace {
 
-// What a checked header says: the arrays' bounds and places.
-struct Layout {
-  std::uint32_t event_count = 0, max_regions = 0, max_slots = 0;
-  std::uint32_t region_count = 0, slot_count = 0;
-  std::uint64_t names_offset = 0, slots_offset = 0;
-};
+// The header's fields, each loaded once: state first with acquire (until READY the creator may
+// still be writing every other field), slot_count before region_count, both with acquire, last
+// (a slot names only a region published before it, so every region a slot read here names is
+// below the region_count read after it).
+hwperf_region_fields load_fields(const hwperf_region_header& h) {
+  // A braced list is evaluated in order, as the fields are declared.
+  return {load_acquire(&h.state),
+          load(&h.magic),
+          load(&h.version),
+          load(&h.header_size),
+          load(&h.segment_size),
+          load(&h.event_count),
+          load(&h.max_regions),
+          load(&h.max_slots),
+          load(&h.names_offset),
+          load(&h.slots_offset),
+          load_acquire(&h.slot_count),
+          load_acquire(&h.region_count)};
+}
 
-// Alignment, size, state, magic, version, header_size and segment_size; ok or the refusal.
-ReadResult check_identity(const unsigned char* data, std::size_t size) {
+// Why a header that fails hwperf_region_check is refused, as the problem and its numbers.
+ReadResult refusal(hwperf_region_check_result check, const hwperf_region_fields& f,
+                   std::uint64_t size) {
+  constexpr std::size_t header_bytes = sizeof(hwperf_region_header);
+  const auto above = [](const char* what, std::uint32_t value, std::uint32_t limit) {
+    return refuse(Problem::bad_bounds, std::string(what) + " " + std::to_string(value) +
+                                           " above the limit " + std::to_string(limit));
+  };
+  switch (check) {
+    case HWPERF_REGION_CHECK_OK: return {};
+    case HWPERF_REGION_CHECK_NOT_READY:
+      return refuse(Problem::not_ready, "the header is still being written (state CREATED)");
+    case HWPERF_REGION_CHECK_MAGIC:
+      return refuse(Problem::bad_magic, "bad magic " + hex(f.magic) + " (a segment starts with " +
+                                            hex(HWPERF_REGION_MAGIC) + ", \"HWPREG01\")");
+    case HWPERF_REGION_CHECK_STATE:
+      return refuse(Problem::bad_header, "unknown state " + std::to_string(f.state));
+    case HWPERF_REGION_CHECK_VERSION:
+      return refuse(Problem::bad_version, "version " + std::to_string(f.version) +
+                                              " not supported (this exporter reads version " +
+                                              std::to_string(HWPERF_REGION_VERSION) + ")");
+    case HWPERF_REGION_CHECK_HEADER_SIZE:
+      return refuse(Problem::bad_header, "header_size " + std::to_string(f.header_size) +
+                                             ", version 1 has " + std::to_string(header_bytes));
+    case HWPERF_REGION_CHECK_SEGMENT_SIZE:
+      return refuse(Problem::truncated,
+                    (f.segment_size > size ? "truncated: " : "size mismatch: ") +
+                        std::to_string(size) + " bytes, header says " +
+                        std::to_string(f.segment_size));
+    case HWPERF_REGION_CHECK_EVENT_COUNT:
+      return above("event_count", f.event_count, HWPERF_REGION_MAX_EVENTS);
+    case HWPERF_REGION_CHECK_MAX_REGIONS:
+      return above("max_regions", f.max_regions, HWPERF_REGION_MAX_REGIONS);
+    case HWPERF_REGION_CHECK_MAX_SLOTS:
+      return above("max_slots", f.max_slots, HWPERF_REGION_MAX_SLOTS);
+    case HWPERF_REGION_CHECK_NAMES_ALIGNMENT:
+    case HWPERF_REGION_CHECK_NAMES_IN_HEADER:
+    case HWPERF_REGION_CHECK_NAMES_PAST_END:
+    case HWPERF_REGION_CHECK_NAMES_OVERRUN:
+    case HWPERF_REGION_CHECK_SLOTS_ALIGNMENT:
+    case HWPERF_REGION_CHECK_SLOTS_IN_HEADER:
+    case HWPERF_REGION_CHECK_SLOTS_PAST_END:
+    case HWPERF_REGION_CHECK_SLOTS_OVERRUN:
+      return refuse(Problem::bad_offsets, table_problem(check, f, size));
+    case HWPERF_REGION_CHECK_OVERLAP: {
+      const std::uint64_t names_end =
+          f.names_offset + std::uint64_t{f.max_regions} * sizeof(hwperf_region_name);
+      const std::uint64_t slots_end =
+          f.slots_offset + std::uint64_t{f.max_slots} * sizeof(hwperf_region_slot);
+      return refuse(Problem::bad_offsets, "names [" + std::to_string(f.names_offset) + ", " +
+                                              std::to_string(names_end) + ") overlap slots [" +
+                                              std::to_string(f.slots_offset) + ", " +
+                                              std::to_string(slots_end) + ")");
+    }
+    case HWPERF_REGION_CHECK_REGION_COUNT:
+      return refuse(Problem::bad_bounds, "region_count " + std::to_string(f.region_count) +
+                                             " above max_regions " + std::to_string(f.max_regions));
+    case HWPERF_REGION_CHECK_SLOT_COUNT:
+      return refuse(Problem::bad_bounds, "slot_count " + std::to_string(f.slot_count) +
+                                             " above max_slots " + std::to_string(f.max_slots));
+  }
+  return refuse(Problem::bad_header,
+                "refused (check " + std::to_string(static_cast<int>(check)) + ")");
+}
+
+// The mapping's own alignment and size, then the header's fields by the segment's rules
+// (hwperf_region_check, which the writer applies too); ok or the refusal, `fields` filled.
+ReadResult check_header(const unsigned char* data, std::size_t size, hwperf_region_fields& fields) {
   constexpr std::size_t header_bytes = sizeof(hwperf_region_header);
   if (reinterpret_cast<std::uintptr_t>(data) % 8 != 0) {
     return refuse(Problem::bad_header, "the segment is not 8-byte aligned in memory");
@@ -172,93 +258,8 @@ ReadResult check_identity(const unsigned char* data, std::size_t size) {
     return refuse(Problem::truncated, "truncated: " + std::to_string(size) +
                                           " bytes, a header needs " + std::to_string(header_bytes));
   }
-  const auto& header = *reinterpret_cast<const hwperf_region_header*>(data);
-  // State first, with acquire: until READY the creator may still be writing every other field.
-  const std::uint32_t state = load_acquire(&header.state);
-  if (state == HWPERF_REGION_STATE_CREATED) {
-    return refuse(Problem::not_ready, "the header is still being written (state CREATED)");
-  }
-  const std::uint64_t magic = load(&header.magic);
-  if (magic != HWPERF_REGION_MAGIC) {
-    return refuse(Problem::bad_magic, "bad magic " + hex(magic) + " (a segment starts with " +
-                                          hex(HWPERF_REGION_MAGIC) + ", \"HWPREG01\")");
-  }
-  if (state != HWPERF_REGION_STATE_READY) {
-    return refuse(Problem::bad_header, "unknown state " + std::to_string(state));
-  }
-  const std::uint32_t version = load(&header.version);
-  if (version != HWPERF_REGION_VERSION) {
-    return refuse(Problem::bad_version, "version " + std::to_string(version) +
-                                            " not supported (this exporter reads version " +
-                                            std::to_string(HWPERF_REGION_VERSION) + ")");
-  }
-  const std::uint32_t header_size = load(&header.header_size);
-  if (header_size != header_bytes) {
-    return refuse(Problem::bad_header, "header_size " + std::to_string(header_size) +
-                                           ", version 1 has " + std::to_string(header_bytes));
-  }
-  const std::uint64_t segment_size = load(&header.segment_size);
-  if (segment_size != size) {
-    return refuse(Problem::truncated, (segment_size > size ? "truncated: " : "size mismatch: ") +
-                                          std::to_string(size) + " bytes, header says " +
-                                          std::to_string(segment_size));
-  }
-  return {};
-}
-
-// The counts against the layout's bounds, the arrays inside the segment and apart; fills
-// `layout`, or returns the refusal.
-ReadResult check_arrays(const hwperf_region_header& header, std::size_t size, Layout& layout) {
-  layout.event_count = load(&header.event_count);
-  layout.max_regions = load(&header.max_regions);
-  layout.max_slots = load(&header.max_slots);
-  struct Bound {
-    const char* name;
-    std::uint32_t value, limit;
-  };
-  for (const Bound& bound : {Bound{"event_count", layout.event_count, HWPERF_REGION_MAX_EVENTS},
-                             Bound{"max_regions", layout.max_regions, HWPERF_REGION_MAX_REGIONS},
-                             Bound{"max_slots", layout.max_slots, HWPERF_REGION_MAX_SLOTS}}) {
-    if (bound.value > bound.limit) {
-      return refuse(Problem::bad_bounds, std::string(bound.name) + " " +
-                                             std::to_string(bound.value) + " above the limit " +
-                                             std::to_string(bound.limit));
-    }
-  }
-  const std::uint64_t names = layout.names_offset = load(&header.names_offset);
-  const std::uint64_t slots = layout.slots_offset = load(&header.slots_offset);
-  constexpr std::size_t header_bytes = sizeof(hwperf_region_header);
-  for (const std::string& problem :
-       {array_problem("names", names, layout.max_regions, sizeof(hwperf_region_name), header_bytes,
-                      size),
-        array_problem("slots", slots, layout.max_slots, sizeof(hwperf_region_slot), header_bytes,
-                      size)}) {
-    if (!problem.empty()) return refuse(Problem::bad_offsets, problem);
-  }
-  const std::uint64_t names_end =
-      names + std::uint64_t{layout.max_regions} * sizeof(hwperf_region_name);
-  const std::uint64_t slots_end =
-      slots + std::uint64_t{layout.max_slots} * sizeof(hwperf_region_slot);
-  if (names < slots_end && slots < names_end && layout.max_regions > 0 && layout.max_slots > 0) {
-    return refuse(Problem::bad_offsets, "names [" + std::to_string(names) + ", " +
-                                            std::to_string(names_end) + ") overlap slots [" +
-                                            std::to_string(slots) + ", " +
-                                            std::to_string(slots_end) + ")");
-  }
-  // Slots before names: a slot names only a region published before it, so every region a slot
-  // read here names is below the region_count read after it.
-  layout.slot_count = load_acquire(&header.slot_count);
-  layout.region_count = load_acquire(&header.region_count);
-  if (layout.region_count > layout.max_regions) {
-    return refuse(Problem::bad_bounds, "region_count " + std::to_string(layout.region_count) +
-                                           " above max_regions " +
-                                           std::to_string(layout.max_regions));
-  }
-  if (layout.slot_count > layout.max_slots) {
-    return refuse(Problem::bad_bounds, "slot_count " + std::to_string(layout.slot_count) +
-                                           " above max_slots " + std::to_string(layout.max_slots));
-  }
-  return {};
+  fields = load_fields(*reinterpret_cast<const hwperf_region_header*>(data));
+  return refusal(hwperf_region_check(&fields, size), fields, size);
 }
 
 void read_events(const hwperf_region_header& header, std::uint32_t count, Snapshot& snapshot) {
@@ -303,7 +304,7 @@ void read_names(const hwperf_region_name* names, std::uint32_t count, Snapshot& 
 
 // Every slot within the limits, from `first_slot` on; ok, or the refusal of a slot naming a
 // region not published.
-ReadResult read_slots(const hwperf_region_slot* slots, const Layout& layout,
+ReadResult read_slots(const hwperf_region_slot* slots, const hwperf_region_fields& layout,
                       const ReadLimits& limits, std::uint32_t first_slot, Snapshot& snapshot) {
   snapshot.slots.resize(layout.slot_count);
   unsigned failed = 0;
@@ -342,10 +343,9 @@ ReadResult read_slots(const hwperf_region_slot* slots, const Layout& layout,
 
 ReadResult read_segment(const unsigned char* data, std::size_t size, const ReadLimits& limits,
                         std::uint32_t first_slot) {
-  if (ReadResult refused = check_identity(data, size); !refused.ok()) return refused;
+  hwperf_region_fields layout{};
+  if (ReadResult refused = check_header(data, size, layout); !refused.ok()) return refused;
   const auto& header = *reinterpret_cast<const hwperf_region_header*>(data);
-  Layout layout;
-  if (ReadResult refused = check_arrays(header, size, layout); !refused.ok()) return refused;
   ReadResult result;
   Snapshot& snapshot = result.snapshot;
   snapshot.writer_pid = load(&header.writer_pid);

@@ -27,9 +27,6 @@ struct hwperf_region_header* hwperf_markers_map_inherited(const char* fd_text);
 void hwperf_markers_lock_appends(void);
 void hwperf_markers_unlock_appends(void);
 
-/* The segment size the library creates, with its table offsets (64-byte aligned). */
-uint64_t hwperf_markers_layout(uint64_t* names_offset, uint64_t* slots_offset);
-
 /* What the calling thread accumulated for region `name` over every CPU; counts has
  * HWPERF_REGION_MAX_EVENTS entries. Returns 0 when the markers are off. */
 int hwperf_markers_thread_totals(const char* name, uint64_t* calls, uint64_t* time_ns,

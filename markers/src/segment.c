@@ -18,16 +18,6 @@
 #include "hwperf/region_segment.h"
 #include "markers_internal.h"
 
-static uint64_t align64(uint64_t value) { return (value + 63u) & ~(uint64_t)63u; }
-
-uint64_t hwperf_markers_layout(uint64_t* names_offset, uint64_t* slots_offset) {
-  *names_offset = align64(sizeof(struct hwperf_region_header));
-  *slots_offset = align64(*names_offset +
-                          (uint64_t)HWPERF_REGION_MAX_REGIONS * sizeof(struct hwperf_region_name));
-  return align64(*slots_offset +
-                 (uint64_t)HWPERF_REGION_MAX_SLOTS * sizeof(struct hwperf_region_slot));
-}
-
 /* perf's generic names (tools/perf/util/parse-events.c, event_symbols_hw/_sw) and their
  * perf_event_attr encodings (include/uapi/linux/perf_event.h, perf_hw_id and perf_sw_ids). */
 static const struct {
@@ -92,7 +82,8 @@ static uint32_t parse_events(const char* list, struct hwperf_region_event* event
  * as /proc/PID/fd/N -> "/memfd:" HWPERF_REGION_MEMFD_NAME " (deleted)". */
 struct hwperf_region_header* hwperf_markers_create_segment(const char* events) {
   uint64_t names_offset, slots_offset;
-  uint64_t size = hwperf_markers_layout(&names_offset, &slots_offset);
+  uint64_t size = hwperf_region_layout(HWPERF_REGION_MAX_REGIONS, HWPERF_REGION_MAX_SLOTS,
+                                       &names_offset, &slots_offset);
   int fd = memfd_create(HWPERF_REGION_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return NULL;
   if (ftruncate(fd, (off_t)size) != 0 ||
@@ -154,25 +145,23 @@ static struct hwperf_region_header* refuse(const char* text, const char* why, in
   return NULL;
 }
 
-/* Every field a writer relies on, checked before the first write. */
+/* Every field a writer relies on, checked before the first write by the rules the exporter's
+ * reader checks too (hwperf_region_check). */
 static int header_valid(const struct hwperf_region_header* h, size_t size) {
-  int valid =
-      atomic_load_explicit(A32(&h->state), memory_order_acquire) == HWPERF_REGION_STATE_READY &&
-      h->magic == HWPERF_REGION_MAGIC && h->version == HWPERF_REGION_VERSION &&
-      h->header_size == sizeof *h && h->segment_size == (uint64_t)size &&
-      h->event_count <= HWPERF_REGION_MAX_EVENTS && h->max_regions >= 1 &&
-      h->max_regions <= HWPERF_REGION_MAX_REGIONS && h->max_slots >= 1 &&
-      h->max_slots <= HWPERF_REGION_MAX_SLOTS && h->region_count <= h->max_regions &&
-      h->slot_count <= h->max_slots && h->names_offset >= sizeof *h && h->names_offset % 8 == 0 &&
-      h->slots_offset % 8 == 0 && h->names_offset <= size &&
-      (uint64_t)h->max_regions * sizeof(struct hwperf_region_name) <= size - h->names_offset &&
-      h->slots_offset >= sizeof *h && h->slots_offset <= size &&
-      (uint64_t)h->max_slots * sizeof(struct hwperf_region_slot) <= size - h->slots_offset;
-  if (!valid) return 0;
-  /* Names and slots must not overlap each other (the header is excluded above). */
-  uint64_t names_end = h->names_offset + (uint64_t)h->max_regions * HWPERF_REGION_NAME_BYTES;
-  uint64_t slots_end = h->slots_offset + (uint64_t)h->max_slots * sizeof(struct hwperf_region_slot);
-  return names_end <= h->slots_offset || slots_end <= h->names_offset;
+  struct hwperf_region_fields f;
+  f.state = atomic_load_explicit(A32(&h->state), memory_order_acquire);
+  f.magic = h->magic;
+  f.version = h->version;
+  f.header_size = h->header_size;
+  f.segment_size = h->segment_size;
+  f.event_count = h->event_count;
+  f.max_regions = h->max_regions;
+  f.max_slots = h->max_slots;
+  f.names_offset = h->names_offset;
+  f.slots_offset = h->slots_offset;
+  f.slot_count = atomic_load_explicit(A32(&h->slot_count), memory_order_acquire);
+  f.region_count = atomic_load_explicit(A32(&h->region_count), memory_order_acquire);
+  return hwperf_region_check(&f, (uint64_t)size) == HWPERF_REGION_CHECK_OK;
 }
 
 /* The exporter's segment, inherited as fd `text`. Everything is checked before the first write:

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/region/region_segment_reader.h"
 #include "tests/integration/markers_live_support.h"
 #include "tests/support.h"
 
@@ -276,6 +277,28 @@ TEST_CASE("Markers leave a segment that fails validation untouched and the progr
   CHECK(test::occurrences(said, "hwperf_markers: ") == 1);
   CHECK(test::occurrences(said, std::string(HWPERF_REGION_FD_ENV) + "=" +
                                     std::to_string(segment.fd()) + ": not a region segment") == 1);
+}
+
+// The library checks an inherited segment by the rules the exporter's reader checks
+// (hwperf_region_check): a segment whose slots are 8-byte but not 64-byte aligned was written by
+// the library and then refused by the exporter, which counted none of it.
+TEST_CASE("Markers refuse a segment the exporter's reader refuses: slots off their cache line",
+          "[markers][live]") {
+  Segment segment({task_clock});
+  segment.header()->max_slots -= 1;
+  segment.header()->slots_offset += 8;
+  const auto size = region_segment_layout(HWPERF_REGION_MAX_REGIONS, HWPERF_REGION_MAX_SLOTS).size;
+  const auto read = region::read_segment(static_cast<const unsigned char*>(segment.base()), size);
+  REQUIRE(read.problem == region::Problem::bad_offsets);
+  Program program({"papi", "20", "20"}, {segment.environment()}, segment.fd());
+  const auto lines = program.lines();
+  CHECK(program.finish() == 0);
+  CHECK(numbers(lines, "compute").size() == 2);
+  CHECK(segment.header()->region_count == 0);
+  CHECK(segment.header()->slot_count == 0);
+  const std::string said = program.stderr_text();
+  INFO(said);
+  CHECK(test::occurrences(said, segment.environment() + ": not a region segment") == 1);
 }
 
 TEST_CASE("Markers say once on stderr that HWPERF_REGIONS_FD names no descriptor",

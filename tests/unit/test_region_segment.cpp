@@ -423,3 +423,37 @@ TEST_CASE("the fuzz seed is a valid small segment as this layout writes it", "[r
   CHECK(result.snapshot.regions.size() == 2);
   CHECK(result.snapshot.slots.size() == 3);
 }
+
+// The segment's rules live once, in markers/include/hwperf/region_segment.h: the exporter's
+// creator lays a segment out with hwperf_region_layout, and the reader refuses exactly what
+// hwperf_region_check refuses, which is what the library checks before its first write.
+TEST_CASE("the region segment's layout and checks are the header's, on the reader's side too",
+          "[region]") {
+  const auto layout = region_segment_layout(4, 8);
+  std::uint64_t names = 0, slots = 0;
+  CHECK(layout.size == hwperf_region_layout(4, 8, &names, &slots));
+  CHECK(layout.names_offset == names);
+  CHECK(layout.slots_offset == slots);
+  CHECK(names % HWPERF_REGION_ALIGN == 0);
+  CHECK(slots % HWPERF_REGION_ALIGN == 0);
+
+  FakeRegionWriter writer(4, 8, two_events());
+  const auto check = [&] {
+    const hwperf_region_header& h = writer.header();
+    const hwperf_region_fields f{h.state,        h.magic,        h.version,     h.header_size,
+                                 h.segment_size, h.event_count,  h.max_regions, h.max_slots,
+                                 h.names_offset, h.slots_offset, h.slot_count,  h.region_count};
+    return hwperf_region_check(&f, writer.size());
+  };
+  CHECK(check() == HWPERF_REGION_CHECK_OK);
+  // Slots 8 bytes further on, one fewer so that they still fit: aligned for every field they
+  // hold, but not on a cache line of their own.
+  writer.header().max_slots -= 1;
+  writer.header().slots_offset += 8;
+  CHECK(check() == HWPERF_REGION_CHECK_SLOTS_ALIGNMENT);
+  const ReadResult result = read(writer);
+  CHECK(result.problem == Problem::bad_offsets);
+  CHECK_THAT(result.reason,
+             Catch::Contains("slots at " + std::to_string(writer.header().slots_offset) +
+                             ": not 64-byte aligned"));
+}
