@@ -9,6 +9,7 @@
 
 #include "collectors/collector_entry.h"
 #include "collectors/metrics.h"
+#include "collectors/prepared_family.h"
 #include "common/log.h"
 #include "common/text.h"
 #include "config/errors.h"
@@ -39,7 +40,14 @@ struct CollectorSet::Entry {
   std::atomic<bool> failing{false};
 };
 
-CollectorSet::CollectorSet() = default;
+// The self metrics, as collect_text writes them: the families prepared once per set of
+// collectors (collectors/prepared_family.h), a sample per collector in the set's order.
+struct CollectorSet::SelfText {
+  PreparedFamily duration;
+  PreparedFamily success;
+};
+
+CollectorSet::CollectorSet() { prepare_self_text(); }
 CollectorSet::~CollectorSet() = default;
 CollectorSet::CollectorSet(CollectorSet&&) noexcept = default;
 CollectorSet& CollectorSet::operator=(CollectorSet&&) noexcept = default;
@@ -70,6 +78,7 @@ void CollectorSet::add(std::unique_ptr<Collector> collector) {
   entry->name = collector->name();
   entry->collector = std::move(collector);
   entries_.push_back(std::move(entry));
+  prepare_self_text();
 }
 
 std::vector<std::string> CollectorSet::names() const {
@@ -188,8 +197,16 @@ std::vector<prometheus::MetricFamily> CollectorSet::collect(
   return families;
 }
 
+void CollectorSet::prepare_self_text() {
+  SelfFamilies shape;
+  for (const auto& entry : entries_) shape.add(entry->name, true, 0.0);
+  self_text_ = std::make_unique<SelfText>(
+      SelfText{PreparedFamily(shape.duration), PreparedFamily(shape.success)});
+}
+
 void CollectorSet::collect_text(std::string& out, ExpositionFormat format) const {
-  SelfFamilies self;
+  std::vector<double> durations;
+  std::vector<double> successes;
   for (const auto& entry : entries_) {
     const std::size_t before = out.size();
     double seconds = 0;
@@ -207,12 +224,17 @@ void CollectorSet::collect_text(std::string& out, ExpositionFormat format) const
         seconds);
     // As in collect(): nothing partial of a failed collector.
     if (!ok) out.resize(before);
-    self.add(entry->name, ok, seconds);
+    durations.push_back(seconds);
+    successes.push_back(ok ? 1.0 : 0.0);
   }
-  std::vector<prometheus::MetricFamily> own;
-  own.push_back(std::move(self.duration));
-  own.push_back(std::move(self.success));
-  append_families(out, own, format);
+  // As collect()'s families would serialize: the durations, then the successes, each family's
+  // header even when there is no collector.
+  for (const auto& [family, values] : {std::pair{&self_text_->duration, &durations},
+                                       std::pair{&self_text_->success, &successes}}) {
+    PreparedFamily::Writer writer(*family, out, format);
+    writer.open();
+    for (std::size_t i = 0; i < values->size(); ++i) writer.sample(i, (*values)[i]);
+  }
 }
 
 }  // namespace hwperf

@@ -62,11 +62,15 @@ class CollectorSet {
 
  private:
   struct Entry;
+  struct SelfText;
+  // The self metrics' families prepared with a series per collector, in the set's order.
+  void prepare_self_text();
   // Runs one collector through `run`, timing it and catching what it throws; logs when it
   // starts failing and when it recovers. Returns whether it succeeded and its duration.
   template <typename Run>
   static bool run_collector(Entry& entry, Run&& run, double& seconds);
   std::vector<std::unique_ptr<Entry>> entries_;
+  std::unique_ptr<SelfText> self_text_;
   FamilyOwners family_owners_;
 };
 

@@ -30,11 +30,16 @@ class PreparedFamily {
    public:
     Writer(const PreparedFamily& family, std::string& out, ExpositionFormat format)
         : family_(family), out_(out), format_(static_cast<std::size_t>(format)) {}
-    void sample(std::size_t series, double value) {
+    // The HELP and TYPE lines now, whether or not a sample follows: for a family that is
+    // exported even when it has no series (append_families writes an empty family's header).
+    void open() {
       if (!started_) {
         out_ += family_.header_[format_];
         started_ = true;
       }
+    }
+    void sample(std::size_t series, double value) {
+      open();
       out_ += family_.series_[series][format_];
       append_value(out_, value);
     }

@@ -48,21 +48,40 @@ prometheus::MetricFamily counter_family(const std::string& name, const std::stri
   return make_family(name, help, prometheus::MetricType::Counter);
 }
 
+double sample_value(std::uint64_t count, Unit unit) {
+  return unit == Unit::nanoseconds ? nanoseconds_to_seconds(count) : static_cast<double>(count);
+}
+
 void add_count(prometheus::MetricFamily& family, const Labels& labels, std::uint64_t count,
                Unit unit) {
-  if (unit == Unit::nanoseconds) {
-    add_counter(family, labels, nanoseconds_to_seconds(count));
-  } else {
-    add_counter(family, labels, count);
+  add_counter(family, labels, sample_value(count, unit));
+}
+
+namespace {
+
+std::uint64_t series_sum(const CounterSeries& one, const std::vector<std::uint64_t>& values,
+                         std::size_t first) {
+  std::uint64_t sum = 0;
+  for (std::size_t slot : one.slots) sum += values[first + slot];
+  return sum;
+}
+
+}  // namespace
+
+std::size_t write_series(PreparedFamily::Writer& writer, std::size_t at,
+                         const std::vector<CounterSeries>& series,
+                         const std::vector<std::uint64_t>& values, std::size_t first, Unit unit) {
+  for (const CounterSeries& one : series) {
+    writer.sample(at++, sample_value(series_sum(one, values, first), unit));
   }
+  return at;
 }
 
 void add_series(prometheus::MetricFamily& family, const std::vector<CounterSeries>& series,
                 const std::vector<std::uint64_t>& values, std::size_t first, Unit unit,
                 const Labels& leading) {
   for (const CounterSeries& one : series) {
-    std::uint64_t sum = 0;
-    for (std::size_t slot : one.slots) sum += values[first + slot];
+    const std::uint64_t sum = series_sum(one, values, first);
     if (leading.empty()) {
       add_count(family, one.labels, sum, unit);
       continue;

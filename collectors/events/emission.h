@@ -10,9 +10,10 @@
 
 #include <prometheus/metric_family.h>
 
+#include "collectors/events/specs.h"
 #include "collectors/events/vocabulary.h"
 #include "collectors/metrics.h"
-#include "collectors/events/specs.h"
+#include "collectors/prepared_family.h"
 #include "topology/topology.h"
 
 namespace hwperf::events {
@@ -36,7 +37,9 @@ std::vector<CounterSeries> series_at_level(Granularity level,
 
 prometheus::MetricFamily counter_family(const std::string& name, const std::string& help);
 
-// The one place an event's count becomes a sample: a nanosecond event is exported in seconds.
+// The one place an event's count becomes a sample's value: a nanosecond event is exported in
+// seconds.
+double sample_value(std::uint64_t count, Unit unit);
 void add_count(prometheus::MetricFamily& family, const Labels& labels, std::uint64_t count,
                Unit unit);
 
@@ -45,5 +48,10 @@ void add_count(prometheus::MetricFamily& family, const Labels& labels, std::uint
 void add_series(prometheus::MetricFamily& family, const std::vector<CounterSeries>& series,
                 const std::vector<std::uint64_t>& values, std::size_t first, Unit unit,
                 const Labels& leading = {});
+// The same samples written through a prepared family (collectors/prepared_family.h) whose series
+// at, at + 1, ... are those add_series would add, in its order; returns the series after them.
+std::size_t write_series(PreparedFamily::Writer& writer, std::size_t at,
+                         const std::vector<CounterSeries>& series,
+                         const std::vector<std::uint64_t>& values, std::size_t first, Unit unit);
 
 }  // namespace hwperf::events

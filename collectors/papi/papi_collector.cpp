@@ -9,6 +9,7 @@
 #include <map>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <set>
 #include <stdexcept>
@@ -16,6 +17,7 @@
 
 #include "collectors/metrics.h"
 #include "collectors/papi/papi_families.h"
+#include "collectors/prepared_family.h"
 #include "common/cpu_list.h"
 #include "common/log.h"
 #include "config/errors.h"
@@ -41,7 +43,10 @@ class UnavailablePapiCollector final : public Collector, public ConstantFamilies
   const prometheus::MetricFamily status_;
 };
 
-class PapiCollector final : public Collector, public ConstantFamilies, public ConfiguredFamilies {
+class PapiCollector final : public Collector,
+                            public ConstantFamilies,
+                            public ConfiguredFamilies,
+                            public PreparedText {
  public:
   PapiCollector(const PapiCollectorConfig& config, const std::vector<ExportedEvent>& events,
                 const std::vector<papi::ExportedGroup>& groups,
@@ -74,6 +79,7 @@ class PapiCollector final : public Collector, public ConstantFamilies, public Co
       for (const auto& set : layout.event_sets) cpu_online_.emplace(set.cpu, true);
       if (const auto online = maintenance_.online_cpus()) note_online(*online, false);
     }
+    prepare_text();
     if (maintenance_.period.count() > 0) {
       maintainer_ = std::thread([this] { maintain(); });
     }
@@ -98,48 +104,101 @@ class PapiCollector final : public Collector, public ConstantFamilies, public Co
   }
 
   void collect(std::vector<prometheus::MetricFamily>& out) override {
-    std::vector<std::uint64_t> values;
-    std::map<unsigned, std::uint64_t> read_errors;
-    std::map<unsigned, bool> online;
-    {
-      // One lock for the whole read: overlapping scrapes must not interleave reads of one
-      // event set, and the totals must see each reading in order.
-      std::lock_guard<std::mutex> lock(mutex_);
-      source_->read(raw_, failures_);
-      for (std::size_t s = 0; s < failures_.size(); ++s) fold_set(s);
-      values = totals_;
-      read_errors = read_errors_;
-      online = cpu_online_;
-    }
-    if (!online.empty()) {
-      auto family =
-          make_gauge_family({"cpu", "online"},
-                            "Whether the CPU is online (1) or offline (0). An offline CPU's "
-                            "counters stop; they are reopened when it comes back.");
-      for (const auto& [cpu, up] : online) {
+    const Reading reading = read();
+    if (!reading.online.empty()) {
+      auto family = online_family();
+      for (const auto& [cpu, up] : reading.online) {
         add_gauge(family, {{"cpu", std::to_string(cpu)}}, up ? 1.0 : 0.0);
       }
       out.push_back(std::move(family));
     }
     for (const auto& event : families_) {
       auto family = events::counter_family(event.name, event.help);
-      events::add_series(family, event.series, values, 0, event.unit);
+      events::add_series(family, event.series, reading.values, 0, event.unit);
       out.push_back(std::move(family));
     }
-    if (!read_errors.empty()) {
-      auto errors =
-          make_counter_family({"papi", "read", "errors"},
-                              "Failed reads of PAPI event sets, per CPU, since start. A failed "
-                              "set keeps its counters' last values while the CPU's other sets and "
-                              "all other CPUs are still read; the set is restarted with back-off.");
-      for (const auto& [cpu, count] : read_errors) {
+    if (!reading.read_errors.empty()) {
+      auto errors = read_errors_family();
+      for (const auto& [cpu, count] : reading.read_errors) {
         add_counter(errors, {{"cpu", std::to_string(cpu)}}, count);
       }
       out.push_back(std::move(errors));
     }
   }
 
+  // collect()'s bytes from the text prepared at startup (prepare_text): every series is fixed
+  // then (the layout never changes, a rebuilt set counts the same counters), so a scrape writes
+  // its values only.
+  void collect_text(std::string& out, ExpositionFormat format) override {
+    const Reading reading = read();
+    if (!reading.online.empty()) {
+      PreparedFamily::Writer online(*prepared_online_, out, format);
+      std::size_t series = 0;
+      for (const auto& entry : reading.online) online.sample(series++, entry.second ? 1.0 : 0.0);
+    }
+    for (std::size_t k = 0; k < families_.size(); ++k) {
+      PreparedFamily::Writer family(prepared_events_[k], out, format);
+      family.open();
+      events::write_series(family, 0, families_[k].series, reading.values, 0, families_[k].unit);
+    }
+    if (!reading.read_errors.empty()) {
+      PreparedFamily::Writer errors(*prepared_errors_, out, format);
+      std::size_t series = 0;
+      for (const auto& entry : reading.read_errors) {
+        errors.sample(series++, static_cast<double>(entry.second));
+      }
+    }
+  }
+
  private:
+  // One scrape's counts, read under the lock.
+  struct Reading {
+    std::vector<std::uint64_t> values;
+    std::map<unsigned, std::uint64_t> read_errors;
+    std::map<unsigned, bool> online;
+  };
+  Reading read() {
+    // One lock for the whole read: overlapping scrapes must not interleave reads of one event
+    // set, and the totals must see each reading in order.
+    std::lock_guard<std::mutex> lock(mutex_);
+    source_->read(raw_, failures_);
+    for (std::size_t s = 0; s < failures_.size(); ++s) fold_set(s);
+    return {totals_, read_errors_, cpu_online_};
+  }
+
+  static prometheus::MetricFamily online_family() {
+    return make_gauge_family({"cpu", "online"},
+                             "Whether the CPU is online (1) or offline (0). An offline CPU's "
+                             "counters stop; they are reopened when it comes back.");
+  }
+  static prometheus::MetricFamily read_errors_family() {
+    return make_counter_family(
+        {"papi", "read", "errors"},
+        "Failed reads of PAPI event sets, per CPU, since start. A failed set keeps its counters' "
+        "last values while the CPU's other sets and all other CPUs are still read; the set is "
+        "restarted with back-off.");
+  }
+
+  // The text path's families with every series they can have, in collect()'s order.
+  void prepare_text() {
+    auto online = online_family();
+    for (const auto& entry : cpu_online_) {
+      add_gauge(online, {{"cpu", std::to_string(entry.first)}}, 0.0);
+    }
+    prepared_online_.emplace(online);
+    const std::vector<std::uint64_t> zeros(raw_.size(), 0);
+    for (const auto& event : families_) {
+      auto family = events::counter_family(event.name, event.help);
+      events::add_series(family, event.series, zeros, 0, event.unit);
+      prepared_events_.emplace_back(family);
+    }
+    auto errors = read_errors_family();
+    for (const auto& entry : read_errors_) {
+      add_counter(errors, {{"cpu", std::to_string(entry.first)}}, 0.0);
+    }
+    prepared_errors_.emplace(errors);
+  }
+
   // Multiplexed counts above this are zeroed after being added to the totals. PAPI 7.0 scales
   // them as (enabled * 100 / running) * count in signed 64-bit: a count of 2^40 (5 minutes of
   // cycles at 3.5 GHz) leaves room for a 2^16-fold multiplexing ratio before that overflows,
@@ -329,6 +388,10 @@ class PapiCollector final : public Collector, public ConstantFamilies, public Co
   std::vector<std::string> event_names_;     // per event index, for messages
   std::vector<FamilyDeclaration> declared_;  // event families under their configured names
   std::vector<prometheus::MetricFamily> status_;
+  // The text path's (collect_text): collect()'s families prepared with all their series.
+  std::optional<PreparedFamily> prepared_online_;
+  std::vector<PreparedFamily> prepared_events_;  // per families_ entry
+  std::optional<PreparedFamily> prepared_errors_;
   std::mutex mutex_;
   // Guarded by mutex_, per layout counter: the latest reading, the reading last added to the
   // total (0 after a reset or restart), and the running total that is exported.

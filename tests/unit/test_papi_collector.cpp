@@ -289,3 +289,36 @@ TEST_CASE("names that clash or are invalid are configuration errors", "[papi]") 
                       std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(1, {0}))),
                   ConfigError);
 }
+
+// Issue 39: the per-CPU series are fixed once the collector is built (a rebuilt event set counts
+// the same counters), so a scrape writes them from text prepared then, as the RAPL collector
+// does: the same bytes as collect()'s families, in both formats.
+TEST_CASE("the papi collector writes its series from text prepared at startup, byte for byte",
+          "[papi][exposition]") {
+  const Topology topology = two_socket_topology();
+  auto source =
+      std::make_unique<FakeCounterSource>(papi::every_event_on_every_cpu(2, topology.cpus()));
+  auto* fake = source.get();
+  for (std::size_t i = 0; i < fake->values_.size(); ++i) fake->values_[i] = 1000000007 * (i + 1);
+  papi::Maintenance maintenance;
+  maintenance.online_cpus = [&] { return std::optional<std::vector<unsigned>>(topology.cpus()); };
+  maintenance.period = std::chrono::milliseconds(0);  // no thread: the test reads alone
+  const auto granularity = GENERATE(Granularity::cpu, Granularity::core, Granularity::machine);
+  CAPTURE(to_string(granularity));
+  auto collector = make_papi_collector_from_source(
+      config_with(granularity),
+      {spec("PAPI_TOT_INS", "instructions"),
+       spec("perf::TASK-CLOCK", "task_clock_seconds", events::Unit::nanoseconds)},
+      topology, std::move(source), maintenance);
+  REQUIRE(capabilities_of(*collector).text != nullptr);
+  for (const auto format : {ExpositionFormat::text_0_0_4, ExpositionFormat::openmetrics_1_0_0}) {
+    std::vector<prometheus::MetricFamily> families;
+    collector->collect(families);
+    std::string expected = "before\n";
+    append_families(expected, families, format);
+    std::string text = "before\n";
+    collect_text(*collector, text, format);
+    CHECK(text == expected);
+    CHECK_THAT(text, Catch::Contains("hwperf_cpu_online{cpu=\"1\"} 1\n"));
+  }
+}
