@@ -10,6 +10,7 @@
 #include <system_error>
 #include <utility>
 
+#include "collectors/cgroup/cgroup_families.h"
 #include "collectors/events/emission.h"
 #include "collectors/metrics.h"
 #include "common/cpu_list.h"
@@ -20,13 +21,6 @@
 
 namespace hwperf::cgroup {
 namespace {
-
-constexpr EnumName<ConfiguredRootState> kRootStateNames[] = {
-    {ConfiguredRootState::counting, "counting"},
-    {ConfiguredRootState::missing, "missing"},
-    {ConfiguredRootState::no_leaf, "no_leaf"},
-    {ConfiguredRootState::not_in_perf_event_hierarchy, "not_in_perf_event_hierarchy"},
-};
 
 std::string open_remedy(int error) {
   if (error == EACCES || error == EPERM) {
@@ -79,6 +73,8 @@ std::shared_ptr<const perf::CounterLayout> counter_layout(const perf::CountingPl
 
 }  // namespace
 
+CgroupCollector::~CgroupCollector() = default;
+
 CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
     : settings_(std::move(settings)),
       plan_(perf::counting_plan(settings_.events, settings_.groups)),
@@ -89,7 +85,14 @@ CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
   }
   root_states_.assign(settings_.configured.roots.size(), ConfiguredRootState::missing);
   online_.assign(settings_.cpus.size(), true);
+  Families available(plan_);
+  add_available(available);
+  for (const auto format : {ExpositionFormat::text_0_0_4, ExpositionFormat::openmetrics_1_0_0}) {
+    append_families(available_text_[static_cast<std::size_t>(format)], {available.available},
+                    format);
+  }
   if (!settings_.unavailable.empty()) return;
+  text_ = prepare_text({});
   rescan();
   rescanner_.emplace(std::chrono::duration<double>(settings_.configured.rescan_interval_seconds),
                      [this] { rescan(); });
@@ -103,7 +106,7 @@ int CgroupCollector::open(const std::string& relative, Counted& counted) {
     std::lock_guard lock(mutex_);
     online = online_;
   }
-  counted.counters = std::make_unique<perf::CounterSet>(layout_);
+  counted.counters = std::make_unique<perf::CounterSet>(layout_, *settings_.backend);
   const auto opening =
       counted.counters->open({perf::CountingTarget::cgroup(directory.value)}, online);
   counted.member = opening.member;
@@ -195,6 +198,42 @@ void CgroupCollector::log_root_states(const std::vector<ConfiguredRootState>& st
   }
 }
 
+// Opened outside the scrapes' lock: a rescan with many new cgroups never delays a scrape. Only
+// a rescan changes counted_, so it is looked at here without that lock.
+std::map<std::string, CgroupCollector::Counted> CgroupCollector::open_new(
+    const CgroupScan& scan, std::map<std::string, std::string>& problems) {
+  std::map<std::string, Counted> opened;
+  for (const auto& identity : scan.targets) {
+    if (counted_.count(identity.cgroup) != 0) continue;
+    Counted counted;
+    counted.identity = identity;
+    const int error = open(identity.cgroup, counted);
+    if (error == 0) {
+      opened.emplace(identity.cgroup, std::move(counted));
+    } else if (error != ENOENT) {  // ENOENT: removed since the walk
+      problems.emplace(identity.cgroup, open_remedy(error));
+    }
+  }
+  return opened;
+}
+
+// The series' text of the cgroups counted from now on, made before the scrapes' lock too; null
+// when they are those counted now.
+std::unique_ptr<CgroupCollector::Text> CgroupCollector::next_text(
+    const std::set<std::string>& wanted, const std::map<std::string, Counted>& opened) const {
+  const bool gone = std::any_of(counted_.begin(), counted_.end(),
+                                [&](const auto& entry) { return wanted.count(entry.first) == 0; });
+  if (opened.empty() && !gone) return nullptr;
+  std::map<std::string, const CgroupIdentity*> next;
+  for (const auto& [path, counted] : counted_) {
+    if (wanted.count(path) != 0) next.emplace(path, &counted.identity);
+  }
+  for (const auto& [path, counted] : opened) next.emplace(path, &counted.identity);
+  std::vector<const CgroupIdentity*> identities;
+  for (const auto& entry : next) identities.push_back(entry.second);
+  return prepare_text(identities);
+}
+
 void CgroupCollector::rescan() {
   std::lock_guard rescan_lock(rescan_mutex_);
   follow_hotplug();
@@ -207,24 +246,12 @@ void CgroupCollector::rescan() {
 
   std::set<std::string> wanted;
   for (const auto& identity : scan.targets) wanted.insert(identity.cgroup);
-  // Opened outside the scrapes' lock: a rescan with many new cgroups never delays a scrape. Only
-  // a rescan changes counted_, so it is looked at here without that lock.
-  std::map<std::string, Counted> opened;
   std::map<std::string, std::string> problems;
-  for (const auto& identity : scan.targets) {
-    if (counted_.count(identity.cgroup) != 0) continue;
-    Counted counted;
-    counted.identity = identity;
-    const int error = open(identity.cgroup, counted);
-    if (error == 0) {
-      opened.emplace(identity.cgroup, std::move(counted));
-    } else if (error != ENOENT) {  // ENOENT: removed since the walk
-      problems.emplace(identity.cgroup, open_remedy(error));
-    }
-  }
-
+  std::map<std::string, Counted> opened = open_new(scan, problems);
+  std::unique_ptr<Text> text = next_text(wanted, opened);
   std::vector<Counted> closing;  // closed after the lock is released
   std::lock_guard lock(mutex_);
+  if (text) text_ = std::move(text);
   for (auto it = counted_.begin(); it != counted_.end();) {
     if (wanted.count(it->first) == 0) {
       log::info("cgroup: " + it->first + " is gone; its counters are closed");
@@ -256,122 +283,6 @@ void CgroupCollector::rescan() {
     cap_logged_ = true;
   }
   left_out_over_cap_ = scan.left_out_over_cap;
-}
-
-std::vector<FamilyDeclaration> CgroupCollector::declared_families() const {
-  std::vector<FamilyDeclaration> declared;
-  for (const auto& family : plan_.families) declared.push_back({family.name, family.where});
-  return declared;
-}
-
-// The families of one scrape, in the order they are exported.
-struct CgroupCollector::Families {
-  explicit Families(const perf::CountingPlan& plan) : counts(perf::counter_families(plan)) {}
-  prometheus::MetricFamily available =
-      make_gauge_family({"container", "available"},
-                        "1 when containers are counted on this node; 0 when they cannot "
-                        "be, with the reason (the log says what to do).");
-  std::vector<prometheus::MetricFamily> counts;
-  prometheus::MetricFamily group_enabled = make_counter_family(
-      {"container", "group", "enabled", "seconds"},
-      "Time the kernel had each event group enabled for the cgroup, summed over its CPUs (a "
-      "cgroup event is enabled while the cgroup's tasks run on the CPU). Below enabled, running "
-      "time means the group was multiplexed: all its counts are then scaled by the group's one "
-      "running/enabled of each scrape interval.");
-  prometheus::MetricFamily group_running = make_counter_family(
-      {"container", "group", "running", "seconds"},
-      "Time each event group was really on the counters, all its events together, for the "
-      "cgroup; rate(running) / rate(enabled) is the share counted, 1 unless multiplexed.");
-  prometheus::MetricFamily cgroups =
-      make_gauge_family({"container", "cgroups"},
-                        "Cgroups counted (leaves: containers, services and configured roots' "
-                        "leaves).");
-  prometheus::MetricFamily left_out = make_gauge_family(
-      {"container", "left_out"},
-      "Cgroups discovery found but does not count: over_cap (collectors.cgroup.max_cgroups), "
-      "open_failed (the log says why).");
-  prometheus::MetricFamily descriptors = make_gauge_family(
-      {"container", "open_counters"}, "Perf event descriptors the cgroup collector holds open.");
-  prometheus::MetricFamily read_errors = make_counter_family(
-      {"container", "read", "errors"}, "Counter reads that failed; their interval is not counted.");
-  prometheus::MetricFamily root_state = make_gauge_family(
-      {"container", "root", "state"},
-      "1 for each configured root's state: counting, missing, no_leaf, or "
-      "not_in_perf_event_hierarchy (it exists only where the perf_event controller does not "
-      "look, so its processes count nothing); the log says what to do.");
-  prometheus::MetricFamily hierarchy = make_gauge_family(
-      {"container", "hierarchy", "info"},
-      "The cgroup hierarchy the perf_event controller is bound to, which every count filters by.");
-  std::size_t open_counters = 0;
-};
-
-void CgroupCollector::add_cgroup(Families& families, const Counted& counted) {
-  const std::size_t cpus = settings_.cpus.size();
-  const perf::CounterTotals totals = counted.counters->read();
-  for (const int error : totals.errors) read_errors_ += error != 0 ? 1 : 0;
-  families.open_counters += totals.descriptors;
-  const CgroupIdentity& id = counted.identity;
-  const Labels identity = {
-      {"container_id", id.container_id}, {"pod_uid", id.pod_uid}, {"cgroup", id.cgroup}};
-  const auto values = perf::value_totals(plan_, totals.counts, cpus);
-  for (std::size_t value = 0; value < plan_.events(); ++value) {
-    Labels labels = identity;
-    perf::add_group_label(labels, plan_.values[value]);
-    events::add_series(families.counts[plan_.values[value].family], series_, values, value * cpus,
-                       plan_.values[value].unit, labels);
-  }
-  for (std::size_t unit = 0; unit < plan_.units.size(); ++unit) {
-    if (plan_.units[unit].group.empty()) continue;
-    Labels labels = identity;
-    labels.emplace_back("group", plan_.units[unit].group);
-    events::add_series(families.group_enabled, series_, totals.enabled_ns, unit * cpus,
-                       events::Unit::nanoseconds, labels);
-    events::add_series(families.group_running, series_, totals.running_ns, unit * cpus,
-                       events::Unit::nanoseconds, labels);
-  }
-}
-
-void CgroupCollector::collect(std::vector<prometheus::MetricFamily>& out) {
-  Families families(plan_);
-  if (!settings_.unavailable.empty()) {
-    // The label keeps the reason; the remedy after it is in the log.
-    add_gauge(families.available,
-              {{"reason", settings_.unavailable.substr(0, settings_.unavailable.find("; "))}}, 0.0);
-    out.push_back(std::move(families.available));
-    return;
-  }
-  add_gauge(families.available, {{"reason", ""}}, 1.0);
-  out.push_back(std::move(families.available));
-  std::lock_guard lock(mutex_);
-  for (const auto& [path, counted] : counted_) add_cgroup(families, counted);
-  add_gauge(families.cgroups, {}, static_cast<double>(counted_.size()));
-  add_gauge(families.left_out, {{"reason", "over_cap"}}, static_cast<double>(left_out_over_cap_));
-  add_gauge(families.left_out, {{"reason", "open_failed"}},
-            static_cast<double>(open_problems_.size()));
-  add_gauge(families.descriptors, {}, static_cast<double>(families.open_counters));
-  add_counter(families.read_errors, {}, read_errors_);
-  for (std::size_t i = 0; i < settings_.configured.roots.size(); ++i) {
-    for (const auto& entry : kRootStateNames) {
-      add_gauge(families.root_state,
-                {{"root", "/" + settings_.configured.roots[i].path}, {"state", entry.name}},
-                entry.value == root_states_[i] ? 1.0 : 0.0);
-    }
-  }
-  add_gauge(families.hierarchy,
-            {{"version", settings_.hierarchy.kind == PerfEventHierarchy::Kind::v2 ? "v2" : "v1"},
-             {"mount_point", settings_.hierarchy.mount_point}},
-            1.0);
-  for (auto& family : families.counts) out.push_back(std::move(family));
-  if (!settings_.groups.empty()) {
-    out.push_back(std::move(families.group_enabled));
-    out.push_back(std::move(families.group_running));
-  }
-  for (auto* family :
-       {&families.cgroups, &families.left_out, &families.descriptors, &families.read_errors}) {
-    out.push_back(std::move(*family));
-  }
-  if (!settings_.configured.roots.empty()) out.push_back(std::move(families.root_state));
-  out.push_back(std::move(families.hierarchy));
 }
 
 }  // namespace hwperf::cgroup

@@ -6,12 +6,14 @@
 // set (perf/counter_set.h), which a scrape only reads.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,9 @@ struct CgroupCollectorSettings {
   // gets new counters (the kernel never re-enables events a CPU lost going offline). Empty: not
   // read.
   std::string sysfs;
+  // Where the counters are opened: the kernel's perf_event_open, or another engine (a fake in
+  // tests) counting the same units per cgroup and CPU.
+  const perf::CountingBackend* backend = &perf::perf_event_backend();
   // Other cgroup hierarchies as this process reaches them: where a configured root that is
   // missing from `root` may be instead (it then counts nothing, which is said).
   std::vector<std::filesystem::path> other_roots;
@@ -67,12 +72,16 @@ OrErrno<perf::CounterGroup> open_cgroup_group(const std::vector<perf::EventEncod
 // What became of a configured root at the last rescan.
 enum class ConfiguredRootState { counting, missing, no_leaf, not_in_perf_event_hierarchy };
 
-class CgroupCollector final : public Collector, public ConfiguredFamilies {
+class CgroupCollector final : public Collector, public ConfiguredFamilies, public PreparedText {
  public:
   explicit CgroupCollector(CgroupCollectorSettings settings);
+  ~CgroupCollector() override;  // where Text is complete
 
   std::string name() const override { return "cgroup"; }
   void collect(std::vector<prometheus::MetricFamily>& out) override;
+  // collect()'s bytes, the cgroups' series from text prepared when the set of cgroups last
+  // changed (a rescan), so that a scrape writes their values only.
+  void collect_text(std::string& out, ExpositionFormat format) override;
   std::vector<FamilyDeclaration> declared_families() const override;
 
   // Walks the hierarchy once: opens the counters of cgroups that appeared, closes those of
@@ -92,16 +101,41 @@ class CgroupCollector final : public Collector, public ConfiguredFamilies {
     perf::CounterSet::Member member = 0;
   };
   struct Families;
+  // One cgroup's counts, read at a scrape (the values summed from a derived preset's terms).
+  struct CgroupRead {
+    const CgroupIdentity* identity = nullptr;
+    perf::CounterTotals totals;
+    std::vector<std::uint64_t> values;
+  };
+  // The cgroups' families as text made once per set of cgroups (collectors/prepared_family.h).
+  struct Text;
   // Opens one cgroup's counters on the CPUs online now: errno of the first failure, nothing
   // kept then.
   int open(const std::string& relative, Counted& counted);
   // Reads the online file; reopens every cgroup's counters on the CPUs that came back.
   void follow_hotplug();
+  // The cgroups of `scan` not counted yet, opened; why some could not be, in `problems`.
+  std::map<std::string, Counted> open_new(const CgroupScan& scan,
+                                          std::map<std::string, std::string>& problems);
+  // The text of the cgroups counted after this rescan (those `wanted` already counted, and
+  // `opened`), or null when they are those counted now.
+  std::unique_ptr<Text> next_text(const std::set<std::string>& wanted,
+                                  const std::map<std::string, Counted>& opened) const;
   // What became of each configured root at this scan, logged where it changed.
   std::vector<ConfiguredRootState> root_states(const CgroupScan& scan) const;
   void log_root_states(const std::vector<ConfiguredRootState>& states);
-  // One cgroup's series, read now.
-  void add_cgroup(Families& families, const Counted& counted);
+  // Every cgroup's counters read once, in counted_'s order, their failed reads counted (under
+  // mutex_).
+  std::vector<CgroupRead> read_all();
+  // The families of one scrape (export_families.cpp), from the reads of every cgroup.
+  void add_available(Families& families) const;
+  void add_cgroup(Families& families, const CgroupRead& read) const;
+  void add_status(Families& families, std::size_t open_counters) const;
+  // The cgroups' series, a family at a time, through `text`.
+  void write_cgroups(std::string& out, ExpositionFormat format, const Text& text,
+                     const std::vector<CgroupRead>& reads) const;
+  // The text of the series of `identities` (counted_'s order), made outside the scrapes' lock.
+  std::unique_ptr<Text> prepare_text(const std::vector<const CgroupIdentity*>& identities) const;
 
   CgroupCollectorSettings settings_;
   perf::CountingPlan plan_;                            // the ungrouped events, then the groups
@@ -116,7 +150,9 @@ class CgroupCollector final : public Collector, public ConfiguredFamilies {
   std::size_t left_out_over_cap_ = 0;
   std::map<std::string, std::string> open_problems_;  // cgroup -> why its counters did not open
   std::vector<ConfiguredRootState> root_states_;
-  std::vector<bool> online_;  // per settings_.cpus index
+  std::vector<bool> online_;                   // per settings_.cpus index
+  std::unique_ptr<Text> text_;                 // counted_'s series, prepared
+  std::array<std::string, 2> available_text_;  // per ExpositionFormat; constant
 
   std::mutex rescan_mutex_;  // one rescan at a time; guards the log-once state below
   bool cap_logged_ = false;

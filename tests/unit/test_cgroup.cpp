@@ -16,6 +16,7 @@
 #include "config/errors.h"
 #include "collectors/configuration.h"
 #include "tests/support.h"
+#include "tests/unit/counting_fakes.h"
 
 using namespace hwperf::cgroup;
 using Kind = PerfEventHierarchy::Kind;
@@ -262,4 +263,85 @@ TEST_CASE("a node where containers cannot be counted says so and the exporter ke
   CHECK(hwperf::test::find_samples(samples, "hwperf_container_cgroups").empty());
   CHECK_THAT(log.text(), Catch::Contains("CONFIG_CGROUP_PERF") &&
                              Catch::Contains("the other collectors keep serving"));
+}
+
+namespace {
+
+hwperf::perf::CountedEvent container_event(
+    const char* event, const char* metric, std::uint64_t config,
+    hwperf::events::Unit unit = hwperf::events::Unit::count) {
+  hwperf::perf::CountedEvent counted;
+  counted.event = event;
+  counted.metric = metric;
+  counted.family = std::string("hwperf_container_") + metric + "_total";
+  counted.help = std::string("Test event ") + event;
+  counted.unit = unit;
+  counted.encoding.name = event;
+  counted.encoding.config = config;
+  return counted;
+}
+
+// The container collector over a fake counting backend and a cgroup tree in a temporary folder:
+// every leaf under the configured root `pods` counted, two events alone and a group of two.
+hwperf::cgroup::CgroupCollectorSettings fake_container_settings(
+    const std::filesystem::path& root, const hwperf::perf::CountingBackend& backend) {
+  hwperf::cgroup::CgroupCollectorSettings settings;
+  settings.hierarchy.kind = PerfEventHierarchy::Kind::v2;
+  settings.hierarchy.mount_point = "/sys/fs/cgroup";
+  settings.root = root;
+  settings.events = {container_event("perf::TASK-CLOCK", "task_clock_seconds", 1,
+                                     hwperf::events::Unit::nanoseconds),
+                     container_event("perf::PAGE-FAULTS", "page_faults", 2)};
+  hwperf::perf::CountedGroup group;
+  group.name = "pair";
+  group.members = {container_event("perf::CYCLES", "cycles", 3),
+                   container_event("perf::INSTRUCTIONS", "instructions", 4)};
+  settings.groups = {group};
+  settings.cpus = hwperf::test::two_socket_topology().threads();
+  settings.configured.roots = {{"pods", {}}};
+  settings.configured.rescan_interval_seconds = 60;  // rescans are the test's
+  settings.backend = &backend;
+  return settings;
+}
+
+}  // namespace
+
+// Issue 39: the cgroups' series are stable between rescans, so a scrape writes them from text
+// prepared when the set of cgroups changes: the same bytes as collect()'s families.
+TEST_CASE("the container collector writes its cgroups' series from text prepared at a rescan",
+          "[cgroup][exposition]") {
+  hwperf::test::TempDir tree;
+  tree.write("pods/a/.keep", "");
+  tree.write("pods/b/.keep", "");
+  hwperf::test::FakeCounterBoard board;
+  board.derived = true;
+  const hwperf::test::FakeCountingBackend backend(board);
+  CgroupCollector collector(fake_container_settings(tree.path(), backend));
+  REQUIRE(hwperf::capabilities_of(collector).text != nullptr);
+  const auto agree = [&] {
+    for (const auto format :
+         {hwperf::ExpositionFormat::text_0_0_4, hwperf::ExpositionFormat::openmetrics_1_0_0}) {
+      std::vector<prometheus::MetricFamily> families;
+      collector.collect(families);
+      std::string expected = "before\n";
+      hwperf::append_families(expected, families, format);
+      std::string text = "before\n";
+      hwperf::collect_text(collector, text, format);
+      CHECK(text == expected);
+    }
+  };
+  agree();
+  std::string once;
+  hwperf::collect_text(collector, once, hwperf::ExpositionFormat::text_0_0_4);
+  CHECK_THAT(once, Catch::Contains("hwperf_container_cycles_total{container_id=\"\",pod_uid=\"\","
+                                   "cgroup=\"pods/b\",group=\"pair\",package=\"1\"}"));
+  // A cgroup gone, another come: the text is prepared again for the cgroups counted now.
+  std::filesystem::remove_all(tree.path() / "pods" / "a");
+  tree.write("pods/c/.keep", "");
+  collector.rescan();
+  agree();
+  std::string again;
+  hwperf::collect_text(collector, again, hwperf::ExpositionFormat::text_0_0_4);
+  CHECK(again.find("cgroup=\"pods/a\"") == std::string::npos);
+  CHECK_THAT(again, Catch::Contains("cgroup=\"pods/c\""));
 }

@@ -16,62 +16,13 @@
 #include <vector>
 
 #include "collectors/perf/counter_set.h"
+#include "tests/unit/counting_fakes.h"
 
 using namespace hwperf;
+using hwperf::test::FakeCounterBoard;
+using hwperf::test::FakeCountingBackend;
 
 namespace {
-
-// What the fake backend's counters read, written by the test: per (target pid, CPU, unit's first
-// event config), a reading or an errno; and what opening one there answers.
-struct FakeCounterBoard {
-  using Key = std::tuple<pid_t, int, std::uint64_t>;
-  std::map<Key, perf::GroupReading> readings;
-  std::map<Key, int> read_errors;
-  std::map<Key, int> open_errors;
-  int opened = 0;
-  int live = 0;  // units open now
-};
-
-class FakeCountedUnit final : public perf::OpenUnit {
- public:
-  FakeCountedUnit(FakeCounterBoard& board, FakeCounterBoard::Key key, std::size_t events)
-      : board_(board), key_(key), events_(events) {
-    ++board_.live;
-  }
-  ~FakeCountedUnit() override { --board_.live; }
-  OrErrno<perf::GroupReading> read() override {
-    if (const auto error = board_.read_errors.find(key_); error != board_.read_errors.end()) {
-      return {{}, error->second};
-    }
-    perf::GroupReading reading = board_.readings[key_];
-    reading.values.resize(events_, 0);
-    return {reading, 0};
-  }
-  std::size_t descriptors() const override { return events_; }
-
- private:
-  FakeCounterBoard& board_;
-  FakeCounterBoard::Key key_;
-  std::size_t events_;
-};
-
-class FakeCountingBackend final : public perf::CountingBackend {
- public:
-  explicit FakeCountingBackend(FakeCounterBoard& board) : board_(board) {}
-  OrErrno<std::unique_ptr<perf::OpenUnit>> open(const std::vector<perf::EventEncoding>& events,
-                                                const perf::CountingTarget& target,
-                                                int cpu) const override {
-    const FakeCounterBoard::Key key{target.pid, cpu, events.front().config};
-    if (const auto error = board_.open_errors.find(key); error != board_.open_errors.end()) {
-      return {nullptr, error->second};
-    }
-    ++board_.opened;
-    return {std::make_unique<FakeCountedUnit>(board_, key, events.size()), 0};
-  }
-
- private:
-  FakeCounterBoard& board_;
-};
 
 perf::EventEncoding fake_event(std::uint64_t config) {
   perf::EventEncoding event;
