@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "collectors/events/emission.h"
+#include "collectors/process/process_families.h"
 #include "collectors/metrics.h"
 #include "common/log.h"
 #include "collectors/perf/perf_event.h"
@@ -20,37 +21,7 @@
 
 namespace hwperf::process {
 
-struct ProcessCollector::Target {
-  Target(const ProcessTargetConfig& config, std::shared_ptr<const perf::CounterLayout> layout)
-      : plan(config), counting(std::move(layout)) {}
-  TargetPlan plan;  // only the rescan touches it, and roots
-  // Every root process's threads, one member each, opened with inherit: what they start is
-  // counted into them, and what an ended root counted stays in the totals.
-  perf::CounterSet counting;
-  std::map<ProcessIdentity, perf::CounterSet::Member> roots;
-  std::mutex status_mutex;  // what a scrape reports of the last rescan
-  TargetState state = TargetState::no_process;
-  std::string reason;
-  std::vector<ProcStat> counted;
-  std::size_t threads = 0;
-  std::unique_ptr<region::TargetRegions> regions;  // with collectors.process.regions
-};
-
 namespace {
-
-// The help of hwperf_process_{event,group}_{enabled,running}_seconds_total.
-const char* const kUnitTimeHelp[2][2] = {
-    {"Time the kernel had each ungrouped event enabled for the target's threads, summed over "
-     "threads. Below enabled, running time means the event was multiplexed: counts are then "
-     "scaled by running/enabled of each scrape interval.",
-     "Time each ungrouped event was really on a hardware counter for the target's threads; "
-     "rate(running) / rate(enabled) is the share counted, 1 unless multiplexed."},
-    {"Time the kernel had each event group enabled for the target's threads, summed over "
-     "threads. Below enabled, running time means the group was multiplexed: all its counts are "
-     "then scaled by the group's one running/enabled of each scrape interval.",
-     "Time each event group was really on the counters, all its events together, for the "
-     "target's threads; rate(running) / rate(enabled) is the share counted, 1 unless "
-     "multiplexed."}};
 
 // The start-time tick at which a file was last written: its mtime moved from the wall clock to
 // the boot clock the kernel reports start times in.
@@ -139,7 +110,7 @@ ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
     }
   }
   for (const auto& config : settings_.targets) {
-    targets_.push_back(std::make_unique<Target>(config, layout_));
+    targets_.push_back(std::make_unique<Target>(config, layout_, *settings_.backend));
     if (!settings_.regions && config.regions_fd < 0) continue;
     if (config.regions_fd >= 0) {
       // The command waits before its exec: the library sees READY from its first instruction.
@@ -155,6 +126,7 @@ ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
     targets_.back()->regions = std::make_unique<region::TargetRegions>(
         config.name, settings_.procfs, settings_.region_events, config.regions_fd, region_options);
   }
+  prepare_text();
   rescan();
   rescanner_.emplace(std::chrono::duration<double>(settings_.rescan_interval_seconds),
                      [this] { rescan(); });
@@ -294,136 +266,6 @@ void ProcessCollector::publish(Target& target, TargetState state, std::string re
   target.reason = std::move(reason);
   target.counted = std::move(counted);
   target.threads = threads;
-}
-
-std::vector<FamilyDeclaration> ProcessCollector::declared_families() const {
-  std::vector<FamilyDeclaration> declared;
-  for (const auto& family : plan_.families) declared.push_back({family.name, family.where});
-  return declared;
-}
-
-std::vector<std::string> ProcessCollector::target_names() const {
-  std::vector<std::string> names;
-  for (const auto& target : settings_.targets) names.push_back(target.name);
-  return names;
-}
-
-void ProcessCollector::collect(std::vector<prometheus::MetricFamily>& out) {
-  collect_targets(out, {});
-}
-
-std::vector<std::uint64_t> ProcessCollector::target_totals(const std::string& name) {
-  std::vector<std::uint64_t> sums(settings_.events.size(), 0);
-  for (auto& target : targets_) {
-    if (target->plan.config().name != name) continue;
-    const perf::CounterTotals totals = target->counting.read();
-    const std::size_t slots = layout_->slots();
-    const auto values = perf::value_totals(plan_, totals.counts, slots);
-    for (std::size_t event = 0; event < sums.size(); ++event) {
-      for (std::size_t slot = 0; slot < slots; ++slot) {
-        sums[event] += values[event * slots + slot];
-      }
-    }
-  }
-  return sums;
-}
-
-void ProcessCollector::collect_targets(std::vector<prometheus::MetricFamily>& out,
-                                       const std::vector<std::string>& names) {
-  std::vector<prometheus::MetricFamily> counts = perf::counter_families(plan_);
-  // [0] per ungrouped event, [1] per event group; each {enabled, running}.
-  std::array<std::array<prometheus::MetricFamily, 2>, 2> times;
-  for (std::size_t unit = 0; unit < 2; ++unit) {
-    for (std::size_t which = 0; which < 2; ++which) {
-      times[unit][which] = make_counter_family(
-          {"process", unit == 0 ? "event" : "group", which == 0 ? "enabled" : "running", "seconds"},
-          kUnitTimeHelp[unit][which]);
-    }
-  }
-  auto read_errors =
-      make_counter_family({"process", "read", "errors"},
-                          "Counter reads that failed for the target; their interval is not "
-                          "counted.");
-  auto state = make_gauge_family(
-      {"process", "target", "state"},
-      "1 for the target's current state: counting, no_process (nothing selected: no such "
-      "process, exited, unreadable pidfile), ended (the process a pid target or experiment "
-      "mode's command names has ended, and all it started: the counts are final), "
-      "permission_denied, fd_budget or error; the log says why and what to do.");
-  auto info =
-      make_gauge_family({"process", "info"},
-                        "1 per live process a target counts: the ones it names and everything "
-                        "they started after counting began.");
-  auto processes = make_gauge_family({"process", "processes"}, "Live processes the target counts.");
-  auto threads =
-      make_gauge_family({"process", "threads"}, "Threads of the live processes the target counts.");
-  auto descriptors = make_gauge_family({"process", "open_counters"},
-                                       "Perf event descriptors the target holds open.");
-  std::optional<region::RegionFamilies> regions;
-  for (const auto& target : targets_) {
-    if (target->regions) regions.emplace(settings_.region_events, settings_.cpus);
-  }
-  for (auto& target : targets_) {
-    const std::string& name = target->plan.config().name;
-    if (!names.empty() && std::find(names.begin(), names.end(), name) == names.end()) continue;
-    const perf::CounterTotals totals = target->counting.read();
-    const std::size_t slots = layout_->slots();
-    const auto values = perf::value_totals(plan_, totals.counts, slots);
-    for (std::size_t value = 0; value < plan_.events(); ++value) {
-      Labels labels = {{"target", name}};
-      perf::add_group_label(labels, plan_.values[value]);
-      events::add_series(counts[plan_.values[value].family], slot_series_, values, value * slots,
-                         plan_.values[value].unit, labels);
-    }
-    for (std::size_t unit = 0; unit < plan_.units.size() && settings_.cpus.empty(); ++unit) {
-      const auto& group = plan_.units[unit].group;
-      const Labels labels = {
-          {"target", name},
-          group.empty() ? Labels::value_type{"event", plan_.values[plan_.units[unit].value].event}
-                        : Labels::value_type{"group", group}};
-      auto& unit_times = times[group.empty() ? 0 : 1];
-      add_counter(unit_times[0], labels, nanoseconds_to_seconds(totals.enabled_ns[unit]));
-      add_counter(unit_times[1], labels, nanoseconds_to_seconds(totals.running_ns[unit]));
-    }
-    add_counter(read_errors, {{"target", name}}, totals.read_errors);
-    add_gauge(descriptors, {{"target", name}}, static_cast<double>(totals.descriptors));
-    // Before the status lock, which the rescan takes: a segment is read holding none of it.
-    if (target->regions) regions->add(name, target->regions->read(), target->regions->own());
-    std::lock_guard lock(target->status_mutex);
-    for (const auto& entry : kTargetStateNames) {
-      add_gauge(state, {{"target", name}, {"state", entry.name}},
-                entry.value == target->state ? 1.0 : 0.0);
-    }
-    for (const auto& process : target->counted) {
-      add_gauge(
-          info,
-          {{"target", name}, {"pid", std::to_string(process.identity.pid)}, {"comm", process.comm}},
-          1.0);
-    }
-    add_gauge(processes, {{"target", name}}, static_cast<double>(target->counted.size()));
-    add_gauge(threads, {{"target", name}}, static_cast<double>(target->threads));
-  }
-  if (regions) regions->append_to(out);
-  for (auto& family : counts) out.push_back(std::move(family));
-  // Per CPU, an event is enabled while its thread runs anywhere but runs only on its own CPU:
-  // the kernel's two times cannot tell multiplexing from time spent on other CPUs there.
-  if (settings_.cpus.empty()) {
-    for (std::size_t unit = 0; unit < (settings_.groups.empty() ? 1 : 2); ++unit) {
-      for (auto& family : times[unit]) out.push_back(std::move(family));
-    }
-  }
-  for (auto* family : {&read_errors, &state, &info, &processes, &threads, &descriptors}) {
-    out.push_back(std::move(*family));
-  }
-  if (!settings_.domain_note.empty()) {
-    auto domain = make_gauge_family({"process", "domain", "narrowed"},
-                                    "1 when the process targets count less than configured; reason "
-                                    "says why (kernel-mode counts need privileges this exporter "
-                                    "lacks).");
-    add_gauge(domain, {{"domain", to_string(settings_.domain)}, {"reason", settings_.domain_note}},
-              1.0);
-    out.push_back(std::move(domain));
-  }
 }
 
 }  // namespace hwperf::process

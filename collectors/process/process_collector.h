@@ -36,6 +36,9 @@ struct ProcessCollectorSettings {
   std::vector<std::string> group_lines;  // --check-config, per group asked for
   std::vector<HardwareThread> cpus;      // per_cpu: one slot each; empty: one slot, any CPU
   double rescan_interval_seconds = 3;
+  // Where the counters are opened: the kernel's perf_event_open, or another engine (a fake in
+  // tests) counting the same units per thread.
+  const perf::CountingBackend* backend = &perf::perf_event_backend();
   CountingDomain domain = CountingDomain::all;
   std::string domain_note;  // why the domain is narrower than configured, "" when it is not
   // collectors.process.regions: the hwperf_region_* families, from the events above.
@@ -43,13 +46,18 @@ struct ProcessCollectorSettings {
   std::vector<region::RegionEvent> region_events;
 };
 
-class ProcessCollector final : public Collector, public NamedTargets, public ConfiguredFamilies {
+class ProcessCollector final : public Collector,
+                               public NamedTargets,
+                               public ConfiguredFamilies,
+                               public PreparedText {
  public:
   explicit ProcessCollector(ProcessCollectorSettings settings);
   ~ProcessCollector() override;  // where Target is complete
 
   std::string name() const override { return "process"; }
   void collect(std::vector<prometheus::MetricFamily>& out) override;
+  // collect()'s bytes, the counts' and times' series from text made once (process_export.cpp).
+  void collect_text(std::string& out, ExpositionFormat format) override;
   std::vector<FamilyDeclaration> declared_families() const override;
 
   // Looks at /proc once and attaches or detaches what changed; the background thread calls it
@@ -69,6 +77,14 @@ class ProcessCollector final : public Collector, public NamedTargets, public Con
 
  private:
   struct Target;
+  struct Families;
+  struct Text;
+  // One target's counts, read at a scrape (the values summed from a derived preset's terms).
+  struct TargetRead {
+    const std::string* name = nullptr;
+    perf::CounterTotals totals;
+    std::vector<std::uint64_t> values;
+  };
   void rescan_target(Target& target, const Snapshot& snapshot, const ProcessFacts& facts);
   // Opens a root process's counters (every thread, with inherit): 0 once it is counted, else
   // the errno (ESRCH: it has gone).
@@ -77,6 +93,19 @@ class ProcessCollector final : public Collector, public NamedTargets, public Con
   void publish(Target& target, TargetState state, std::string reason,
                std::vector<ProcStat> counted);
 
+  // What a scrape exports (process_export.cpp): a target's counters read once; its counts' and
+  // times' series, its status (and its regions'), the domain family; the counts' series as text.
+  TargetRead read_target(Target& target) const;
+  std::size_t time_families() const;  // the time families exported: events', then groups'
+  void add_counts(Families& families, const TargetRead& read) const;
+  void add_status(Families& families, Target& target, const TargetRead& read,
+                  std::optional<region::RegionFamilies>& regions);
+  std::optional<region::RegionFamilies> region_families() const;
+  void append_domain(std::vector<prometheus::MetricFamily>& out) const;
+  void prepare_text();
+  void write_counts(std::string& out, ExpositionFormat format,
+                    const std::vector<TargetRead>& reads) const;
+
   ProcessCollectorSettings settings_;
   perf::CountingPlan plan_;  // the ungrouped events, then the groups
   // plan_'s units, on each CPU with per_cpu, else on the one slot -1 (a thread wherever it runs).
@@ -84,7 +113,8 @@ class ProcessCollector final : public Collector, public NamedTargets, public Con
   // One series per CPU a target ran on with per_cpu, else one for the target (slot 0).
   std::vector<events::CounterSeries> slot_series_;
   std::vector<std::unique_ptr<Target>> targets_;
-  std::mutex rescan_mutex_;                  // one rescan at a time
+  std::unique_ptr<Text> text_;  // the counts' and times' series of every target, prepared
+  std::mutex rescan_mutex_;     // one rescan at a time
   std::optional<PeriodicThread> rescanner_;  // last: stopped before the members it uses go
 };
 

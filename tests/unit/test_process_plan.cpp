@@ -3,13 +3,17 @@
 // configuration of targets.
 #include "tests/catch.hpp"
 
+#include <unistd.h>
+
 #include <string>
 
 #include "collectors/perf/perf_event.h"
+#include "collectors/process/process_collector.h"
 #include "collectors/process/target_plan.h"
 #include "config/errors.h"
 #include "collectors/configuration.h"
 #include "tests/support.h"
+#include "tests/unit/counting_fakes.h"
 
 using namespace hwperf;
 using namespace hwperf::process;
@@ -273,4 +277,61 @@ collectors:
              Contains("expected 0.1 to 60 seconds"));
   CHECK_THAT(config_problems("collectors: {process: {targets: [{name: x, pid: 1, color: red}]}}"),
              Contains("color"));
+}
+
+namespace {
+
+perf::CountedEvent process_event(const char* event, const char* metric, std::uint64_t config,
+                                 events::Unit unit = events::Unit::count) {
+  perf::CountedEvent counted;
+  counted.event = event;
+  counted.metric = metric;
+  counted.family = std::string("hwperf_process_") + metric + "_total";
+  counted.help = std::string("Test event ") + event;
+  counted.unit = unit;
+  counted.encoding.name = event;
+  counted.encoding.config = config;
+  return counted;
+}
+
+}  // namespace
+
+// Issue 39: the targets are configured, so their counts' and times' series are fixed; a scrape
+// writes them from text made once, the same bytes as collect()'s families.
+TEST_CASE("process targets write their counts from text made once, the bytes of their families",
+          "[process][exposition]") {
+  test::FakeCounterBoard board;
+  board.derived = true;
+  const test::FakeCountingBackend backend(board);
+  ProcessCollectorSettings settings;
+  settings.procfs = "/proc";
+  ProcessTargetConfig self;
+  self.name = "self";
+  self.pid = ::getpid();
+  settings.targets = {self};
+  settings.events = {
+      process_event("perf::TASK-CLOCK", "task_clock_seconds", 1, events::Unit::nanoseconds),
+      process_event("perf::PAGE-FAULTS", "page_faults", 2)};
+  perf::CountedGroup group;
+  group.name = "pair";
+  group.members = {process_event("perf::CYCLES", "cycles", 3),
+                   process_event("perf::INSTRUCTIONS", "instructions", 4)};
+  settings.groups = {group};
+  settings.rescan_interval_seconds = kMaxRescanIntervalSeconds;  // rescans are the test's
+  settings.backend = &backend;
+  const bool per_cpu = GENERATE(false, true);
+  CAPTURE(per_cpu);
+  if (per_cpu) settings.cpus = test::two_socket_topology().threads();
+  ProcessCollector collector(settings);
+  REQUIRE(capabilities_of(collector).text != nullptr);
+  for (const auto format : {ExpositionFormat::text_0_0_4, ExpositionFormat::openmetrics_1_0_0}) {
+    std::vector<prometheus::MetricFamily> families;
+    collector.collect(families);
+    std::string expected = "before\n";
+    append_families(expected, families, format);
+    std::string text = "before\n";
+    collect_text(collector, text, format);
+    CHECK(text == expected);
+    CHECK_THAT(text, Catch::Contains("hwperf_process_cycles_total{target=\"self\",group=\"pair\""));
+  }
 }
