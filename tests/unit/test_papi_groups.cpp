@@ -356,7 +356,7 @@ TEST_CASE("a preset member is its one native event, and a derived one cannot be 
 TEST_CASE(
     "a user group with a member this machine cannot count is refused naming where, the "
     "member, the event and why",
-    "[papi][groups]") {
+    "[papi][groups][kernel_perf]") {
   const auto& catalog = fake_catalog();
   papi::GroupProbe probe;
   probe.presets = &catalog;
