@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/* Per-cgroup counts from one set of counters per CPU (issue 38). Licensed GPL-2.0-only or
+ * BSD-2-Clause at the reader's choice: GPL-compatible, as the kernel requires of a program that
+ * calls bpf_perf_event_read_value (a GPL-only helper); "Dual BSD/GPL" below says so to the
+ * kernel.
+ *
+ * The design is that of Linux perf's `perf stat --for-each-cgroup --bpf-counters`
+ * (tools/perf/util/bpf_skel/bperf_cgroup.bpf.c), written anew: every event is opened once per
+ * CPU without a cgroup and put in `counters`; on_cgroup_switch runs on a CPU's
+ * PERF_COUNT_SW_CGROUP_SWITCHES event (sample period 1), which the scheduler raises only when the
+ * task it switches out is in another perf_event cgroup than the one it switches in, and gives
+ * what every counter advanced since the previous run on that CPU to the cgroup of the task going
+ * out. trigger_read does the same on demand, run on each CPU through BPF_PROG_TEST_RUN before the
+ * maps are read, so that the time since the last switch is not missing.
+ *
+ * Two maps receive the counts, per CPU:
+ *  - own_counts: every cgroup whose tasks ran, from its first switch, keyed by cgroup id (created
+ *    here; a cgroup made and removed between two reads is counted), its own tasks only;
+ *  - subtree_counts: the cgroups user space tracks (the entries it made), each with its own
+ *    tasks and every descendant's, as a perf_event cgroup event counts.
+ * on_cgroup_rmdir flags the entries of a removed cgroup; user space returns their counts and then
+ * deletes them, so that a churn of short-lived cgroups does not fill the maps. */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+#include "kernel_types.h"
+#include "map_layout.h"
+
+/* Set by user space before loading (the skeleton's rodata); the verifier reads them as constants,
+ * which bounds every loop over the events to the maps' real value size. */
+const volatile __u32 event_count = 1;
+const volatile __u32 cpu_slots = 1; /* libbpf_num_possible_cpus(): a counter's key is
+                                       event * cpu_slots + cpu */
+
+/* Written by user space while running (the mmapped .bss): whether any cgroup is tracked, so that
+ * the ancestor walk costs nothing when none is. */
+__u32 tracked_cgroups = 0;
+
+/* All zeros: the first value of a new entry (map memory, as bpf_map_update_elem wants). */
+struct hwperf_bpf_counts zero_counts = {};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, sizeof(__u32));
+  __uint(max_entries, 1); /* event_count * cpu_slots, set before loading */
+} counters SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, sizeof(struct hwperf_bpf_cpu_state));
+  __uint(max_entries, 1);
+} cpu_state SEC(".maps");
+
+/* The two count maps: own_counts sized for max_cgroups, subtree_counts for max_tracked; their
+ * value size is cut to hwperf_bpf_counts_size(event_count) before loading. */
+struct count_map {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(key_size, sizeof(__u64));
+  __uint(value_size, sizeof(struct hwperf_bpf_counts));
+  __uint(max_entries, 1);
+};
+struct count_map own_counts SEC(".maps");
+struct count_map subtree_counts SEC(".maps");
+
+static __always_inline void add_deltas(struct hwperf_bpf_counts* to,
+                                       const struct hwperf_bpf_cpu_state* state) {
+  for (__u32 i = 0; i < HWPERF_BPF_MAX_EVENTS; i++) {
+    if (i >= event_count) break;
+    to->sum[i].counter += state->delta[i].counter;
+    to->sum[i].enabled += state->delta[i].enabled;
+    to->sum[i].running += state->delta[i].running;
+  }
+}
+
+/* Reads every counter of this CPU into state->delta (what it advanced since the last run) and
+ * state->last. A counter that cannot be read contributes nothing this time; its next reading
+ * carries what it missed. */
+static __always_inline void read_counters(struct hwperf_bpf_cpu_state* state, __u32 cpu) {
+  for (__u32 i = 0; i < HWPERF_BPF_MAX_EVENTS; i++) {
+    if (i >= event_count) break;
+    struct bpf_perf_event_value now;
+    long error = bpf_perf_event_read_value(&counters, (__u64)i * cpu_slots + cpu, &now, sizeof now);
+    if (error) {
+      state->read_failures[i]++;
+      state->last_error[i] = error;
+      state->delta[i].counter = state->delta[i].enabled = state->delta[i].running = 0;
+      continue;
+    }
+    state->delta[i].counter = now.counter - state->last[i].counter;
+    state->delta[i].enabled = now.enabled - state->last[i].enabled;
+    state->delta[i].running = now.running - state->last[i].running;
+    state->last[i].counter = now.counter;
+    state->last[i].enabled = now.enabled;
+    state->last[i].running = now.running;
+  }
+}
+
+/* The entry of the running task's cgroup, made on its first switch; NULL when the map is full. */
+static __always_inline struct hwperf_bpf_counts* own_entry(__u64 id) {
+  struct hwperf_bpf_counts* counts = bpf_map_lookup_elem(&own_counts, &id);
+  if (counts) return counts;
+  /* Another CPU may make it first (EEXIST): the lookup below finds theirs. */
+  bpf_map_update_elem(&own_counts, &id, &zero_counts, BPF_NOEXIST);
+  return bpf_map_lookup_elem(&own_counts, &id);
+}
+
+static __always_inline int count_since_last_run(void) {
+  __u32 zero = 0;
+  struct hwperf_bpf_cpu_state* state = bpf_map_lookup_elem(&cpu_state, &zero);
+  if (!state) return 0;
+  state->runs++;
+  read_counters(state, bpf_get_smp_processor_id());
+  if (!state->primed) {
+    state->primed = 1;
+    return 0;
+  }
+  struct hwperf_bpf_counts* own = own_entry(bpf_get_current_cgroup_id());
+  if (own)
+    add_deltas(own, state);
+  else
+    state->not_counted++;
+  if (!tracked_cgroups) return 0;
+  /* The tracked cgroups among the running task's ancestors (itself included, at its own level). */
+  for (int level = 0; level < HWPERF_BPF_MAX_LEVELS; level++) {
+    __u64 ancestor = bpf_get_current_ancestor_cgroup_id(level);
+    if (!ancestor) break;
+    struct hwperf_bpf_counts* subtree = bpf_map_lookup_elem(&subtree_counts, &ancestor);
+    if (subtree) add_deltas(subtree, state);
+  }
+  return 0;
+}
+
+SEC("perf_event")
+int on_cgroup_switch(void* ctx) { return count_since_last_run(); }
+
+/* Never attached: user space runs it on a CPU with BPF_PROG_TEST_RUN (BPF_F_TEST_RUN_ON_CPU),
+ * where it interrupts whatever task runs there, whose cgroup gets the time since the last switch.
+ */
+SEC("raw_tp")
+int trigger_read(void* ctx) { return count_since_last_run(); }
+
+static __always_inline void flag_removed(void* map, __u64 id) {
+  struct hwperf_bpf_counts* counts = bpf_map_lookup_elem(map, &id);
+  if (counts) counts->flags |= HWPERF_BPF_REMOVED;
+}
+
+/* A cgroup was removed: its entries keep their counts until user space has returned them. Only
+ * cgroup v2's (hierarchy 0): a v1 hierarchy numbers its cgroups on its own, and the same number
+ * may name a v2 cgroup. */
+SEC("tp_btf/cgroup_rmdir")
+int BPF_PROG(on_cgroup_rmdir, struct cgroup* cgrp, const char* path) {
+  if (BPF_CORE_READ(cgrp, root, hierarchy_id) != 0) return 0;
+  __u64 id = BPF_CORE_READ(cgrp, kn, id);
+  flag_removed(&own_counts, id);
+  flag_removed(&subtree_counts, id);
+  return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,47 @@
+/* The layout of the BPF engine's maps, shared by the BPF program (cgroup_counts.bpf.c) and the
+ * C++ side that sizes, fills and reads them (cgroup_engine.cpp, map_values.cpp). C, so that
+ * clang -target bpf and the C++ compiler read the same definitions. */
+#ifndef HWPERF_BPF_MAP_LAYOUT_H
+#define HWPERF_BPF_MAP_LAYOUT_H
+
+#include <linux/types.h>
+
+/* Events counted on each CPU (the members of every group, in order); the C++ side refuses more.
+ * The per-CPU state below holds two readings per event, so this bounds its size (1.3 KiB). */
+#define HWPERF_BPF_MAX_EVENTS 24
+/* Cgroup levels whose tracked ancestors get the counts of a descendant (the root is level 0; a
+ * Kubernetes container sits at level 4 or 5). */
+#define HWPERF_BPF_MAX_LEVELS 16
+
+/* One counter's three numbers, as bpf_perf_event_read_value gives them (struct
+ * bpf_perf_event_value): the count, and the nanoseconds it was enabled and running. */
+struct hwperf_bpf_reading {
+  __u64 counter;
+  __u64 enabled;
+  __u64 running;
+};
+
+/* The value of a cgroup's entry, per CPU: flags, then one reading per event. The maps' value
+ * size is cut to the events really counted (hwperf_bpf_counts_size), so the array is read only
+ * up to the engine's event count. */
+#define HWPERF_BPF_REMOVED 1ull /* flags: the cgroup was removed (set by the rmdir program) */
+struct hwperf_bpf_counts {
+  __u64 flags;
+  struct hwperf_bpf_reading sum[HWPERF_BPF_MAX_EVENTS];
+};
+#define hwperf_bpf_counts_size(events) (8u + 24u * (events))
+
+/* A CPU's own state (a per-CPU array of one entry): the last reading of each counter, the deltas
+ * of the run in progress, and what went wrong. */
+struct hwperf_bpf_cpu_state {
+  __u64 primed; /* 0 until the first run set `last`: that run attributes nothing */
+  __u64 runs;   /* program runs on this CPU: cgroup switches and triggered reads */
+  /* Switches whose cgroup had no entry and found the map full (max_cgroups): not counted. */
+  __u64 not_counted;
+  __u64 read_failures[HWPERF_BPF_MAX_EVENTS]; /* bpf_perf_event_read_value failures */
+  __s64 last_error[HWPERF_BPF_MAX_EVENTS];    /* the last one's -errno */
+  struct hwperf_bpf_reading last[HWPERF_BPF_MAX_EVENTS];
+  struct hwperf_bpf_reading delta[HWPERF_BPF_MAX_EVENTS];
+};
+
+#endif
