@@ -122,6 +122,31 @@ TEST_CASE("BPF: a cgroup two levels below a tracked one is counted at its leaf a
   CHECK(in_root == Approx(at_leaf).epsilon(0.001));
 }
 
+TEST_CASE("BPF: a tracked cgroup's sum keeps what a removed child counted", "[bpf]") {
+  const auto h = v2_hierarchy();
+  const TestCgroup root(h.root / unique_name("bpf-keeps"));
+  auto engine = open_engine(options_for({{cpu_clock()}}));
+  const std::uint64_t root_id = id_of(root.path());
+  REQUIRE(engine.track(root_id) == 0);
+  const fs::path child = root.path() / "child";
+  double used = 0;
+  {
+    const TestCgroup removed(child);
+    Spinner spinner(300);
+    spinner.place_in(removed.path());
+    used = spinner.run();
+  }
+  REQUIRE_FALSE(fs::exists(child));
+  // Flagged at the first read, deleted at the second: the sum stays through and after.
+  std::vector<double> sums;
+  for (int i = 0; i < 4; ++i)
+    sums.push_back(sum_over_cpus(engine, engine.read().subtree, root_id) / 1e9);
+  INFO("the child used " << used << " s; the root's sum over four reads: " << sums[0] << ", "
+                         << sums[1] << ", " << sums[2] << ", " << sums[3] << " s");
+  CHECK(sums[0] >= used * 0.95);
+  for (const double sum : sums) CHECK(sum >= sums[0]);
+}
+
 TEST_CASE("BPF: a 1 s job started and ended between two reads is counted, then reclaimed",
           "[bpf]") {
   const auto h = v2_hierarchy();

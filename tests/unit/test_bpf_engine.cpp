@@ -1,6 +1,6 @@
 // The BPF engine's pure parts, without loading anything: what it says is missing, the options it
-// refuses, per-CPU map entries decoded as the kernel lays them out, a group's reading, and when a
-// removed cgroup's entry is deleted.
+// refuses, per-CPU map entries decoded as the kernel lays them out, a group's reading, when a
+// removed cgroup's entry is deleted, and tracked cgroups' sums.
 #include "tests/catch.hpp"
 
 #include <linux/capability.h>
@@ -18,6 +18,7 @@
 #include "collectors/perf/bpf/cgroup_engine.h"
 #include "collectors/perf/bpf/map_layout.h"
 #include "collectors/perf/bpf/map_values.h"
+#include "collectors/perf/bpf/subtree_totals.h"
 #include "tests/support.h"
 
 using namespace hwperf;
@@ -201,4 +202,55 @@ TEST_CASE("BPF removal grace: an entry is deleted at the second read that sees i
   CHECK(grace.due({9}).empty());
   CHECK(grace.due({}).empty());
   CHECK(grace.due({9}).empty());
+}
+
+TEST_CASE("BPF subtree sums: a tracked cgroup gets its descendants' counts, removed ones kept",
+          "[bpf_unit]") {
+  // One event on one CPU: a reading per cgroup. 10 is tracked; 11 and 12 are below it, 20 beside.
+  const auto counts = [](std::uint64_t id, std::uint64_t value) {
+    return CgroupCounts{id, false, {{value, value * 2, value}}};
+  };
+  const Lineages lineages = {
+      {10, {1, 10}}, {11, {1, 10, 11}}, {12, {1, 10, 11, 12}}, {20, {1, 20}}};
+  SubtreeTotals totals(1);
+  totals.track(10);
+  totals.track(12);
+  totals.track(13);  // no entry, no lineage: a sum of its own
+  std::vector<CgroupCounts> own = {counts(10, 1), counts(11, 20), counts(12, 300),
+                                   counts(20, 4000)};
+  const auto sum_of = [&](std::uint64_t id, const std::vector<CgroupCounts>& entries) {
+    for (const auto& sum : totals.sums(entries, lineages)) {
+      if (sum.id == id) return sum.values.at(0);
+    }
+    FAIL("no sum for " << id);
+    return perf::Reading{};
+  };
+  CHECK(totals.sums(own, lineages).size() == 3);
+  CHECK(sum_of(10, own).value == 321);
+  CHECK(sum_of(10, own).enabled_ns == 642);
+  CHECK(sum_of(12, own).value == 300);
+  CHECK(sum_of(13, own).value == 0);
+  // 11 is removed: its entry's last counts move into its tracked ancestors' sums.
+  totals.retire(own[1], lineages);
+  own.erase(own.begin() + 1);
+  CHECK(sum_of(10, own).value == 321);
+  // An entry whose lineage is not known yet counts for itself.
+  own.push_back(counts(13, 50000));
+  CHECK(sum_of(13, own).value == 50000);
+  CHECK(sum_of(10, own).value == 321);
+  totals.forget(10);
+  CHECK_FALSE(totals.tracks(10));
+  CHECK(totals.sums(own, lineages).size() == 2);
+}
+
+TEST_CASE("BPF subtree sums: a cgroup deeper than the recorded ancestry counts for itself",
+          "[bpf_unit]") {
+  std::vector<std::uint64_t> cut;
+  for (std::uint64_t level = 1; level <= HWPERF_BPF_MAX_LEVELS; ++level) cut.push_back(level);
+  const Lineages lineages = {{99, cut}};
+  SubtreeTotals totals(1);
+  totals.track(2);
+  totals.track(99);
+  const std::vector<CgroupCounts> own = {{99, false, {{7, 7, 7}}}};
+  for (const auto& sum : totals.sums(own, lineages)) CHECK(sum.values.at(0).value == 7);
 }

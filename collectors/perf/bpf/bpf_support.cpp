@@ -27,7 +27,7 @@ std::uint64_t effective_capabilities() {
          static_cast<std::uint64_t>(data[1].effective) << 32;
 }
 
-bool has(std::uint64_t set, int capability) { return (set >> capability & 1u) != 0; }
+bool has_capability(std::uint64_t set, int capability) { return (set >> capability & 1u) != 0; }
 
 }  // namespace
 
@@ -37,9 +37,9 @@ BpfFacts probe_bpf_facts(const std::string& sysfs, bool perf_event_on_cgroup_v2)
   struct stat info {};
   facts.btf_present = ::stat(facts.btf_path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
   const std::uint64_t caps = effective_capabilities();
-  facts.cap_bpf = has(caps, kCapBpf);
-  facts.cap_perfmon = has(caps, kCapPerfmon);
-  facts.cap_sys_admin = has(caps, CAP_SYS_ADMIN);
+  facts.cap_bpf = has_capability(caps, kCapBpf);
+  facts.cap_perfmon = has_capability(caps, kCapPerfmon);
+  facts.cap_sys_admin = has_capability(caps, CAP_SYS_ADMIN);
   facts.perf_event_on_cgroup_v2 = perf_event_on_cgroup_v2;
   return facts;
 }

@@ -42,6 +42,15 @@ int libbpf_message(libbpf_print_level level, const char* format, va_list args) {
   return 0;
 }
 
+// What libbpf says on this thread while it lives.
+struct LibbpfCapture {
+  LibbpfCapture() { libbpf_capture = &said; }
+  ~LibbpfCapture() { libbpf_capture = nullptr; }
+  LibbpfCapture(const LibbpfCapture&) = delete;
+  LibbpfCapture& operator=(const LibbpfCapture&) = delete;
+  std::string said;
+};
+
 void check_options(const EngineOptions& options, std::size_t cpu_slots) {
   std::size_t events = 0;
   for (const auto& group : options.groups) {
@@ -66,7 +75,7 @@ void check_options(const EngineOptions& options, std::size_t cpu_slots) {
   }
 }
 
-std::unique_ptr<EngineState> plan(const EngineOptions& options) {
+std::unique_ptr<EngineState> plan_engine(const EngineOptions& options) {
   const int possible = libbpf_num_possible_cpus();
   if (possible <= 0)
     throw std::runtime_error("bpf: cannot read the possible CPUs: " + errno_text(-possible));
@@ -82,7 +91,9 @@ std::unique_ptr<EngineState> plan(const EngineOptions& options) {
     state->events += group.size();
   }
   state->shape = ValueShape{state->events, state->cpu_slots, options.cpus};
+  state->subtrees = SubtreeTotals(state->events * options.cpus.size());
   state->keys.resize(kBatchEntries);
+  state->flags.resize(kBatchEntries);
   state->values.resize(kBatchEntries * state->shape.entry_bytes());
   state->cpu_states.resize(state->cpu_slots * ((sizeof(hwperf_bpf_cpu_state) + 7) / 8 * 8));
   return state;
@@ -92,10 +103,9 @@ std::unique_ptr<EngineState> plan(const EngineOptions& options) {
 void load_program(EngineState& state) {
   static std::once_flag printer;
   std::call_once(printer, [] { libbpf_set_print(libbpf_message); });
-  std::string said;
-  libbpf_capture = &said;
-  const auto failed = [&said](const std::string& step, int error) {
-    libbpf_capture = nullptr;
+  LibbpfCapture capture;
+  const auto failed = [&capture](const std::string& step, int error) {
+    std::string said = capture.said;
     if (said.size() > 2000) said = "..." + said.substr(said.size() - 2000);
     std::string text = "bpf: cannot " + step + " the cgroup counting program: " + errno_text(error);
     if (error == EPERM || error == EACCES)
@@ -109,20 +119,19 @@ void load_program(EngineState& state) {
   skeleton.rodata->event_count = static_cast<__u32>(state.events);
   skeleton.rodata->cpu_slots = static_cast<__u32>(state.cpu_slots);
   const auto value_size = static_cast<__u32>(state.shape.value_size());
+  const auto max_cgroups = static_cast<__u32>(state.options.max_cgroups);
   int error = bpf_map__set_max_entries(skeleton.maps.counters,
                                        static_cast<__u32>(state.events * state.cpu_slots));
-  if (error == 0)
-    error = bpf_map__set_max_entries(skeleton.maps.own_counts,
-                                     static_cast<__u32>(state.options.max_cgroups));
+  if (error == 0) error = bpf_map__set_max_entries(skeleton.maps.own_counts, max_cgroups);
   if (error == 0) error = bpf_map__set_value_size(skeleton.maps.own_counts, value_size);
-  if (error == 0)
-    error = bpf_map__set_max_entries(skeleton.maps.subtree_counts,
+  if (error == 0) error = bpf_map__set_max_entries(skeleton.maps.lineage, max_cgroups);
+  if (error == 0) {
+    error = bpf_map__set_max_entries(skeleton.maps.tracked,
                                      static_cast<__u32>(state.options.max_tracked));
-  if (error == 0) error = bpf_map__set_value_size(skeleton.maps.subtree_counts, value_size);
+  }
   if (error != 0) throw failed("size the maps of", -error);
   error = hwperf_cgroup_bpf__load(&skeleton);
   if (error != 0) throw failed("load", -error);
-  libbpf_capture = nullptr;
 }
 
 std::string event_name(const EngineOptions& options, std::size_t group, std::size_t member) {
@@ -132,7 +141,7 @@ std::string event_name(const EngineOptions& options, std::size_t group, std::siz
 }
 
 // Every group once per CPU, without a cgroup, each descriptor put where the program reads it.
-void open_counters(EngineState& state) {
+void open_engine_counters(EngineState& state) {
   const int map = bpf_map__fd(state.skeleton->maps.counters);
   for (const unsigned cpu : state.options.cpus) {
     for (std::size_t g = 0; g < state.options.groups.size(); ++g) {
@@ -160,36 +169,20 @@ void open_counters(EngineState& state) {
   }
 }
 
-// The program on each CPU's cgroup-switches event: it runs at every switch between cgroups
-// (sample period 1) and returns 0, so the kernel writes no sample.
+// The program on each CPU's cgroup-switches event.
 void attach_to_switches(EngineState& state) {
   const int program = bpf_program__fd(state.skeleton->progs.on_cgroup_switch);
   for (const unsigned cpu : state.options.cpus) {
-    perf_event_attr attr{};
-    attr.size = sizeof attr;
-    attr.type = PERF_TYPE_SOFTWARE;
-    attr.config = PERF_COUNT_SW_CGROUP_SWITCHES;
-    attr.sample_period = 1;
-    attr.disabled = 1;
-    UniqueFd fd(static_cast<int>(::syscall(SYS_perf_event_open, &attr, -1, static_cast<int>(cpu),
-                                           -1, PERF_FLAG_FD_CLOEXEC)));
-    const auto failed = [cpu](const std::string& what) {
-      const int error = errno;
-      std::string text =
-          "bpf: cannot " + what + " on CPU " + std::to_string(cpu) + ": " + errno_text(error);
-      if (error == EINVAL || error == ENOENT) {
-        text +=
-            " (the cgroup-switches software event, PERF_COUNT_SW_CGROUP_SWITCHES, needs Linux "
-            "5.13)";
+    auto opened = open_switch_event(cpu, program);
+    if (!opened.ok()) {
+      std::string text = "bpf: cannot open the cgroup-switches event with the program on CPU " +
+                         std::to_string(cpu) + ": " + errno_text(opened.error);
+      if (opened.error == EINVAL || opened.error == ENOENT) {
+        text += " (PERF_COUNT_SW_CGROUP_SWITCHES needs Linux 5.13)";
       }
-      return std::runtime_error(text);
-    };
-    if (!fd.valid()) throw failed("open the cgroup-switches event");
-    if (::ioctl(fd.get(), PERF_EVENT_IOC_SET_BPF, program) != 0)
-      throw failed("attach the program to the cgroup-switches event");
-    if (::ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0)
-      throw failed("enable the cgroup-switches event");
-    state.switch_events.push_back(std::move(fd));
+      throw std::runtime_error(text);
+    }
+    state.switch_events.push_back(std::move(opened.value));
   }
 }
 
@@ -214,10 +207,27 @@ int trigger_on_cpu(const EngineState& state, unsigned cpu) {
   return error < 0 ? -error : 0;
 }
 
+OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program) {
+  perf_event_attr attr{};
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_CGROUP_SWITCHES;
+  attr.sample_period = 1;
+  attr.disabled = 1;
+  UniqueFd fd(static_cast<int>(
+      ::syscall(SYS_perf_event_open, &attr, -1, static_cast<int>(cpu), -1, PERF_FLAG_FD_CLOEXEC)));
+  if (!fd.valid()) return {UniqueFd{}, errno};
+  if (::ioctl(fd.get(), PERF_EVENT_IOC_SET_BPF, program) != 0 ||
+      ::ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
+    return {UniqueFd{}, errno};
+  }
+  return {std::move(fd), 0};
+}
+
 CgroupEngine CgroupEngine::open(const EngineOptions& options) {
-  auto state = plan(options);
+  auto state = plan_engine(options);
   load_program(*state);
-  open_counters(*state);
+  open_engine_counters(*state);
   attach_to_rmdir(*state);
   attach_to_switches(*state);
   // A first run on each CPU takes the counters' starting readings (a run attributes only what

@@ -5,16 +5,18 @@
 // Each group of events is opened once per CPU without a cgroup (perf_event_open(attr, -1, cpu)),
 // as a kernel group. A BPF program (cgroup_counts.bpf.c) runs when a CPU switches between tasks
 // of different cgroups and gives what every counter advanced since its previous run to the cgroup
-// of the task going out: to its own entry, made on its first switch, and to the entry of every
-// tracked cgroup among its ancestors. read() first runs the program on each CPU, so that the time
-// since the last switch is counted too. The events of a group are read one after the other in
-// one program run, with interrupts off, so they cover the same time and their ratios hold under
-// multiplexing; each reading carries its enabled and running times, to scale as perf scales.
+// of the task going out, in that cgroup's own entry, made on its first switch (with a record of
+// its ancestors). read() first runs the program on each CPU, so that the time since the last
+// switch is counted too, and adds up each tracked cgroup's descendants. The events of a group are
+// read one after the other in one program run, with interrupts off, so they cover the same time
+// and their ratios hold under multiplexing; each reading carries its enabled and running times,
+// to scale as perf scales.
 //
 // Descriptors: (events + 1) x CPUs perf events (the counters and each CPU's cgroup-switches
-// event) and a fixed dozen for BPF (maps, programs, the object's BTF, the rmdir attachment).
-// Kernel memory: max_cgroups + max_tracked entries of hwperf_bpf_counts_size(events) bytes per
-// possible CPU, allocated when the engine starts.
+// event) and a fixed dozen for BPF (seven maps, three programs, the object's BTF, the rmdir
+// attachment). Kernel memory, allocated when the engine starts: max_cgroups entries of
+// hwperf_bpf_counts_size(events) bytes per possible CPU and 136 bytes of ancestry, and
+// max_tracked entries of 8 bytes.
 //
 // Needs CAP_BPF with CAP_PERFMON (or CAP_SYS_ADMIN), the kernel's BTF, the perf_event controller
 // on cgroup v2 and Linux 5.13 (the cgroup-switches event); open() says what is missing.
@@ -65,7 +67,7 @@ struct EngineReading {
   // Every cgroup whose tasks ran since its entry was made, counted by its own tasks only.
   std::vector<CgroupCounts> own;
   // Every tracked cgroup, counted by its own tasks and all its descendants' (as a perf_event
-  // cgroup event counts). Zero until its tasks run.
+  // cgroup event counts): the sum of their own counts, those of removed descendants included.
   std::vector<CgroupCounts> subtree;
   std::vector<ReadFailure> failures;
   // Switches whose cgroup found the own-count map full (max_cgroups), since the engine started.
@@ -87,10 +89,12 @@ class CgroupEngine {
   CgroupEngine& operator=(const CgroupEngine&) = delete;
   ~CgroupEngine() noexcept;
 
-  // Counts the cgroup with its descendants from now on (EngineReading::subtree); tracking it
-  // again keeps its counts. Returns 0, or E2BIG when max_tracked cgroups are tracked already.
+  // Sums the cgroup with its descendants (EngineReading::subtree) from now on: the counts of
+  // those whose entries exist, and of every one removed from now on. Tracking it again changes
+  // nothing. Returns 0, or E2BIG when max_tracked cgroups are tracked already. The sums cost
+  // the program nothing at a switch: they are added up at read().
   int track(std::uint64_t cgroup_id);
-  // Stops counting it with its descendants and drops its subtree counts.
+  // Stops summing it; tracked again, it starts afresh (a reader sees its sum go back).
   void forget(std::uint64_t cgroup_id);
 
   // Runs the program on every CPU, then returns every entry. Removed cgroups' entries are
@@ -116,6 +120,11 @@ class CgroupEngine {
 // count), which perf::delta_between scales: `cpu_index` is the CPU's index in cpus().
 GroupReading group_reading(const CgroupEngine& engine, const CgroupCounts& counts,
                            std::size_t group, std::size_t cpu_index);
+
+// The cgroup-switches software event of `cpu` (PERF_COUNT_SW_CGROUP_SWITCHES, Linux 5.13) with
+// the BPF program `program` attached: the kernel runs it at every switch between tasks of
+// different perf_event cgroups (sample period 1); a program returning 0 has no sample written.
+OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program);
 
 // The id of the cgroup whose directory is `path` (name_to_handle_at(2); as stat(2)'s inode
 // number on 64-bit kernels): the key of its counts. Errno when it is no cgroup v2 directory.

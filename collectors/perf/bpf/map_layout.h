@@ -9,8 +9,8 @@
 /* Events counted on each CPU (the members of every group, in order); the C++ side refuses more.
  * The per-CPU state below holds two readings per event, so this bounds its size (1.3 KiB). */
 #define HWPERF_BPF_MAX_EVENTS 24
-/* Cgroup levels whose tracked ancestors get the counts of a descendant (the root is level 0; a
- * Kubernetes container sits at level 4 or 5). */
+/* Cgroup levels recorded of a counted cgroup's ancestry (the root is level 0; a Kubernetes
+ * container sits at level 4 or 5): a tracked cgroup gets the counts of its descendants. */
 #define HWPERF_BPF_MAX_LEVELS 16
 
 /* One counter's three numbers, as bpf_perf_event_read_value gives them (struct
@@ -30,6 +30,14 @@ struct hwperf_bpf_counts {
   struct hwperf_bpf_reading sum[HWPERF_BPF_MAX_EVENTS];
 };
 #define hwperf_bpf_counts_size(events) (8u + 24u * (events))
+
+/* A counted cgroup's ancestors, written once when its entry is made: the root (level 0) first,
+ * the cgroup itself last; a cgroup deeper than HWPERF_BPF_MAX_LEVELS has only its first ones. */
+struct hwperf_bpf_lineage {
+  __u32 levels;
+  __u32 unused;
+  __u64 ancestor[HWPERF_BPF_MAX_LEVELS];
+};
 
 /* A CPU's own state (a per-CPU array of one entry): the last reading of each counter, the deltas
  * of the run in progress, and what went wrong. */
