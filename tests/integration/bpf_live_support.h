@@ -7,7 +7,10 @@
 
 #include "tests/catch.hpp"
 
+#include <fcntl.h>
 #include <linux/perf_event.h>
+#include <sched.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -102,6 +105,17 @@ inline double sum_over_cpus(const CgroupEngine& engine, const std::vector<Cgroup
   return sum;
 }
 
+// What the engine gave no cgroup, in seconds of its first event (cpu-clock in these tests) over
+// every CPU, since it started: the time across cgroup switches the kernel did not run its program
+// at (EngineReading::missed_switches).
+inline double unattributed_seconds(const EngineReading& reading) {
+  double ns = 0;
+  for (std::size_t i = 0; i < reading.unattributed.size(); ++i) {
+    ns += static_cast<double>(reading.unattributed[i].value);
+  }
+  return ns / 1e9;
+}
+
 // cpu.stat's usage_usec: the CPU time of the cgroup's tasks and its descendants', in seconds.
 inline double usage_seconds(const fs::path& cgroup) {
   std::ifstream stat(cgroup / "cpu.stat");
@@ -114,20 +128,58 @@ inline double usage_seconds(const fs::path& cgroup) {
   return 0;
 }
 
-// A child that moves itself into `cgroup`, touches a page and exits; reaped before returning.
+// A child that moves itself into `cgroup` and exits; reaped before returning. Made with vfork:
+// it borrows this process's memory until it exits, so it costs no copy of the test binary's page
+// tables (a fork of the ASan build took 30 ms), and it makes system calls only.
 inline void run_briefly_in(const fs::path& cgroup) {
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
+  const std::string procs = (cgroup / "cgroup.procs").string();
+  const pid_t child = ::vfork();
   if (child == 0) {
-    std::ofstream procs(cgroup / "cgroup.procs");
-    procs << 0 << std::flush;
-    ::_exit(procs.good() ? 0 : 1);
+    const int fd = ::open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    ::_exit(fd >= 0 && ::write(fd, "0", 1) == 1 ? 0 : 1);
   }
+  REQUIRE(child >= 0);
   int status = 0;
   REQUIRE(::waitpid(child, &status, 0) == child);
   INFO("a child moving itself into " << cgroup);
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
+}
+
+// Two children on `cpu` only, the first in `a` and the second in `b` (each moves itself there),
+// passing a byte back and forth over a socket pair `round_trips` times: two cgroup switches a
+// round trip. Both are reaped before returning.
+inline void ping_pong(const fs::path& a, const fs::path& b, int cpu, int round_trips) {
+  int ends[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) == 0);
+  const fs::path homes[2] = {a, b};
+  pid_t children[2];
+  for (int side = 0; side < 2; ++side) {
+    children[side] = ::fork();
+    REQUIRE(children[side] >= 0);
+    if (children[side] != 0) continue;
+    cpu_set_t only;
+    CPU_ZERO(&only);
+    CPU_SET(cpu, &only);
+    std::ofstream(homes[side] / "cgroup.procs") << 0 << std::flush;
+    if (::sched_setaffinity(0, sizeof only, &only) != 0) ::_exit(3);
+    char byte = 0;
+    // The first side serves; each side answers what it receives until the last round trip.
+    if (side == 0 && ::write(ends[0], &byte, 1) != 1) ::_exit(1);
+    for (int i = 0; i < round_trips; ++i) {
+      if (::read(ends[side], &byte, 1) != 1) ::_exit(1);
+      if ((side == 1 || i + 1 < round_trips) && ::write(ends[side], &byte, 1) != 1) ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  ::close(ends[0]);
+  ::close(ends[1]);
+  for (const pid_t child : children) {
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+  }
 }
 
 // This process's descriptors by what they are: "perf_event", "bpf" (maps, programs, links, BTF),

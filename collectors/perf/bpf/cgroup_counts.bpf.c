@@ -46,6 +46,15 @@ struct {
   __uint(max_entries, 1); /* event_count * cpu_slots, set before loading */
 } counters SEC(".maps");
 
+/* Each CPU's cgroup-switches event (key: the CPU), whose count tells the programs whether they
+ * ran at every switch. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, sizeof(__u32));
+  __uint(max_entries, 1); /* cpu_slots */
+} switch_events SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(key_size, sizeof(__u32));
@@ -77,13 +86,13 @@ struct {
   __uint(max_entries, 1); /* max_tracked */
 } tracked SEC(".maps");
 
-static __always_inline void add_deltas(struct hwperf_bpf_counts* to,
-                                       const struct hwperf_bpf_cpu_state* state) {
+static __always_inline void add_to(struct hwperf_bpf_reading* sum,
+                                   const struct hwperf_bpf_cpu_state* state) {
   for (__u32 i = 0; i < HWPERF_BPF_MAX_EVENTS; i++) {
     if (i >= event_count) break;
-    to->sum[i].counter += state->delta[i].counter;
-    to->sum[i].enabled += state->delta[i].enabled;
-    to->sum[i].running += state->delta[i].running;
+    sum[i].counter += state->delta[i].counter;
+    sum[i].enabled += state->delta[i].enabled;
+    sum[i].running += state->delta[i].running;
   }
 }
 
@@ -131,34 +140,73 @@ static __always_inline struct hwperf_bpf_counts* own_entry(__u64 id) {
   return bpf_map_lookup_elem(&own_counts, &id);
 }
 
-static __always_inline int count_since_last_run(void) {
+/* Whether the program ran at every cgroup switch on this CPU since its last run there, from the
+ * CPU's cgroup-switches event's count now (`switches`, unknown when it could not be read):
+ * one more than at the last run for a run at a switch, the same for a triggered run. */
+static __always_inline int whole_interval(struct hwperf_bpf_cpu_state* state, __u64 switches,
+                                          int known, int at_switch) {
+  if (!known) return 1;
+  __u64 expected = state->switches + (at_switch ? 1 : 0);
+  state->switches = switches;
+  if (switches <= expected) return 1;
+  state->missed_switches += switches - expected;
+  return 0;
+}
+
+static __always_inline int count_since_last_run(__u64 switches, int known, int at_switch) {
   __u32 zero = 0;
   struct hwperf_bpf_cpu_state* state = bpf_map_lookup_elem(&cpu_state, &zero);
   if (!state) return 0;
   state->runs++;
+  int whole = 1;
+  if (state->primed)
+    whole = whole_interval(state, switches, known, at_switch);
+  else if (known)
+    state->switches = switches;
   read_counters(state, bpf_get_smp_processor_id());
   if (!state->primed) {
     state->primed = 1;
     return 0;
   }
+  if (!whole) {
+    /* The counters' advance spans cgroups that ran between the missed switches: it is no one's. */
+    add_to(state->unattributed, state);
+    return 0;
+  }
   struct hwperf_bpf_counts* own = own_entry(bpf_get_current_cgroup_id());
   if (own)
-    add_deltas(own, state);
+    add_to(own->sum, state);
   else
     state->not_counted++;
   return 0;
 }
 
+/* This CPU's cgroup-switches count (bpf_perf_event_read: the count alone, without the times,
+ * which cost another clock read); `known` is 0 when it could not be read (an error comes back as
+ * a negative number, which no count reaches). */
+static __always_inline __u64 switch_count(int* known) {
+  __u64 count = bpf_perf_event_read(&switch_events, BPF_F_CURRENT_CPU);
+  *known = (__s64)count >= 0 || (__s64)count < -4095;
+  return count;
+}
+
 SEC("perf_event")
-int on_cgroup_switch(void* ctx) { return count_since_last_run(); }
+int on_cgroup_switch(void* ctx) {
+  int known = 0;
+  __u64 switches = switch_count(&known);
+  return count_since_last_run(switches, known, 1);
+}
 
 /* Never attached: user space runs it on a CPU with BPF_PROG_TEST_RUN (BPF_F_TEST_RUN_ON_CPU),
  * where it interrupts whatever task runs there, whose cgroup gets the time since the last switch.
  */
 SEC("raw_tp")
-int trigger_read(void* ctx) { return count_since_last_run(); }
+int trigger_read(void* ctx) {
+  int known = 0;
+  __u64 switches = switch_count(&known);
+  return count_since_last_run(switches, known, 0);
+}
 
-/* The flags of an own_counts entry (this CPU's copy) and of a tracked one both come first. */
 static __always_inline void flag_removed(void* map, __u64 id) {
   __u64* flags = bpf_map_lookup_elem(map, &id);
   if (flags) *flags |= HWPERF_BPF_REMOVED;

@@ -70,6 +70,8 @@ void check_options(const EngineOptions& options, std::size_t cpu_slots) {
     throw std::invalid_argument("bpf: CPU " + std::to_string(*unique.rbegin()) +
                                 " is not a possible CPU (" + std::to_string(cpu_slots) + ")");
   }
+  if (options.switch_period == 0)
+    throw std::invalid_argument("bpf: switch_period must be at least 1");
   if (options.max_cgroups == 0 || options.max_tracked == 0) {
     throw std::invalid_argument("bpf: max_cgroups and max_tracked must be at least 1");
   }
@@ -126,6 +128,10 @@ void load_program(EngineState& state) {
   if (error == 0) error = bpf_map__set_value_size(skeleton.maps.own_counts, value_size);
   if (error == 0) error = bpf_map__set_max_entries(skeleton.maps.lineage, max_cgroups);
   if (error == 0) {
+    error =
+        bpf_map__set_max_entries(skeleton.maps.switch_events, static_cast<__u32>(state.cpu_slots));
+  }
+  if (error == 0) {
     error = bpf_map__set_max_entries(skeleton.maps.tracked,
                                      static_cast<__u32>(state.options.max_tracked));
   }
@@ -172,8 +178,9 @@ void open_engine_counters(EngineState& state) {
 // The program on each CPU's cgroup-switches event.
 void attach_to_switches(EngineState& state) {
   const int program = bpf_program__fd(state.skeleton->progs.on_cgroup_switch);
+  const int switch_map = bpf_map__fd(state.skeleton->maps.switch_events);
   for (const unsigned cpu : state.options.cpus) {
-    auto opened = open_switch_event(cpu, program);
+    auto opened = open_switch_event(cpu, program, state.options.switch_period);
     if (!opened.ok()) {
       std::string text = "bpf: cannot open the cgroup-switches event with the program on CPU " +
                          std::to_string(cpu) + ": " + errno_text(opened.error);
@@ -181,6 +188,13 @@ void attach_to_switches(EngineState& state) {
         text += " (PERF_COUNT_SW_CGROUP_SWITCHES needs Linux 5.13)";
       }
       throw std::runtime_error(text);
+    }
+    // Where trigger_read finds it, to tell whether the program ran at every switch.
+    const auto key = static_cast<__u32>(cpu);
+    const int fd = opened.value.get();
+    if (const int error = bpf_map_update_elem(switch_map, &key, &fd, BPF_ANY); error != 0) {
+      throw std::runtime_error("bpf: cannot hand the cgroup-switches event of CPU " +
+                               std::to_string(cpu) + " to the program: " + errno_text(-error));
     }
     state.switch_events.push_back(std::move(opened.value));
   }
@@ -207,12 +221,12 @@ int trigger_on_cpu(const EngineState& state, unsigned cpu) {
   return error < 0 ? -error : 0;
 }
 
-OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program) {
+OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t period) {
   perf_event_attr attr{};
   attr.size = sizeof attr;
   attr.type = PERF_TYPE_SOFTWARE;
   attr.config = PERF_COUNT_SW_CGROUP_SWITCHES;
-  attr.sample_period = 1;
+  attr.sample_period = period;
   attr.disabled = 1;
   UniqueFd fd(static_cast<int>(
       ::syscall(SYS_perf_event_open, &attr, -1, static_cast<int>(cpu), -1, PERF_FLAG_FD_CLOEXEC)));

@@ -13,13 +13,19 @@
 // to scale as perf scales.
 //
 // Descriptors: (events + 1) x CPUs perf events (the counters and each CPU's cgroup-switches
-// event) and a fixed dozen for BPF (seven maps, three programs, the object's BTF, the rmdir
+// event) and a fixed dozen for BPF (eight maps, three programs, the object's BTF, the rmdir
 // attachment). Kernel memory, allocated when the engine starts: max_cgroups entries of
 // hwperf_bpf_counts_size(events) bytes per possible CPU and 136 bytes of ancestry, and
 // max_tracked entries of 8 bytes.
 //
 // Needs CAP_BPF with CAP_PERFMON (or CAP_SYS_ADMIN), the kernel's BTF, the perf_event controller
 // on cgroup v2 and Linux 5.13 (the cgroup-switches event); open() says what is missing.
+//
+// Not handled here: a CPU taken offline loses its events (the kernel detaches CPU-bound events),
+// and they do not come back with it; reads of that CPU then fail (ReadFailure) until the engine
+// is opened anew, which the counting layer's hotplug handling does. A task moved to another
+// cgroup while it runs raises no switch: what it counted since its last switch goes to the
+// cgroup it was moved to.
 #pragma once
 
 #include <cstddef>
@@ -47,6 +53,8 @@ struct EngineOptions {
   std::size_t max_tracked = 1024;  // cgroups counted with their descendants at once (track())
   std::string sysfs = "/sys";      // where the kernel's BTF is
   std::string procfs = "/proc";    // for kernel.perf_event_paranoid in a permission error
+  // Tests only: the program runs at every n-th cgroup switch, as if the kernel skipped the others.
+  std::uint64_t switch_period = 1;
   // From cgroup::read_perf_event_hierarchy: the engine keys its counts by cgroup v2 ids.
   bool perf_event_on_cgroup_v2 = false;
 };
@@ -72,6 +80,13 @@ struct EngineReading {
   std::vector<ReadFailure> failures;
   // Switches whose cgroup found the own-count map full (max_cgroups), since the engine started.
   std::uint64_t not_counted = 0;
+  // Cgroup switches the program did not run at, since the engine started: the kernel skips a
+  // perf_event program while bpf_prog_active is held on the CPU (by another BPF program, or by
+  // a BPF map call from user space that sleeps, as an update of a perf event array may). What
+  // the counters advanced across a missed switch spans several cgroups and is given to none: it
+  // is in `unattributed`, per event and CPU ([event * cpus + the CPU's index]).
+  std::uint64_t missed_switches = 0;
+  std::vector<Reading> unattributed;
   // Program runs (cgroup switches and the reads before a read()), since the engine started.
   std::uint64_t runs = 0;
 };
@@ -123,8 +138,8 @@ GroupReading group_reading(const CgroupEngine& engine, const CgroupCounts& count
 
 // The cgroup-switches software event of `cpu` (PERF_COUNT_SW_CGROUP_SWITCHES, Linux 5.13) with
 // the BPF program `program` attached: the kernel runs it at every switch between tasks of
-// different perf_event cgroups (sample period 1); a program returning 0 has no sample written.
-OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program);
+// different perf_event cgroups (every `period`-th); a program returning 0 has no sample written.
+OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t period = 1);
 
 // The id of the cgroup whose directory is `path` (name_to_handle_at(2); as stat(2)'s inode
 // number on 64-bit kernels): the key of its counts. Errno when it is no cgroup v2 directory.

@@ -78,11 +78,21 @@ void read_cpu_states(EngineState& state, EngineReading& out) {
     throw std::runtime_error("bpf: cannot read the per-CPU state: " + errno_text(-result));
   }
   const std::size_t stride = state.cpu_states.size() / state.cpu_slots;
+  const std::size_t cpus = state.options.cpus.size();
+  out.unattributed.assign(state.events * cpus, Reading{});
   for (std::size_t slot = 0; slot < state.cpu_slots; ++slot) {
     hwperf_bpf_cpu_state cpu{};
     std::memcpy(&cpu, state.cpu_states.data() + slot * stride, sizeof cpu);
     out.not_counted += cpu.not_counted;
     out.runs += cpu.runs;
+    out.missed_switches += cpu.missed_switches;
+    for (std::size_t c = 0; c < cpus; ++c) {
+      if (state.options.cpus[c] != slot) continue;
+      for (std::size_t event = 0; event < state.events; ++event) {
+        const hwperf_bpf_reading& sum = cpu.unattributed[event];
+        out.unattributed[event * cpus + c] = {sum.counter, sum.enabled, sum.running};
+      }
+    }
     for (std::size_t event = 0; event < state.events; ++event) {
       if (cpu.read_failures[event] == 0) continue;
       out.failures.push_back({static_cast<unsigned>(slot), event,

@@ -7,7 +7,7 @@
 #include <linux/types.h>
 
 /* Events counted on each CPU (the members of every group, in order); the C++ side refuses more.
- * The per-CPU state below holds two readings per event, so this bounds its size (1.3 KiB). */
+ * The per-CPU state below holds three readings per event, so this bounds its size (2.1 KiB). */
 #define HWPERF_BPF_MAX_EVENTS 24
 /* Cgroup levels recorded of a counted cgroup's ancestry (the root is level 0; a Kubernetes
  * container sits at level 4 or 5): a tracked cgroup gets the counts of its descendants. */
@@ -46,6 +46,13 @@ struct hwperf_bpf_cpu_state {
   __u64 runs;   /* program runs on this CPU: cgroup switches and triggered reads */
   /* Switches whose cgroup had no entry and found the map full (max_cgroups): not counted. */
   __u64 not_counted;
+  /* The CPU's cgroup-switches event's count at the last run, and the switches the program did
+   * not run at (the kernel skips a perf_event program while another BPF program, or a BPF map
+   * call from user space that sleeps, holds bpf_prog_active on the CPU): what the counters
+   * advanced across a missed switch belongs to more than one cgroup and goes to `unattributed`. */
+  __u64 switches;
+  __u64 missed_switches;
+  struct hwperf_bpf_reading unattributed[HWPERF_BPF_MAX_EVENTS];
   __u64 read_failures[HWPERF_BPF_MAX_EVENTS]; /* bpf_perf_event_read_value failures */
   __s64 last_error[HWPERF_BPF_MAX_EVENTS];    /* the last one's -errno */
   struct hwperf_bpf_reading last[HWPERF_BPF_MAX_EVENTS];
