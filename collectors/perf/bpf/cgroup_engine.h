@@ -13,8 +13,8 @@
 // to scale as perf scales.
 //
 // Descriptors: (events + 1) x CPUs perf events (the counters and each CPU's cgroup-switches
-// event) and a fixed dozen for BPF (eight maps, three programs, the object's BTF, the rmdir
-// attachment). Kernel memory, allocated when the engine starts: max_cgroups entries of
+// event) and 13 for BPF (eight maps, three programs, the object's BTF, the rmdir attachment).
+// Kernel memory, allocated when the engine starts: max_cgroups entries of
 // hwperf_bpf_counts_size(events) bytes per possible CPU and 136 bytes of ancestry, and
 // max_tracked entries of 8 bytes.
 //
@@ -81,10 +81,11 @@ struct EngineReading {
   // Switches whose cgroup found the own-count map full (max_cgroups), since the engine started.
   std::uint64_t not_counted = 0;
   // Cgroup switches the program did not run at, since the engine started: the kernel skips a
-  // perf_event program while bpf_prog_active is held on the CPU (by another BPF program, or by
-  // a BPF map call from user space that sleeps, as an update of a perf event array may). What
-  // the counters advanced across a missed switch spans several cgroups and is given to none: it
-  // is in `unattributed`, per event and CPU ([event * cpus + the CPU's index]).
+  // perf_event program while bpf_prog_active is held on the CPU (bpf_overflow_handler in
+  // kernel/events/core.c); on the development VM about 2 switches in 100,000 of a ping-pong,
+  // for a reason not found. What the counters advanced across a missed switch spans several
+  // cgroups and is given to none: it is in `unattributed`, per event and CPU
+  // ([event * cpus + the CPU's index]).
   std::uint64_t missed_switches = 0;
   std::vector<Reading> unattributed;
   // Program runs (cgroup switches and the reads before a read()), since the engine started.
