@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <vector>
 
+#include "collectors/perf/counted_events.h"
 #include "collectors/perf/counter_set.h"
 
 namespace hwperf::test {
@@ -80,5 +82,21 @@ class FakeCountingBackend final : public perf::CountingBackend {
  private:
   FakeCounterBoard& board_;
 };
+
+// An event a collector counts over the fake backend, its family named hwperf_<prefix>_<metric>
+// (_total), its first config `config`: what the fake board's readings are keyed by.
+inline perf::CountedEvent counted_event(const char* prefix, const char* event, const char* metric,
+                                        std::uint64_t config,
+                                        events::Unit unit = events::Unit::count) {
+  perf::CountedEvent counted;
+  counted.event = event;
+  counted.metric = metric;
+  counted.family = std::string("hwperf_") + prefix + "_" + metric + "_total";
+  counted.help = std::string("Test event ") + event;
+  counted.unit = unit;
+  counted.encoding.name = event;
+  counted.encoding.config = config;
+  return counted;
+}
 
 }  // namespace hwperf::test

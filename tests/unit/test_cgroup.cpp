@@ -267,20 +267,6 @@ TEST_CASE("a node where containers cannot be counted says so and the exporter ke
 
 namespace {
 
-hwperf::perf::CountedEvent container_event(
-    const char* event, const char* metric, std::uint64_t config,
-    hwperf::events::Unit unit = hwperf::events::Unit::count) {
-  hwperf::perf::CountedEvent counted;
-  counted.event = event;
-  counted.metric = metric;
-  counted.family = std::string("hwperf_container_") + metric + "_total";
-  counted.help = std::string("Test event ") + event;
-  counted.unit = unit;
-  counted.encoding.name = event;
-  counted.encoding.config = config;
-  return counted;
-}
-
 // The container collector over a fake counting backend and a cgroup tree in a temporary folder:
 // every leaf under the configured root `pods` counted, two events alone and a group of two.
 hwperf::cgroup::CgroupCollectorSettings fake_container_settings(
@@ -289,13 +275,15 @@ hwperf::cgroup::CgroupCollectorSettings fake_container_settings(
   settings.hierarchy.kind = PerfEventHierarchy::Kind::v2;
   settings.hierarchy.mount_point = "/sys/fs/cgroup";
   settings.root = root;
-  settings.events = {container_event("perf::TASK-CLOCK", "task_clock_seconds", 1,
-                                     hwperf::events::Unit::nanoseconds),
-                     container_event("perf::PAGE-FAULTS", "page_faults", 2)};
+  settings.events = {
+      hwperf::test::counted_event("container", "perf::TASK-CLOCK", "task_clock_seconds", 1,
+                                  hwperf::events::Unit::nanoseconds),
+      hwperf::test::counted_event("container", "perf::PAGE-FAULTS", "page_faults", 2)};
   hwperf::perf::CountedGroup group;
   group.name = "pair";
-  group.members = {container_event("perf::CYCLES", "cycles", 3),
-                   container_event("perf::INSTRUCTIONS", "instructions", 4)};
+  group.members = {
+      hwperf::test::counted_event("container", "perf::CYCLES", "cycles", 3),
+      hwperf::test::counted_event("container", "perf::INSTRUCTIONS", "instructions", 4)};
   settings.groups = {group};
   settings.cpus = hwperf::test::two_socket_topology().threads();
   settings.configured.roots = {{"pods", {}}};

@@ -279,23 +279,6 @@ collectors:
              Contains("color"));
 }
 
-namespace {
-
-perf::CountedEvent process_event(const char* event, const char* metric, std::uint64_t config,
-                                 events::Unit unit = events::Unit::count) {
-  perf::CountedEvent counted;
-  counted.event = event;
-  counted.metric = metric;
-  counted.family = std::string("hwperf_process_") + metric + "_total";
-  counted.help = std::string("Test event ") + event;
-  counted.unit = unit;
-  counted.encoding.name = event;
-  counted.encoding.config = config;
-  return counted;
-}
-
-}  // namespace
-
 // Issue 39: the targets are configured, so their counts' and times' series are fixed; a scrape
 // writes them from text made once, the same bytes as collect()'s families.
 TEST_CASE("process targets write their counts from text made once, the bytes of their families",
@@ -309,13 +292,13 @@ TEST_CASE("process targets write their counts from text made once, the bytes of 
   self.name = "self";
   self.pid = ::getpid();
   settings.targets = {self};
-  settings.events = {
-      process_event("perf::TASK-CLOCK", "task_clock_seconds", 1, events::Unit::nanoseconds),
-      process_event("perf::PAGE-FAULTS", "page_faults", 2)};
+  settings.events = {test::counted_event("process", "perf::TASK-CLOCK", "task_clock_seconds", 1,
+                                         events::Unit::nanoseconds),
+                     test::counted_event("process", "perf::PAGE-FAULTS", "page_faults", 2)};
   perf::CountedGroup group;
   group.name = "pair";
-  group.members = {process_event("perf::CYCLES", "cycles", 3),
-                   process_event("perf::INSTRUCTIONS", "instructions", 4)};
+  group.members = {test::counted_event("process", "perf::CYCLES", "cycles", 3),
+                   test::counted_event("process", "perf::INSTRUCTIONS", "instructions", 4)};
   settings.groups = {group};
   settings.rescan_interval_seconds = kMaxRescanIntervalSeconds;  // rescans are the test's
   settings.backend = &backend;
