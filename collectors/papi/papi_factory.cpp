@@ -114,6 +114,65 @@ void append(std::vector<std::string>& to, const std::vector<std::string>& from) 
   to.insert(to.end(), from.begin(), from.end());
 }
 
+struct LookedUp {  // the configured events PAPI knows, their descriptions, what each counts as
+  std::vector<EventSpec> known;
+  std::map<std::string, std::string> descriptions;
+  std::map<std::string, std::string> counted_as;
+};
+
+// Looks each event up in PAPI: an unknown one is a problem the user wrote, or a default skipped.
+LookedUp look_up(const std::vector<EventSpec>& events, bool defaults, Prepared& prepared,
+                 std::vector<std::string>& problems) {
+  LookedUp looked_up;
+  for (const auto& event : events) {
+    const auto lookup = papi::lookup_event(event.event);
+    // A preset PAPI knows but has no definition of for this CPU (PAPI 7.0.0 stops at Ice Lake-SP
+    // and Zen 3) is counted through the kernel's generic event where it means the same.
+    // The event itself was just looked up; only its generic twin costs a second lookup.
+    looked_up.counted_as[event.event] =
+        events::choose_counted_as(event.event, [&](const std::string& name) {
+          const auto found = name == event.event ? lookup : papi::lookup_event(name);
+          return events::EventStatus{found.known, found.available};
+        });
+    if (!lookup.known) {
+      if (defaults) {
+        prepared.skipped_defaults.push_back(event.event + " (" + lookup.error + ")");
+      } else {
+        problems.push_back(event.mark.to_string() + ": unknown PAPI event \"" + event.event +
+                           "\" (" + lookup.error +
+                           "); papi_avail lists the presets and papi_native_avail the native "
+                           "events (with their qualifiers) that PAPI knows on this machine");
+      }
+      continue;
+    }
+    looked_up.descriptions[event.event] = lookup.description;
+    looked_up.known.push_back(event);
+  }
+  return looked_up;
+}
+
+// What the PAPI sets open: each spec's counted event, or each distinct one once (opened_as).
+std::vector<std::string> opened_events(Prepared& prepared,
+                                       const std::map<std::string, std::string>& counted_as,
+                                       OpenEach open_each) {
+  std::vector<std::string> opened_events;
+  std::map<std::string, std::size_t> opened;  // counted event -> index in opened_events
+  for (auto& spec : prepared.specs) {
+    if (const auto it = counted_as.find(spec.event); it != counted_as.end()) {
+      spec.counted_as = it->second;
+    }
+    if (open_each == OpenEach::distinct_event) {
+      const auto [it, inserted] = opened.emplace(spec.counted_as, opened_events.size());
+      if (inserted) opened_events.push_back(spec.counted_as);
+      prepared.opened_as.push_back(it->second);
+    } else {
+      prepared.opened_as.push_back(opened_events.size());
+      opened_events.push_back(spec.counted_as);
+    }
+  }
+  return opened_events;
+}
+
 Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
                  const PathsConfig& paths, const std::vector<GroupConfig>& user_groups,
                  OpenEach open_each = OpenEach::configured_event) {
@@ -130,62 +189,22 @@ Prepared prepare(const PapiCollectorConfig& config, const Topology& topology,
   } catch (const ConfigError& e) {
     append(problems, e.problems());
   }
-
   // Unknown names are errors when the user wrote them (all reported together) and a skip when
   // they come from the default set, which is written for many machines at once.
   const bool defaults = default_set(config);
-  const auto events = ungrouped_events(config);
   papi::init_library(paths.procfs);
-  std::map<std::string, std::string> descriptions;
-  std::map<std::string, std::string> counted_as;
-  std::vector<EventSpec> known;
-  for (const auto& event : events) {
-    const auto lookup = papi::lookup_event(event.event);
-    // A preset PAPI knows but has no definition of for this CPU (PAPI 7.0.0 stops at Ice Lake-SP
-    // and Zen 3) is counted through the kernel's generic event where it means the same.
-    // The event itself was just looked up; only its generic twin costs a second lookup.
-    counted_as[event.event] = events::choose_counted_as(event.event, [&](const std::string& name) {
-      const auto found = name == event.event ? lookup : papi::lookup_event(name);
-      return events::EventStatus{found.known, found.available};
-    });
-    if (!lookup.known) {
-      if (defaults) {
-        prepared.skipped_defaults.push_back(event.event + " (" + lookup.error + ")");
-      } else {
-        problems.push_back(event.mark.to_string() + ": unknown PAPI event \"" + event.event +
-                           "\" (" + lookup.error +
-                           "); papi_avail lists the presets and papi_native_avail the native "
-                           "events (with their qualifiers) that PAPI knows on this machine");
-      }
-      continue;
-    }
-    descriptions[event.event] = lookup.description;
-    known.push_back(event);
-  }
+  LookedUp looked_up = look_up(ungrouped_events(config), defaults, prepared, problems);
   try {
-    prepared.specs =
-        events::resolve_event_specs(known, defaults, config.granularity,
-                                    [&](const std::string& name) { return descriptions[name]; });
+    prepared.specs = events::resolve_event_specs(
+        looked_up.known, defaults, config.granularity,
+        [&](const std::string& name) { return looked_up.descriptions[name]; });
   } catch (const ConfigError& e) {
     append(problems, e.problems());
   }
   if (!problems.empty()) throw ConfigError(std::move(problems));
 
   papi::OpenRequest request;
-  std::map<std::string, std::size_t> opened;  // counted event -> index in request.events
-  for (auto& spec : prepared.specs) {
-    if (const auto it = counted_as.find(spec.event); it != counted_as.end()) {
-      spec.counted_as = it->second;
-    }
-    if (open_each == OpenEach::distinct_event) {
-      const auto [it, inserted] = opened.emplace(spec.counted_as, request.events.size());
-      if (inserted) request.events.push_back(spec.counted_as);
-      prepared.opened_as.push_back(it->second);
-    } else {
-      prepared.opened_as.push_back(request.events.size());
-      request.events.push_back(spec.counted_as);
-    }
-  }
+  request.events = opened_events(prepared, looked_up.counted_as, open_each);
   request.cpus = prepared.cpus;
   request.domain = config.domain;
   request.attach = config.attach;
