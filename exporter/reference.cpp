@@ -142,6 +142,12 @@ const std::vector<KeyText>& config_texts() {
        "`<runtime>://<id>` as kube-state-metrics writes it, so that the join with "
        "kube_pod_container_info matches; none leaves it bare "
        "([cgroup](collectors/cgroup.md#what-is-counted))"},
+      {"collectors.cgroup.mode",
+       "how cgroups are counted: perf, one perf event per cgroup, CPU and event; bpf, one "
+       "counter per CPU and event and a BPF program at each cgroup switch (CAP_BPF with "
+       "CAP_PERFMON, or CAP_SYS_ADMIN, and the kernel's BTF; a startup error where it cannot "
+       "load); auto, bpf where it can load, perf otherwise, saying why in the log and in "
+       "hwperf_container_counting_mode ([cgroup](collectors/cgroup.md#counting-modes))"},
       {"collectors.uncore.enabled",
        "count memory traffic per package (IMC, UMC), aperf/mperf/tsc per CPU and C-state "
        "residency from the kernel's perf PMUs, best effort: what this machine or the exporter's "

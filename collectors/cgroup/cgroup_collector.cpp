@@ -59,8 +59,6 @@ OrErrno<perf::CounterGroup> open_cgroup_group(const std::vector<perf::EventEncod
   return perf::CounterGroup::open(events, cgroup.get(), static_cast<int>(cpu), options);
 }
 
-namespace {
-
 std::shared_ptr<const perf::CounterLayout> counter_layout(const perf::CountingPlan& plan,
                                                           const std::vector<HardwareThread>& cpus) {
   auto layout = std::make_shared<perf::CounterLayout>();
@@ -70,8 +68,6 @@ std::shared_ptr<const perf::CounterLayout> counter_layout(const perf::CountingPl
   layout->cpus_come_and_go = true;
   return layout;
 }
-
-}  // namespace
 
 CgroupCollector::~CgroupCollector() = default;
 

@@ -55,6 +55,11 @@ struct CgroupCollectorSettings {
   // Where the counters are opened: the kernel's perf_event_open, or another engine (a fake in
   // tests) counting the same units per cgroup and CPU.
   const perf::CountingBackend* backend = &perf::perf_event_backend();
+  // The backend's owner where the factory made one (the BPF engine, collectors.cgroup.mode);
+  // null for perf_event_open's.
+  std::shared_ptr<const perf::CountingBackend> engine;
+  CountingMode mode = CountingMode::perf;  // as chosen: perf or bpf
+  std::string mode_reason = "configured";  // counting_mode.h's ChosenMode::reason
   // Other cgroup hierarchies as this process reaches them: where a configured root that is
   // missing from `root` may be instead (it then counts nothing, which is said).
   std::vector<std::filesystem::path> other_roots;
@@ -68,6 +73,10 @@ OrErrno<UniqueFd> open_cgroup_counter(const perf::EventEncoding& event, const Un
 // `events` as one kernel group, counted likewise (the kernel allows no inherit here).
 OrErrno<perf::CounterGroup> open_cgroup_group(const std::vector<perf::EventEncoding>& events,
                                               const UniqueFd& cgroup, unsigned cpu);
+
+// The counter layout of `plan`'s units on `cpus`, the one every cgroup's counter set shares.
+std::shared_ptr<const perf::CounterLayout> counter_layout(const perf::CountingPlan& plan,
+                                                          const std::vector<HardwareThread>& cpus);
 
 // What became of a configured root at the last rescan.
 enum class ConfiguredRootState { counting, missing, no_leaf, not_in_perf_event_hierarchy };
@@ -90,6 +99,11 @@ class CgroupCollector final : public Collector, public ConfiguredFamilies, publi
   void rescan();
   const std::vector<perf::CountedEvent>& events() const { return settings_.events; }
   const std::vector<std::string>& group_lines() const { return settings_.group_lines; }
+  // How the cgroups are counted and why (collectors.cgroup.mode), as --check-config says it.
+  std::string mode_line() const {
+    return std::string("counting mode: ") + to_string(settings_.mode) + " (" +
+           settings_.mode_reason + ")";
+  }
   // Why nothing is counted on this node, "" when containers are counted.
   const std::string& unavailable() const { return settings_.unavailable; }
 

@@ -107,7 +107,8 @@ Key cgroup_settings_keys(Problems& problems, Config& config) {
         rescan_interval_key(problems, "collectors.cgroup.rescan_interval_seconds",
                             cgroup.rescan_interval_seconds),
         enum_key(problems, "runtime", "collectors.cgroup.runtime", cgroup.runtime,
-                 kContainerRuntimeNames)}});
+                 kContainerRuntimeNames),
+        enum_key(problems, "mode", "collectors.cgroup.mode", cgroup.mode, kCountingModeNames)}});
 }
 
 }  // namespace hwperf

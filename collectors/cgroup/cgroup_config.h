@@ -26,6 +26,11 @@ struct CgroupRoot {
 // (kubepods/<qos>/pod<uid>/<id>) do not name it (collectors.cgroup.runtime); spelled in
 // kContainerRuntimeNames, below the settings.
 enum class ContainerRuntime { none, containerd, crio, docker };
+// How the cgroups are counted (collectors.cgroup.mode; issue 38): perf, one perf_event cgroup
+// event per (cgroup, CPU, event); bpf, one counter per (CPU, event) and a BPF program at each
+// cgroup switch (collectors/perf/bpf); auto, bpf where it can load, perf otherwise. Spelled in
+// kCountingModeNames, below the settings.
+enum class CountingMode { automatic, perf, bpf };
 
 struct CgroupCollectorConfig {
   bool enabled = false;
@@ -45,6 +50,10 @@ struct CgroupCollectorConfig {
   unsigned max_cgroups = 256;
   double rescan_interval_seconds = 3;
   ContainerRuntime runtime = ContainerRuntime::none;
+  CountingMode mode = CountingMode::automatic;
+  // Tests only, no key: where the BPF engine looks for the kernel's BTF ("": paths.sysfs), so
+  // that an empty fixture tree fakes a kernel without it.
+  std::string bpf_sysfs;
 };
 // The spellings are the schemes kube-state-metrics writes in container_id ("<runtime>://<id>",
 // the CRI runtime's name for itself), so that such a container joins; none leaves the id bare.
@@ -56,6 +65,10 @@ inline constexpr EnumName<ContainerRuntime> kContainerRuntimeNames[] = {
 inline const char* to_string(ContainerRuntime value) {
   return name_of(kContainerRuntimeNames, value);
 }
+
+inline constexpr EnumName<CountingMode> kCountingModeNames[] = {
+    {CountingMode::automatic, "auto"}, {CountingMode::perf, "perf"}, {CountingMode::bpf, "bpf"}};
+inline const char* to_string(CountingMode value) { return name_of(kCountingModeNames, value); }
 
 // collectors.cgroup, bound to config.get<CgroupCollectorConfig>().
 config_schema::Key cgroup_settings_keys(yaml_reader::Problems& problems, Config& config);

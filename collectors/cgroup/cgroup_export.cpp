@@ -78,7 +78,10 @@ void CgroupCollector::add_status(Families& families, std::size_t open_counters) 
   add_gauge(families.left_out, {{"reason", "over_cap"}}, static_cast<double>(left_out_over_cap_));
   add_gauge(families.left_out, {{"reason", "open_failed"}},
             static_cast<double>(open_problems_.size()));
-  add_gauge(families.descriptors, {}, static_cast<double>(open_counters));
+  add_gauge(families.descriptors, {},
+            static_cast<double>(open_counters + settings_.backend->shared_descriptors()));
+  add_gauge(families.counting_mode,
+            {{"mode", to_string(settings_.mode)}, {"reason", settings_.mode_reason}}, 1.0);
   add_counter(families.read_errors, {}, read_errors_);
   for (std::size_t i = 0; i < settings_.configured.roots.size(); ++i) {
     for (const auto& entry : kRootStateNames) {

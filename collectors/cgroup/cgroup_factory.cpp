@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "collectors/cgroup/cgroup_registration.h"
+#include "collectors/cgroup/counting_mode.h"
 #include "collectors/events/event_specs.h"
 #include "collectors/events/groups.h"
 #include "collectors/perf/perf_event.h"
@@ -138,6 +139,16 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
     throw Unavailable(e.what());
   }
   CgroupCollectorSettings settings;
+  settings.cpus = topology.threads();
+  // The mode, decided once the events are: bpf mode throws what it misses (a startup error).
+  const ChosenMode chosen = choose_mode(
+      config, located.hierarchy,
+      counter_layout(perf::counting_plan(resolved.events, resolved.groups), settings.cpus));
+  log::info(chosen.said);
+  settings.mode = chosen.mode;
+  settings.mode_reason = chosen.reason;
+  settings.engine = chosen.backend;
+  if (settings.engine) settings.backend = settings.engine.get();
   settings.hierarchy = located.hierarchy;
   settings.root = located.root;
   settings.other_roots = located.other_roots;
@@ -145,7 +156,6 @@ CgroupCollectorSettings counting_settings(const Config& config, const Topology& 
   settings.events = std::move(resolved.events);
   settings.groups = std::move(resolved.groups);
   settings.group_lines = std::move(resolved.group_lines);
-  settings.cpus = topology.threads();
   settings.configured = cgroup;
   return settings;
 }
@@ -222,6 +232,7 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
     return {"NOT available: " + collector->unavailable() + " (the exporter serves without it)"};
   }
   auto lines = cgroup_check_report(config, topology);
+  lines.push_back(collector->mode_line());
   for (auto& line : perf::event_lines(collector->events())) lines.push_back(std::move(line));
   for (const auto& line : collector->group_lines()) lines.push_back(line);
   return lines;

@@ -49,6 +49,11 @@ struct CgroupCollector::Families {
       "1 for each configured root's state: counting, missing, no_leaf, or "
       "not_in_perf_event_hierarchy (it exists only where the perf_event controller does not "
       "look, so its processes count nothing); the log says what to do.");
+  prometheus::MetricFamily counting_mode = make_gauge_family(
+      {"container", "counting", "mode"},
+      "1 for how cgroups are counted (collectors.cgroup.mode): perf, a perf event per cgroup, "
+      "CPU and event; bpf, a counter per CPU and event and a BPF program at each cgroup switch; "
+      "with the reason (configured, bpf_available, or what auto found missing for bpf).");
   prometheus::MetricFamily hierarchy = make_gauge_family(
       {"container", "hierarchy", "info"},
       "The cgroup hierarchy the perf_event controller is bound to, which every count filters by.");
@@ -59,6 +64,7 @@ struct CgroupCollector::Families {
       out.push_back(std::move(*family));
     }
     if (roots) out.push_back(std::move(root_state));
+    out.push_back(std::move(counting_mode));
     out.push_back(std::move(hierarchy));
   }
 };

@@ -53,6 +53,9 @@ class CountingBackend : public Interface {
   // the task runs); the errno of the first event that could not be opened.
   virtual OrErrno<std::unique_ptr<OpenUnit>> open(const std::vector<EventEncoding>& events,
                                                   const CountingTarget& target, int cpu) const = 0;
+  // Descriptors the backend holds for all its units together, which no unit's descriptors()
+  // counts (an engine's counters and programs): 0 for perf_event_open, whose units hold their own.
+  virtual std::size_t shared_descriptors() const { return 0; }
 };
 
 // perf_event_open(2): each unit one perf::CounterGroup.

@@ -47,6 +47,9 @@ Config cgroup_config(const std::string& root, unsigned max_cgroups = 256) {
   config.get<CgroupCollectorConfig>().max_cgroups = max_cgroups;
   // The test rescans when it wants to.
   config.get<CgroupCollectorConfig>().rescan_interval_seconds = 60;
+  // These tests are of perf mode's cgroup events (their descriptors, their hotplug handling);
+  // BPF mode's are in test_bpf_cgroup_mode.cpp.
+  config.get<CgroupCollectorConfig>().mode = CountingMode::perf;
   return config;
 }
 

@@ -187,7 +187,7 @@ TEST_CASE(
   TempDir dir;
   const auto log = dir.path() / "perf.log";
   const auto config = both_ways(dir, "  cgroup:\n    enabled: true\n    roots: [" + name +
-                                         "]\n    rescan_interval_seconds: 60\n");
+                                         "]\n    rescan_interval_seconds: 60\n    mode: perf\n");
   test::RunningExporter exporter({"--config.file=" + config.string()}, traced_by_shim(log));
   Spinner spinner(400);
   spinner.place_in(leaf.path());

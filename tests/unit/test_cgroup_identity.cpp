@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectors/cgroup/discovery.h"
@@ -87,4 +88,23 @@ TEST_CASE("collectors.cgroup.runtime: read, dumped again, and a wrong spelling n
   CHECK_THAT(test::config_error("collectors:\n  cgroup:\n    runtime: containerd://\n", "bad.yml"),
              Catch::Contains("bad.yml:3:") && Catch::Contains("collectors.cgroup.runtime") &&
                  Catch::Contains("cri-o"));
+}
+
+TEST_CASE("collectors.cgroup.mode: auto by default, read, dumped again, a wrong spelling named",
+          "[cgroup][config]") {
+  CHECK(Config{}.get<CgroupCollectorConfig>().mode == CountingMode::automatic);
+  for (const auto& [text, mode] :
+       {std::pair{"auto", CountingMode::automatic}, std::pair{"perf", CountingMode::perf},
+        std::pair{"bpf", CountingMode::bpf}}) {
+    CAPTURE(text);
+    const Config config = parse_config_text(
+        std::string("collectors:\n  cgroup:\n    enabled: true\n    mode: ") + text + "\n",
+        "c.yml");
+    CHECK(config.get<CgroupCollectorConfig>().mode == mode);
+    CHECK(parse_config_text(dump_config(config), "dump.yml").get<CgroupCollectorConfig>().mode ==
+          mode);
+  }
+  CHECK_THAT(test::config_error("collectors:\n  cgroup:\n    mode: ebpf\n", "bad.yml"),
+             Catch::Contains("bad.yml:3:") && Catch::Contains("collectors.cgroup.mode") &&
+                 Catch::Contains("bpf"));
 }

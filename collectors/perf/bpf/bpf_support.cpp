@@ -3,9 +3,11 @@
 #include <linux/capability.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 
 #include "common/text.h"
 
@@ -41,7 +43,16 @@ BpfFacts probe_bpf_facts(const std::string& sysfs, bool perf_event_on_cgroup_v2)
   facts.cap_perfmon = has_capability(caps, kCapPerfmon);
   facts.cap_sys_admin = has_capability(caps, CAP_SYS_ADMIN);
   facts.perf_event_on_cgroup_v2 = perf_event_on_cgroup_v2;
+  utsname names{};
+  if (::uname(&names) == 0) facts.kernel_release = names.release;
   return facts;
+}
+
+bool kernel_has_cgroup_switches(const std::string& release) {
+  unsigned major = 0;
+  unsigned minor = 0;
+  if (std::sscanf(release.c_str(), "%u.%u", &major, &minor) != 2) return true;
+  return major > 5 || (major == 5 && minor >= 13);
 }
 
 std::vector<std::string> missing_for_bpf(const BpfFacts& facts) {
@@ -68,6 +79,11 @@ std::vector<std::string> missing_for_bpf(const BpfFacts& facts) {
         "ids, and the switches it counts at are those of the perf_event controller's hierarchy, "
         "bound to cgroup v1 here or absent (boot with systemd.unified_cgroup_hierarchy=1, or "
         "leave perf_event out of the v1 mounts)");
+  }
+  if (!kernel_has_cgroup_switches(facts.kernel_release)) {
+    missing.push_back("Linux 5.13 or later: this kernel is " + facts.kernel_release +
+                      ", without the cgroup-switches event the program runs at (use "
+                      "collectors.cgroup.mode: perf, or a newer kernel)");
   }
   return missing;
 }

@@ -20,7 +20,13 @@ struct BpfFacts {
   // The perf_event cgroup controller is on cgroup v2, whose ids the program keys its counts by
   // (bpf_get_current_cgroup_id): from cgroup::read_perf_event_hierarchy, which the caller reads.
   bool perf_event_on_cgroup_v2 = false;
+  // uname(2)'s release ("6.1.0-18-amd64"); "" when unknown (not checked then). The program
+  // attaches to the cgroup-switches event, which Linux 5.13 added.
+  std::string kernel_release;
 };
+
+// Whether `release` is Linux 5.13 or later; true when it cannot be parsed.
+bool kernel_has_cgroup_switches(const std::string& release);
 
 // Reads BTF's presence under `sysfs` and this process's capabilities.
 BpfFacts probe_bpf_facts(const std::string& sysfs, bool perf_event_on_cgroup_v2);

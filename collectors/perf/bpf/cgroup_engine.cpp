@@ -274,21 +274,39 @@ std::size_t CgroupEngine::perf_descriptors() const {
   return (state_->events + 1) * state_->options.cpus.size();
 }
 
-OrErrno<std::uint64_t> cgroup_id(const std::string& path) {
-  struct statfs filesystem {};
-  if (::statfs(path.c_str(), &filesystem) != 0) return {0, errno};
-  constexpr long kCgroup2Magic = 0x63677270;  // CGROUP2_SUPER_MAGIC, linux/magic.h
-  if (filesystem.f_type != kCgroup2Magic) return {0, ENOTSUP};
+namespace {
+
+// The kernfs id of `path` under `dirfd` (an empty path with AT_EMPTY_PATH: `dirfd` itself), once
+// its filesystem is known to be cgroup v2.
+OrErrno<std::uint64_t> kernfs_id(int dirfd, const char* path, int flags) {
   // A kernfs handle is the node's 64-bit id (FILEID_KERNFS).
   alignas(file_handle) unsigned char storage[sizeof(file_handle) + sizeof(std::uint64_t)] = {};
   auto* handle = reinterpret_cast<file_handle*>(storage);
   handle->handle_bytes = sizeof(std::uint64_t);
   int mount_id = 0;
-  if (::name_to_handle_at(AT_FDCWD, path.c_str(), handle, &mount_id, 0) != 0) return {0, errno};
+  if (::name_to_handle_at(dirfd, path, handle, &mount_id, flags) != 0) return {0, errno};
   if (handle->handle_bytes != sizeof(std::uint64_t)) return {0, EINVAL};
   std::uint64_t id = 0;
   std::memcpy(&id, handle->f_handle, sizeof id);
   return {id, 0};
+}
+
+constexpr long kCgroup2Magic = 0x63677270;  // CGROUP2_SUPER_MAGIC, linux/magic.h
+
+}  // namespace
+
+OrErrno<std::uint64_t> cgroup_id(const std::string& path) {
+  struct statfs filesystem {};
+  if (::statfs(path.c_str(), &filesystem) != 0) return {0, errno};
+  if (filesystem.f_type != kCgroup2Magic) return {0, ENOTSUP};
+  return kernfs_id(AT_FDCWD, path.c_str(), 0);
+}
+
+OrErrno<std::uint64_t> cgroup_id_of(int directory) {
+  struct statfs filesystem {};
+  if (::fstatfs(directory, &filesystem) != 0) return {0, errno};
+  if (filesystem.f_type != kCgroup2Magic) return {0, ENOTSUP};
+  return kernfs_id(directory, "", AT_EMPTY_PATH);
 }
 
 }  // namespace hwperf::perf::bpf

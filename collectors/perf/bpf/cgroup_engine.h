@@ -145,5 +145,7 @@ OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t per
 // The id of the cgroup whose directory is `path` (name_to_handle_at(2); as stat(2)'s inode
 // number on 64-bit kernels): the key of its counts. Errno when it is no cgroup v2 directory.
 OrErrno<std::uint64_t> cgroup_id(const std::string& path);
+// The same for an open descriptor of the cgroup's directory (CountingTarget::cgroup's).
+OrErrno<std::uint64_t> cgroup_id_of(int directory);
 
 }  // namespace hwperf::perf::bpf

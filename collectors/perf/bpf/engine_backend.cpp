@@ -1,0 +1,163 @@
+#include "collectors/perf/bpf/engine_backend.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
+
+#include "common/log.h"
+
+namespace hwperf::perf::bpf {
+
+std::optional<GroupReading> subtree_group_reading(const EngineReading& reading, std::uint64_t id,
+                                                  std::size_t first_event, std::size_t members,
+                                                  std::size_t cpus, std::size_t cpu_index) {
+  for (const auto& sum : reading.subtree) {
+    if (sum.id == id) return group_reading(sum, first_event, members, cpus, cpu_index);
+  }
+  return std::nullopt;
+}
+
+struct EngineBackend::Shared {
+  explicit Shared(CgroupEngine opened) : engine(std::move(opened)) {}
+  CgroupEngine engine;
+  std::mutex mutex;  // everything below
+  EngineReading reading;
+  int read_error = 0;  // of the current reading: EIO when the engine could not be read
+  ReadingGenerations generations;
+  std::unordered_map<std::uint64_t, std::size_t> units_of;  // tracked cgroup -> its open units
+
+  // The current reading, fresh when the unit has had it (under mutex).
+  void refresh_for(std::uint64_t had) {
+    if (!generations.needs_fresh(had)) return;
+    try {
+      reading = engine.read();
+      read_error = 0;
+    } catch (const std::runtime_error& e) {
+      log::warn(std::string("cgroup: ") + e.what());
+      read_error = EIO;
+    }
+    generations.made();
+  }
+};
+
+namespace {
+
+class EngineUnit final : public OpenUnit {
+ public:
+  EngineUnit(std::shared_ptr<EngineBackend::Shared> shared, std::uint64_t id, std::size_t group,
+             std::size_t cpu_index)
+      : shared_(std::move(shared)), id_(id), group_(group), cpu_index_(cpu_index) {
+    had_ = shared_->generations.opened();
+  }
+  ~EngineUnit() override {
+    std::lock_guard lock(shared_->mutex);
+    auto it = shared_->units_of.find(id_);
+    if (it == shared_->units_of.end() || --it->second > 0) return;
+    shared_->units_of.erase(it);
+    shared_->engine.forget(id_);
+  }
+  EngineUnit(const EngineUnit&) = delete;
+  EngineUnit& operator=(const EngineUnit&) = delete;
+
+  OrErrno<GroupReading> read() override {
+    std::lock_guard lock(shared_->mutex);
+    shared_->refresh_for(had_);
+    had_ = shared_->generations.current();
+    if (shared_->read_error != 0) return {GroupReading{}, shared_->read_error};
+    const CgroupEngine& engine = shared_->engine;
+    auto reading =
+        subtree_group_reading(shared_->reading, id_, engine.first_event_of(group_),
+                              engine.group_size(group_), engine.cpus().size(), cpu_index_);
+    // No sum yet (nothing ran), or none any more (the cgroup was removed and its entry
+    // reclaimed before the rescan closed it): the last reading stands.
+    if (reading) last_ = std::move(*reading);
+    if (last_.values.empty()) last_.values.assign(engine.group_size(group_), 0);
+    return {last_, 0};
+  }
+  // The engine's descriptors are the backend's (shared_descriptors), none a unit's own.
+  std::size_t descriptors() const override { return 0; }
+
+ private:
+  std::shared_ptr<EngineBackend::Shared> shared_;
+  std::uint64_t id_;
+  std::size_t group_;
+  std::size_t cpu_index_;
+  std::uint64_t had_ = 0;
+  GroupReading last_;
+};
+
+bool same_event(const EventEncoding& a, const EventEncoding& b) {
+  return a.type == b.type && a.config == b.config && a.config1 == b.config1 &&
+         a.config2 == b.config2 && a.exclude_user == b.exclude_user &&
+         a.exclude_kernel == b.exclude_kernel && a.exclude_hv == b.exclude_hv;
+}
+
+// Which of the layout's units `events` is: the set passes the layout's own vectors.
+std::optional<std::size_t> unit_of(const CounterLayout& layout,
+                                   const std::vector<EventEncoding>& events) {
+  for (std::size_t unit = 0; unit < layout.units.size(); ++unit) {
+    if (&layout.units[unit] == &events) return unit;
+  }
+  for (std::size_t unit = 0; unit < layout.units.size(); ++unit) {
+    const auto& mine = layout.units[unit];
+    if (mine.size() == events.size() &&
+        std::equal(mine.begin(), mine.end(), events.begin(), same_event)) {
+      return unit;
+    }
+  }
+  return std::nullopt;
+}
+
+EngineOptions with_layout(const CounterLayout& layout, EngineOptions options) {
+  options.groups = layout.units;
+  options.cpus.clear();
+  for (const int cpu : layout.cpus) {
+    if (cpu < 0)
+      throw std::invalid_argument("bpf: the engine counts on CPUs, not wherever a task runs");
+    options.cpus.push_back(static_cast<unsigned>(cpu));
+  }
+  return options;
+}
+
+}  // namespace
+
+EngineBackend::EngineBackend(std::shared_ptr<const CounterLayout> layout, EngineOptions options)
+    : layout_(std::move(layout)),
+      shared_(
+          std::make_shared<Shared>(CgroupEngine::open(with_layout(*layout_, std::move(options))))) {
+}
+
+EngineBackend::~EngineBackend() = default;
+
+OrErrno<std::unique_ptr<OpenUnit>> EngineBackend::open(const std::vector<EventEncoding>& events,
+                                                       const CountingTarget& target,
+                                                       int cpu) const {
+  if (!target.options.cgroup) return {nullptr, EOPNOTSUPP};  // the engine counts cgroups only
+  const auto unit = unit_of(*layout_, events);
+  const auto& cpus = shared_->engine.cpus();
+  const auto at = std::find(cpus.begin(), cpus.end(), static_cast<unsigned>(cpu));
+  if (!unit || cpu < 0 || at == cpus.end()) return {nullptr, EINVAL};
+  const auto id = cgroup_id_of(target.pid);
+  if (!id.ok()) return {nullptr, id.error};
+  std::lock_guard lock(shared_->mutex);
+  auto& units = shared_->units_of[id.value];
+  if (units == 0) {
+    if (const int error = shared_->engine.track(id.value); error != 0) {
+      shared_->units_of.erase(id.value);
+      return {nullptr, error};
+    }
+  }
+  ++units;
+  return {std::make_unique<EngineUnit>(shared_, id.value, *unit,
+                                       static_cast<std::size_t>(at - cpus.begin())),
+          0};
+}
+
+std::size_t EngineBackend::shared_descriptors() const {
+  return shared_->engine.perf_descriptors() + kEngineBpfDescriptors;
+}
+
+}  // namespace hwperf::perf::bpf

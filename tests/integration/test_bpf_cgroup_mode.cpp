@@ -1,0 +1,176 @@
+// The container collector in BPF mode (collectors.cgroup.mode, issue 38) on this machine's
+// kernel: the same families and labels as perf mode, a busy cgroup's CPU time against cpu.stat
+// and perf mode's figure, a cgroup below a counted one counted in it, the engine's descriptors;
+// and the mode decided: auto falling back where the BTF is missing (an empty fixture tree in its
+// place), bpf refused there at startup and by --check-config's check alike, perf as configured.
+// Root runs these; cgroups are made under the v2 hierarchy and removed however a test ends.
+#include "tests/catch.hpp"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "collectors/cgroup/cgroup_collector.h"
+#include "collectors/cgroup/cgroup_registration.h"
+#include "collectors/papi/papi_presets.h"
+#include "tests/integration/bpf_live_support.h"
+#include "tests/support.h"
+#include "topology/topology.h"
+
+using namespace hwperf;
+using namespace hwperf::test::bpf_live;
+namespace live = hwperf::test::cgroup_live;
+
+namespace {
+
+Config mode_config(const std::string& root, CountingMode mode) {
+  Config config;
+  auto& cgroup = config.get<CgroupCollectorConfig>();
+  cgroup.enabled = true;
+  cgroup.events_given = true;
+  EventSpec clock;
+  clock.event = "perf::CPU-CLOCK";
+  cgroup.events.push_back(clock);
+  cgroup.roots.push_back({root, {}});
+  cgroup.rescan_interval_seconds = 60;  // the test rescans when it wants to
+  cgroup.mode = mode;
+  return config;
+}
+
+std::unique_ptr<cgroup::CgroupCollector> make(const Config& config, const Topology& topology) {
+  return cgroup::make_cgroup_collector(config, topology, papi::preset_catalog());
+}
+
+double clock_seconds(const std::vector<test::Sample>& samples, const std::string& cgroup) {
+  double sum = 0;
+  for (const auto& sample :
+       test::find_samples(samples, "hwperf_container_clock_seconds_total", {{"cgroup", cgroup}})) {
+    sum += sample.value;
+  }
+  return sum;
+}
+
+// The family names and label sets a scrape exports, without values.
+std::vector<std::string> shapes(const std::vector<test::Sample>& samples) {
+  std::vector<std::string> out;
+  for (const auto& sample : samples) {
+    if (sample.name == "hwperf_container_counting_mode" ||
+        sample.name == "hwperf_container_open_counters") {
+      continue;
+    }
+    std::string shape = sample.name;
+    for (const auto& [key, value] : sample.labels) shape += " " + key + "=" + value;
+    out.push_back(shape);
+  }
+  return out;
+}
+
+// A cgroup made for the test with one leaf, counted by a collector in each mode.
+struct BothModes {
+  BothModes(const char* what, const char* leaf_name)
+      : h(v2_hierarchy()),
+        name(live::unique_name(what)),
+        parent(h.root / name),
+        leaf(parent.path() / leaf_name),
+        bpf(make(mode_config(name, CountingMode::bpf), topology)),
+        perf(make(mode_config(name, CountingMode::perf), topology)) {}
+  live::Hierarchy h;
+  std::string name;
+  live::TestCgroup parent;
+  live::TestCgroup leaf;
+  Topology topology = Topology::load(TopologyConfig{});
+  std::unique_ptr<cgroup::CgroupCollector> bpf;
+  std::unique_ptr<cgroup::CgroupCollector> perf;
+};
+
+}  // namespace
+
+TEST_CASE("BPF mode: a busy cgroup's cpu-clock is its cpu.stat usage and perf mode's within 2 %",
+          "[bpf][cgroup]") {
+  BothModes modes("bpfmode", "busy");
+  REQUIRE(modes.bpf->unavailable().empty());
+  live::Spinner spinner(1500);
+  spinner.place_in(modes.leaf.path());
+  const double used = spinner.run();
+  const auto bpf_samples = test::scrape(*modes.bpf);
+  const auto perf_samples = test::scrape(*modes.perf);
+  const double in_bpf = clock_seconds(bpf_samples, modes.name + "/busy");
+  const double in_perf = clock_seconds(perf_samples, modes.name + "/busy");
+  const double usage = usage_seconds(modes.leaf.path());
+  INFO("bpf mode " << in_bpf << " s, perf mode " << in_perf << " s, cpu.stat " << usage
+                   << " s, the child's rusage " << used << " s");
+  CHECK(in_bpf == Approx(usage).epsilon(0.02));
+  CHECK(in_bpf == Approx(in_perf).epsilon(0.02));
+  CHECK(test::value_of(bpf_samples, "hwperf_container_counting_mode",
+                       {{"mode", "bpf"}, {"reason", "configured"}}) == 1);
+  CHECK(test::value_of(perf_samples, "hwperf_container_counting_mode",
+                       {{"mode", "perf"}, {"reason", "configured"}}) == 1);
+  // The same families and labels in both modes: dashboards and rules do not change.
+  CHECK(shapes(bpf_samples) == shapes(perf_samples));
+  // The engine's descriptors, whatever the number of cgroups: (events + 1) x CPUs + 13.
+  CHECK(test::value_of(bpf_samples, "hwperf_container_open_counters", {}) ==
+        static_cast<double>(2 * modes.topology.threads().size() + 13));
+}
+
+TEST_CASE("BPF mode: a cgroup two levels below a counted one is counted in it, as perf counts it",
+          "[bpf][cgroup]") {
+  // "pod" is counted while a leaf; its descendants come after the rescan that found it.
+  BothModes modes("bpfnest", "pod");
+  const live::TestCgroup middle(modes.leaf.path() / "mid");
+  const live::TestCgroup deep(middle.path() / "leaf");
+  live::Spinner spinner(800);
+  spinner.place_in(deep.path());
+  const double used = spinner.run();
+  const double in_bpf = clock_seconds(test::scrape(*modes.bpf), modes.name + "/pod");
+  const double in_perf = clock_seconds(test::scrape(*modes.perf), modes.name + "/pod");
+  const double usage = usage_seconds(deep.path());
+  INFO("the leaf two levels down: cpu.stat " << usage << " s (rusage " << used
+                                             << " s); counted in its ancestor: bpf mode " << in_bpf
+                                             << " s, perf mode " << in_perf << " s");
+  CHECK(in_bpf == Approx(usage).epsilon(0.02));
+  CHECK(in_bpf == Approx(in_perf).epsilon(0.02));
+}
+
+TEST_CASE("collectors.cgroup.mode: auto falls back to perf without BTF, bpf is refused there",
+          "[bpf][cgroup][config]") {
+  const auto h = v2_hierarchy();
+  const std::string name = live::unique_name("bpfauto");
+  const live::TestCgroup parent(h.root / name);
+  const live::TestCgroup leaf(parent.path() / "c");
+  const Topology topology = Topology::load(TopologyConfig{});
+  const test::TempDir no_btf;  // a sysfs without kernel/btf/vmlinux
+
+  SECTION("auto: perf events, and why") {
+    Config config = mode_config(name, CountingMode::automatic);
+    config.get<CgroupCollectorConfig>().bpf_sysfs = no_btf.path().string();
+    auto collector = make(config, topology);
+    REQUIRE(collector->unavailable().empty());
+    const auto samples = test::scrape(*collector);
+    CHECK(test::value_of(samples, "hwperf_container_counting_mode",
+                         {{"mode", "perf"}, {"reason", "no_btf"}}) == 1);
+    CHECK(test::find_samples(samples, "hwperf_container_clock_seconds_total",
+                             {{"cgroup", name + "/c"}})
+              .size() == topology.packages().size());
+  }
+  SECTION("auto where BPF loads: bpf") {
+    auto collector = make(mode_config(name, CountingMode::automatic), topology);
+    CHECK(test::value_of(test::scrape(*collector), "hwperf_container_counting_mode",
+                         {{"mode", "bpf"}, {"reason", "bpf_available"}}) == 1);
+  }
+  SECTION("bpf: a startup error naming the BTF, and --check-config's check says the same") {
+    Config config = mode_config(name, CountingMode::bpf);
+    config.get<CgroupCollectorConfig>().bpf_sysfs = no_btf.path().string();
+    const std::string btf = (no_btf.path() / "kernel/btf/vmlinux").string();
+    CHECK_THROWS_WITH(make(config, topology), Catch::Contains("collectors.cgroup.mode: bpf") &&
+                                                  Catch::Contains(btf) &&
+                                                  Catch::Contains("CONFIG_DEBUG_INFO_BTF"));
+    const CollectorServices services{papi::preset_catalog()};
+    CHECK_THROWS_WITH(cgroup_collector_entry().check(config, topology, services),
+                      Catch::Contains("collectors.cgroup.mode: bpf") && Catch::Contains(btf));
+  }
+  SECTION("perf: as today") {
+    auto collector = make(mode_config(name, CountingMode::perf), topology);
+    CHECK(test::value_of(test::scrape(*collector), "hwperf_container_counting_mode",
+                         {{"mode", "perf"}, {"reason", "configured"}}) == 1);
+  }
+}

@@ -1,0 +1,96 @@
+// The BPF engine as the counting layer's backend, without loading anything: a unit's reading
+// taken from an engine reading's subtree sums, shaped as a kernel group's, and how many engine
+// reads a scrape of many units makes.
+#include "tests/catch.hpp"
+
+#include <cstdint>
+#include <vector>
+
+#include "collectors/perf/bpf/bpf_support.h"
+#include "collectors/perf/bpf/engine_backend.h"
+
+using namespace hwperf;
+using namespace hwperf::perf::bpf;
+
+namespace {
+
+// A cgroup's counts for `events` events on `cpus` CPUs: event e on CPU c counted 1000 * id +
+// 10 * e + c, enabled 100 + c and running 50 + e + c.
+CgroupCounts counts_of(std::uint64_t id, std::size_t events, std::size_t cpus) {
+  CgroupCounts counts;
+  counts.id = id;
+  for (std::size_t e = 0; e < events; ++e) {
+    for (std::size_t c = 0; c < cpus; ++c) {
+      counts.values.push_back({1000 * id + 10 * e + c, 100 + c, 50 + e + c});
+    }
+  }
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("BPF backend: a unit reads its group on its CPU from its cgroup's subtree sum",
+          "[bpf_unit]") {
+  EngineReading reading;
+  reading.own = {counts_of(9, 3, 2)};  // own counts are not what a unit reads
+  reading.subtree = {counts_of(7, 3, 2), counts_of(8, 3, 2)};
+  // Events 1 and 2 are one group of two on the second CPU: the leader's times, both counts.
+  const auto group = subtree_group_reading(reading, 8, 1, 2, 2, 1);
+  REQUIRE(group.has_value());
+  CHECK(group->enabled_ns == 101);
+  CHECK(group->running_ns == 52);  // the leader's (event 1 on CPU 1)
+  CHECK(group->values == std::vector<std::uint64_t>{8011, 8021});
+  // A lone event is a group of one.
+  const auto lone = subtree_group_reading(reading, 7, 0, 1, 2, 0);
+  REQUIRE(lone.has_value());
+  CHECK(lone->values == std::vector<std::uint64_t>{7000});
+  // Only tracked cgroups' sums are read: an own entry is not a unit's, nor an unknown id.
+  CHECK_FALSE(subtree_group_reading(reading, 9, 0, 1, 2, 0).has_value());
+  CHECK_FALSE(subtree_group_reading(reading, 1, 0, 1, 2, 0).has_value());
+}
+
+TEST_CASE("BPF backend: a scrape of many units reads the engine once", "[bpf_unit]") {
+  ReadingGenerations generations;
+  std::size_t engine_reads = 0;
+  // What a unit's read() does: a fresh reading when it has had the current one.
+  const auto unit_read = [&](std::uint64_t& had) {
+    if (generations.needs_fresh(had)) {
+      ++engine_reads;
+      generations.made();
+    }
+    had = generations.current();
+  };
+  std::vector<std::uint64_t> units(256 * 2, generations.opened());  // 256 cgroups on 2 CPUs
+  for (int scrape = 1; scrape <= 3; ++scrape) {
+    for (auto& had : units) unit_read(had);
+    CHECK(engine_reads == static_cast<std::size_t>(scrape));
+  }
+  // A unit opened between scrapes never takes a reading made before its cgroup was tracked: read
+  // first, it makes a fresh one, which the others then share.
+  std::uint64_t fresh = generations.opened();
+  unit_read(fresh);
+  CHECK(engine_reads == 4);
+  for (auto& had : units) unit_read(had);
+  CHECK(engine_reads == 4);
+  // Read after the others, it takes theirs.
+  std::uint64_t late = generations.opened();
+  for (auto& had : units) unit_read(had);
+  unit_read(late);
+  CHECK(engine_reads == 5);
+}
+
+TEST_CASE("BPF support: a kernel before 5.13 has no cgroup-switches event", "[bpf_unit]") {
+  CHECK(kernel_has_cgroup_switches("6.1.0-18-amd64"));
+  CHECK(kernel_has_cgroup_switches("5.13.0"));
+  CHECK_FALSE(kernel_has_cgroup_switches("5.10.0-28-amd64"));
+  CHECK_FALSE(kernel_has_cgroup_switches("4.19.0"));
+  CHECK(kernel_has_cgroup_switches(""));  // unknown: not held against it
+  BpfFacts facts;
+  facts.btf_present = true;
+  facts.cap_sys_admin = true;
+  facts.perf_event_on_cgroup_v2 = true;
+  facts.kernel_release = "5.10.0-28-amd64";
+  const auto missing = missing_for_bpf(facts);
+  REQUIRE(missing.size() == 1);
+  CHECK_THAT(missing[0], Catch::Contains("5.13") && Catch::Contains("5.10.0-28-amd64"));
+}
