@@ -89,6 +89,7 @@ CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
   }
   if (!settings_.unavailable.empty()) return;
   text_ = prepare_text({});
+  if (settings_.mode == CountingMode::bpf) open_removed_before_discovery();
   rescan();
   rescanner_.emplace(std::chrono::duration<double>(settings_.configured.rescan_interval_seconds),
                      [this] { rescan(); });
@@ -107,6 +108,26 @@ int CgroupCollector::open(const std::string& relative, Counted& counted) {
       counted.counters->open({perf::CountingTarget::cgroup(directory.value)}, online);
   counted.member = opening.member;
   return opening.error;
+}
+
+void CgroupCollector::open_removed_before_discovery() {
+  Counted removed;
+  removed.identity.cgroup = kRemovedBeforeDiscovery;
+  const auto root = open_cgroup(settings_.root);
+  int error = root.error;
+  if (root.ok()) {
+    removed.counters = std::make_unique<perf::CounterSet>(layout_, *settings_.backend);
+    const auto opening =
+        removed.counters->open({perf::CountingTarget::removed_under(root.value)}, online_);
+    removed.member = opening.member;
+    error = opening.error;
+  }
+  if (error != 0) {
+    log::warn("cgroup: cannot count the cgroups removed before discovery: " + errno_text(error));
+    return;
+  }
+  const auto& entry = counted_.emplace(kRemovedBeforeDiscovery, std::move(removed)).first->second;
+  text_ = prepare_text({&entry.identity});
 }
 
 void CgroupCollector::follow_hotplug() {
@@ -242,6 +263,7 @@ void CgroupCollector::rescan() {
 
   std::set<std::string> wanted;
   for (const auto& identity : scan.targets) wanted.insert(identity.cgroup);
+  if (counted_.count(kRemovedBeforeDiscovery) != 0) wanted.insert(kRemovedBeforeDiscovery);
   std::map<std::string, std::string> problems;
   std::map<std::string, Counted> opened = open_new(scan, problems);
   std::unique_ptr<Text> text = next_text(wanted, opened);

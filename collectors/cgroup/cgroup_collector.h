@@ -78,6 +78,11 @@ OrErrno<perf::CounterGroup> open_cgroup_group(const std::vector<perf::EventEncod
 std::shared_ptr<const perf::CounterLayout> counter_layout(const perf::CountingPlan& plan,
                                                           const std::vector<HardwareThread>& cpus);
 
+// In bpf mode, the `cgroup` label of the counts of cgroups that ran and were removed before a
+// rescan could name them (container_id and pod_uid empty): summed in one series rather than
+// dropped, so that a sum over cgroups is the node's container time, and labelled as what it is.
+inline constexpr const char* kRemovedBeforeDiscovery = "(removed before discovery)";
+
 // What became of a configured root at the last rescan.
 enum class ConfiguredRootState { counting, missing, no_leaf, not_in_perf_event_hierarchy };
 
@@ -126,6 +131,9 @@ class CgroupCollector final : public Collector, public ConfiguredFamilies, publi
   // Opens one cgroup's counters on the CPUs online now: errno of the first failure, nothing
   // kept then.
   int open(const std::string& relative, Counted& counted);
+  // In bpf mode, the counters of the cgroups removed before discovery, under the hierarchy's
+  // root (kRemovedBeforeDiscovery), counted from the start.
+  void open_removed_before_discovery();
   // Reads the online file; reopens every cgroup's counters on the CPUs that came back.
   void follow_hotplug();
   // The cgroups of `scan` not counted yet, opened; why some could not be, in `problems`.

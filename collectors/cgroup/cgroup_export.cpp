@@ -74,7 +74,8 @@ void CgroupCollector::add_cgroup(Families& families, const CgroupRead& read) con
 }
 
 void CgroupCollector::add_status(Families& families, std::size_t open_counters) const {
-  add_gauge(families.cgroups, {}, static_cast<double>(counted_.size()));
+  add_gauge(families.cgroups, {},
+            static_cast<double>(counted_.size() - counted_.count(kRemovedBeforeDiscovery)));
   add_gauge(families.left_out, {{"reason", "over_cap"}}, static_cast<double>(left_out_over_cap_));
   add_gauge(families.left_out, {{"reason", "open_failed"}},
             static_cast<double>(open_problems_.size()));

@@ -22,6 +22,7 @@ class PerfEventBackend final : public CountingBackend {
  public:
   OrErrno<std::unique_ptr<OpenUnit>> open(const std::vector<EventEncoding>& events,
                                           const CountingTarget& target, int cpu) const override {
+    if (target.removed_descendants) return {nullptr, EOPNOTSUPP};  // no cgroup event counts it
     auto opened = CounterGroup::open(events, target.pid, cpu, target.options);
     if (!opened.ok()) return {nullptr, opened.error};
     return {std::make_unique<PerfUnit>(std::move(opened.value)), 0};
@@ -48,6 +49,12 @@ CountingTarget CountingTarget::cgroup(const UniqueFd& directory) {
   CountingTarget target;
   target.pid = directory.get();
   target.options.cgroup = true;
+  return target;
+}
+
+CountingTarget CountingTarget::removed_under(const UniqueFd& directory) {
+  CountingTarget target = cgroup(directory);
+  target.removed_descendants = true;
   return target;
 }
 

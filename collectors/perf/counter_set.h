@@ -36,6 +36,12 @@ struct CountingTarget {
   static CountingTarget every_task() { return {}; }
   static CountingTarget task(pid_t tid, bool inherit, bool enable_on_exec);
   static CountingTarget cgroup(const UniqueFd& directory);
+  // The descendants of the cgroup `directory` that ran and were removed without ever being
+  // counted as a target of their own (nor below one): a cgroup that came and went between two
+  // rescans. Only an engine that sees every cgroup switch counts it (the BPF engine); the perf
+  // backend refuses it (EOPNOTSUPP).
+  static CountingTarget removed_under(const UniqueFd& directory);
+  bool removed_descendants = false;
 };
 
 // One unit opened for one target on one CPU: read as a kernel group with PERF_FORMAT_GROUP is

@@ -4,10 +4,12 @@
 #include "tests/catch.hpp"
 
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "collectors/perf/bpf/bpf_support.h"
 #include "collectors/perf/bpf/engine_backend.h"
+#include "collectors/perf/bpf/removed_cgroups.h"
 
 using namespace hwperf;
 using namespace hwperf::perf::bpf;
@@ -93,4 +95,38 @@ TEST_CASE("BPF support: a kernel before 5.13 has no cgroup-switches event", "[bp
   const auto missing = missing_for_bpf(facts);
   REQUIRE(missing.size() == 1);
   CHECK_THAT(missing[0], Catch::Contains("5.13") && Catch::Contains("5.10.0-28-amd64"));
+}
+
+TEST_CASE("BPF removed cgroups: one removed before it was counted is summed under its scopes once",
+          "[bpf_unit]") {
+  RemovedCgroups removed(3 * 2);
+  removed.scope(1);  // the hierarchy's root, say
+  // 1 -> 2 -> 5 (removed, never counted), 1 -> 3 (counted) -> 6 (removed), 1 -> 4 (alive).
+  CgroupCounts gone = counts_of(5, 3, 2);
+  gone.removed = true;
+  CgroupCounts below_counted = counts_of(6, 3, 2);
+  below_counted.removed = true;
+  CgroupCounts alive = counts_of(4, 3, 2);
+  const std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> lineages = {
+      {5, {1, 2, 5}}, {6, {1, 3, 6}}, {4, {1, 4}}};
+  CgroupCounts unplaced = counts_of(7, 3, 2);  // its lineage not known: placed nowhere
+  unplaced.removed = true;
+  const auto counted = [](std::uint64_t id) { return id == 3; };
+  removed.gather({gone, below_counted, alive, unplaced}, lineages, counted);
+  REQUIRE(removed.sum(1) != nullptr);
+  CHECK(removed.sum(1)->at(2 * 2 + 1).value == 5021);  // event 2 on CPU 1, only the gone one's
+  CHECK(removed.sum(1)->at(0).enabled_ns == 100);
+  CHECK(removed.sum(2) == nullptr);  // not a scope
+  // Returned again by the next read (RemovalGrace), with what its last switch added: only that.
+  gone.values[0].value += 7;
+  removed.gather({gone, below_counted, alive}, lineages, counted);
+  CHECK(removed.sum(1)->at(0).value == 5000 + 7);
+  CHECK(removed.sum(1)->at(2 * 2 + 1).value == 5021);
+  // Deleted, then an entry with the same id made anew (ids are not reused on a live kernel, but
+  // the sum must not go back if one were): counted from its zero.
+  removed.gather({}, lineages, counted);
+  removed.gather({gone}, lineages, counted);
+  CHECK(removed.sum(1)->at(0).value == 2 * 5007);
+  removed.unscope(1);
+  CHECK(removed.sum(1) == nullptr);
 }

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "collectors/perf/bpf/map_values.h"
@@ -88,6 +89,9 @@ struct EngineReading {
   // ([event * cpus + the CPU's index]).
   std::uint64_t missed_switches = 0;
   std::vector<Reading> unattributed;
+  // Of each own entry flagged removed whose ancestry is known: its ancestors as the program
+  // recorded them, the root first, the cgroup itself last (HWPERF_BPF_MAX_LEVELS levels at most).
+  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> lineages;
   // Program runs (cgroup switches and the reads before a read()), since the engine started.
   std::uint64_t runs = 0;
 };

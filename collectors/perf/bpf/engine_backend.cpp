@@ -5,8 +5,10 @@
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
+#include "collectors/perf/bpf/removed_cgroups.h"
 #include "common/log.h"
 
 namespace hwperf::perf::bpf {
@@ -21,13 +23,31 @@ std::optional<GroupReading> subtree_group_reading(const EngineReading& reading, 
 }
 
 struct EngineBackend::Shared {
-  explicit Shared(CgroupEngine opened) : engine(std::move(opened)) {}
+  explicit Shared(CgroupEngine opened)
+      : engine(std::move(opened)), removed(engine.event_count() * engine.cpus().size()) {}
   CgroupEngine engine;
   std::mutex mutex;  // everything below
   EngineReading reading;
   int read_error = 0;  // of the current reading: EIO when the engine could not be read
   ReadingGenerations generations;
   std::unordered_map<std::uint64_t, std::size_t> units_of;  // tracked cgroup -> its open units
+  // Tracked once and forgotten since, while the engine still has their entries: their counts
+  // were their own, never a removed_under target's.
+  std::unordered_set<std::uint64_t> was_tracked;
+  RemovedCgroups removed;
+  std::unordered_map<std::uint64_t, std::size_t> scope_units;  // removed_under cgroup -> units
+
+  // The removed cgroups no target counted, gathered from the current reading.
+  void gather_removed() {
+    removed.gather(reading.own, reading.lineages, [this](std::uint64_t id) {
+      return units_of.count(id) != 0 || was_tracked.count(id) != 0;
+    });
+    std::unordered_set<std::uint64_t> present;
+    for (const auto& entry : reading.own) present.insert(entry.id);
+    for (auto it = was_tracked.begin(); it != was_tracked.end();) {
+      it = present.count(*it) != 0 ? std::next(it) : was_tracked.erase(it);
+    }
+  }
 
   // The current reading, fresh when the unit has had it (under mutex).
   void refresh_for(std::uint64_t had) {
@@ -35,6 +55,7 @@ struct EngineBackend::Shared {
     try {
       reading = engine.read();
       read_error = 0;
+      gather_removed();
     } catch (const std::runtime_error& e) {
       log::warn(std::string("cgroup: ") + e.what());
       read_error = EIO;
@@ -47,17 +68,24 @@ namespace {
 
 class EngineUnit final : public OpenUnit {
  public:
-  EngineUnit(std::shared_ptr<EngineBackend::Shared> shared, std::uint64_t id, std::size_t group,
-             std::size_t cpu_index)
-      : shared_(std::move(shared)), id_(id), group_(group), cpu_index_(cpu_index) {
+  // Of the cgroup `id`'s subtree sum, or (`scope`) of its removed, never counted descendants.
+  EngineUnit(std::shared_ptr<EngineBackend::Shared> shared, std::uint64_t id, bool scope,
+             std::size_t group, std::size_t cpu_index)
+      : shared_(std::move(shared)), id_(id), scope_(scope), group_(group), cpu_index_(cpu_index) {
     had_ = shared_->generations.opened();
   }
   ~EngineUnit() override {
     std::lock_guard lock(shared_->mutex);
-    auto it = shared_->units_of.find(id_);
-    if (it == shared_->units_of.end() || --it->second > 0) return;
-    shared_->units_of.erase(it);
-    shared_->engine.forget(id_);
+    auto& units = scope_ ? shared_->scope_units : shared_->units_of;
+    auto it = units.find(id_);
+    if (it == units.end() || --it->second > 0) return;
+    units.erase(it);
+    if (scope_) {
+      shared_->removed.unscope(id_);
+    } else {
+      shared_->engine.forget(id_);
+      shared_->was_tracked.insert(id_);
+    }
   }
   EngineUnit(const EngineUnit&) = delete;
   EngineUnit& operator=(const EngineUnit&) = delete;
@@ -69,8 +97,9 @@ class EngineUnit final : public OpenUnit {
     if (shared_->read_error != 0) return {GroupReading{}, shared_->read_error};
     const CgroupEngine& engine = shared_->engine;
     auto reading =
-        subtree_group_reading(shared_->reading, id_, engine.first_event_of(group_),
-                              engine.group_size(group_), engine.cpus().size(), cpu_index_);
+        scope_ ? scope_group_reading()
+               : subtree_group_reading(shared_->reading, id_, engine.first_event_of(group_),
+                                       engine.group_size(group_), engine.cpus().size(), cpu_index_);
     // No sum yet (nothing ran), or none any more (the cgroup was removed and its entry
     // reclaimed before the rescan closed it): the last reading stands.
     if (reading) last_ = std::move(*reading);
@@ -81,8 +110,19 @@ class EngineUnit final : public OpenUnit {
   std::size_t descriptors() const override { return 0; }
 
  private:
+  std::optional<GroupReading> scope_group_reading() const {
+    const auto* sum = shared_->removed.sum(id_);
+    if (sum == nullptr) return std::nullopt;
+    CgroupCounts counts;
+    counts.values = *sum;
+    const CgroupEngine& engine = shared_->engine;
+    return group_reading(counts, engine.first_event_of(group_), engine.group_size(group_),
+                         engine.cpus().size(), cpu_index_);
+  }
+
   std::shared_ptr<EngineBackend::Shared> shared_;
   std::uint64_t id_;
+  bool scope_;
   std::size_t group_;
   std::size_t cpu_index_;
   std::uint64_t had_ = 0;
@@ -143,15 +183,17 @@ OrErrno<std::unique_ptr<OpenUnit>> EngineBackend::open(const std::vector<EventEn
   const auto id = cgroup_id_of(target.pid);
   if (!id.ok()) return {nullptr, id.error};
   std::lock_guard lock(shared_->mutex);
-  auto& units = shared_->units_of[id.value];
-  if (units == 0) {
+  const bool scope = target.removed_descendants;
+  auto& units = (scope ? shared_->scope_units : shared_->units_of)[id.value];
+  if (units == 0 && scope) shared_->removed.scope(id.value);
+  if (units == 0 && !scope) {
     if (const int error = shared_->engine.track(id.value); error != 0) {
       shared_->units_of.erase(id.value);
       return {nullptr, error};
     }
   }
   ++units;
-  return {std::make_unique<EngineUnit>(shared_, id.value, *unit,
+  return {std::make_unique<EngineUnit>(shared_, id.value, scope, *unit,
                                        static_cast<std::size_t>(at - cpus.begin())),
           0};
 }

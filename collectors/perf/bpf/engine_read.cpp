@@ -149,6 +149,10 @@ EngineReading CgroupEngine::read() {
                                reading.own);
                });
   learn_lineages(state, reading.own);
+  for (const auto& entry : reading.own) {
+    const auto lineage = state.lineages.find(entry.id);
+    if (entry.removed && lineage != state.lineages.end()) reading.lineages.insert(*lineage);
+  }
   reading.subtree = subtree_sums(state, reading.own);
   read_cpu_states(state, reading);
   reclaim(state, reading);
