@@ -216,14 +216,23 @@ unsigned free_port() {
 
 // A config every user can read: PAPI on CPU 0 (owner threads; counting a CPU needs root here)
 // or off, RAPL off.
-std::filesystem::path readable_config(const test::TempDir& dir, bool papi = true) {
+std::filesystem::path readable_config(const test::TempDir& dir, bool papi = true,
+                                      const std::string& more = "") {
   std::filesystem::permissions(dir.path(), std::filesystem::perms(0755));
-  return dir.write("hwperf.yml",
-                   papi
-                       ? "collectors:\n  papi:\n    cpus: \"0\"\n    events: [perf::CPU-CLOCK]\n"
-                         "  rapl:\n    enabled: false\n"
-                       : "collectors:\n  papi:\n    enabled: false\n  rapl:\n    enabled: false\n");
+  return dir.write(
+      "hwperf.yml",
+      (papi ? "collectors:\n  papi:\n    cpus: \"0\"\n    events: [perf::CPU-CLOCK]\n"
+              "  rapl:\n    enabled: false\n"
+            : "collectors:\n  papi:\n    enabled: false\n  rapl:\n    enabled: false\n") +
+          more);
 }
+
+// The BPF engine's cases where it is built.
+#ifdef HWPERF_HAVE_BPF
+constexpr bool HWPERF_TEST_BPF = true;
+#else
+constexpr bool HWPERF_TEST_BPF = false;
+#endif
 
 }  // namespace
 
@@ -231,7 +240,13 @@ TEST_CASE("the runtime user nobody: every thread unprivileged, from the first re
           "[privileges][e2e][kernel_perf]") {
   if (geteuid() != 0) FAIL("this test needs root (as CI runs it): it starts the exporter as root");
   test::TempDir dir;
-  const auto config = readable_config(dir);
+  // Also with containers counted by the BPF engine, loaded as root before the drop.
+  const bool bpf = GENERATE(false, HWPERF_TEST_BPF);
+  CAPTURE(bpf);
+  const auto config = bpf ? readable_config(dir, true,
+                                            "  cgroup:\n    enabled: true\n    mode: bpf\n"
+                                            "    events: [perf::CPU-CLOCK]\n")
+                          : readable_config(dir);
   const unsigned port = free_port();
   const auto log = dir.path() / "stderr";
   SpawnedExporter exporter(
@@ -273,6 +288,13 @@ TEST_CASE("the runtime user nobody: every thread unprivileged, from the first re
   }
   // The main thread, a PAPI owner and CivetWeb's master and workers at the least.
   CHECK(threads >= 4);
+  if (bpf) {
+    // Unprivileged, a scrape still reads the engine through the descriptors it holds.
+    const auto samples = test::parse_exposition(test::http_get(port, "/metrics").body);
+    CHECK(test::value_of(samples, "hwperf_container_counting_mode",
+                         {{"mode", "bpf"}, {"reason", "configured"}}) == 1);
+    CHECK(test::value_of(samples, "hwperf_container_read_errors_total", {}) == 0);
+  }
   CHECK(exporter.stop() == 0);
 }
 
