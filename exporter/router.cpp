@@ -6,8 +6,8 @@
 #include "collectors/build_info.h"
 #include "config/config.h"
 #include "common/text.h"
-#include "exporter/gzip.h"
-#include "exporter/topology_page.h"
+#include "exporter/compression/gzip.h"
+#include "exporter/topology_page/topology_page.h"
 #include "web/query.h"
 
 namespace hwperf {
@@ -131,7 +131,8 @@ HttpResponse Exporter::route(const HttpRequest& request) const {
   if (request.path == telemetry_path_) return telemetry(request);
   if (serves_topology(request.path)) {
     // The JSON reads through the scrape's own collection (the same locks, the same collectors).
-    return topology_page_->respond(request, [this] { return collectors_.collect(); });
+    return topology_page_->respond(
+        request, [this] { return collectors_.collect(); }, accepts_gzip(request.accept_encoding));
   }
   if (request.path == "/") {
     std::string body =

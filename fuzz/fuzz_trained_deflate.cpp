@@ -8,7 +8,7 @@
 
 #include <zlib.h>
 
-#include "exporter/trained_deflate.h"
+#include "exporter/compression/trained_deflate.h"
 
 namespace {
 

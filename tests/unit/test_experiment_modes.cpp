@@ -12,7 +12,7 @@
 #include "config/errors.h"
 #include "collectors/events/vocabulary.h"
 #include "exporter/cli.h"
-#include "exporter/experiment_run.h"
+#include "exporter/experiment/experiment_run.h"
 #include "exporter/router.h"
 #include "tests/support.h"
 #include "web/query.h"

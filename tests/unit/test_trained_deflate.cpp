@@ -10,8 +10,8 @@
 #include <zlib.h>
 
 #include "exporter/exposition.h"
-#include "exporter/gzip.h"
-#include "exporter/trained_deflate.h"
+#include "exporter/compression/gzip.h"
+#include "exporter/compression/trained_deflate.h"
 #include "tests/support.h"
 
 using namespace hwperf;

@@ -1,7 +1,7 @@
 // Deflate with Huffman codes built once (exporter/trained_deflate.h). The format is RFC 1951:
 // section 3.2.5 for the length and distance symbols, 3.2.2 for canonical codes, 3.2.7 for the
 // dynamic block header; zlib's inflate is what the tests decode it with.
-#include "exporter/trained_deflate.h"
+#include "exporter/compression/trained_deflate.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,6 +1,6 @@
 // gzip for responses: whole bodies, and a constant prefix compressed once joined with a
 // different rest each time (PrefixedGzip, exporter/gzip.h).
-#include "exporter/gzip.h"
+#include "exporter/compression/gzip.h"
 
 #include <algorithm>
 #include <cstddef>

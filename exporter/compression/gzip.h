@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "exporter/trained_deflate.h"
+#include "exporter/compression/trained_deflate.h"
 
 namespace hwperf {
 
