@@ -110,6 +110,7 @@ HttpResponse Exporter::telemetry(const HttpRequest& request) const {
   const bool gzip = accepts_gzip(request.accept_encoding);
   response.body =
       targets.empty() ? exposition(format, gzip) : target_exposition(format, gzip, targets);
+  response.headers.reserve(2);
   response.headers.emplace_back("Vary", "Accept, Accept-Encoding");
   if (gzip) response.headers.emplace_back("Content-Encoding", "gzip");
   // The latest scrape answered, by when it began: one that began before a mark and ends after

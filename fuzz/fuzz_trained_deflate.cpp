@@ -1,5 +1,7 @@
 // libFuzzer target: TrainedDeflate must encode any input with codes trained on any sample, and
-// zlib's inflate must give the input back. The first byte splits the rest into sample and input.
+// zlib's inflate must give the input back, also when the input is encoded with the memo of the
+// sample (lines copied from it) and then with its own. The first byte splits the rest into
+// sample and input.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -40,5 +42,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   codes.compress(input, compressed);
   if (compressed.size() > codes.bound(input.size())) std::abort();
   if (inflate_raw(compressed, input.size()) != input) std::abort();
+  hwperf::LineMemo sample_memo;
+  hwperf::LineMemo input_memo;
+  hwperf::LineMemo again_memo;
+  std::string unused;
+  codes.compress(bytes.substr(0, split), unused, nullptr, sample_memo);
+  for (const hwperf::LineMemo* previous : {&sample_memo, &input_memo}) {
+    std::string with_memo;
+    codes.compress(input, with_memo, previous, previous == &sample_memo ? input_memo : again_memo);
+    if (with_memo.size() > codes.bound(input.size())) std::abort();
+    if (inflate_raw(with_memo, input.size()) != input) std::abort();
+  }
   return 0;
 }
