@@ -1,6 +1,6 @@
 #include "exporter/compression/deflate_format.h"
 
-namespace hwperf::deflate {
+namespace hwperf::deflate_format {
 namespace {
 
 int floor_log2(std::size_t value) {
@@ -50,4 +50,4 @@ const SymbolTables& symbol_tables() {
   return tables;
 }
 
-}  // namespace hwperf::deflate
+}  // namespace hwperf::deflate_format

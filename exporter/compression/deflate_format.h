@@ -11,7 +11,7 @@
 #include "exporter/compression/lz77.h"
 #include "exporter/compression/trained_deflate.h"
 
-namespace hwperf::deflate {
+namespace hwperf::deflate_format {
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "BitWriter stores its pending bits as a little-endian word");
@@ -139,4 +139,4 @@ struct EncodingSink {
   }
 };
 
-}  // namespace hwperf::deflate
+}  // namespace hwperf::deflate_format

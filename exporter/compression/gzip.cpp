@@ -113,7 +113,7 @@ class DeflateStream {
       out.resize(used + room);
       stream_.next_out = reinterpret_cast<Bytef*>(out.data() + used);
       stream_.avail_out = static_cast<uInt>(room);
-      const int rc = deflate(&stream_, flush);
+      const int rc = ::deflate(&stream_, flush);
       out.resize(used + room - stream_.avail_out);
       if (rc == Z_STREAM_END) return;
       if (rc != Z_OK && rc != Z_BUF_ERROR) throw std::runtime_error("gzip: deflate failed");

@@ -112,7 +112,7 @@ struct LineEncoder {
   const Lines& lines;
   LineMemo& next;
   const unsigned char* start;
-  deflate::EncodingSink sink;
+  deflate_format::EncodingSink sink;
   lz77::Matcher matcher;
   std::size_t at = 0;
   std::uint32_t* inserts = next.inserts.data();
@@ -228,17 +228,18 @@ void TrainedDeflate::compress(std::string_view data, std::string& out, const Lin
   next.lines_copied = 0;
   auto* start = reinterpret_cast<unsigned char*>(next.bits.data());
   std::memcpy(start, header_bytes_.data(), header_bytes_.size());
-  LineEncoder encoder{data,
-                      previous,
-                      lines,
-                      next,
-                      start,
-                      deflate::EncodingSink{deflate::BitWriter(start + header_bytes_.size(),
-                                                               header_tail_, header_tail_bits_),
-                                            literal_length_, lengths_, distances_},
-                      lz77::Matcher(data)};
+  LineEncoder encoder{
+      data,
+      previous,
+      lines,
+      next,
+      start,
+      deflate_format::EncodingSink{
+          deflate_format::BitWriter(start + header_bytes_.size(), header_tail_, header_tail_bits_),
+          literal_length_, lengths_, distances_},
+      lz77::Matcher(data)};
   encoder.run(kept);
-  encoder.sink.writer.put(literal_length_[deflate::kEndOfBlock]);
+  encoder.sink.writer.put(literal_length_[deflate_format::kEndOfBlock]);
   next.bytes = static_cast<std::size_t>(encoder.sink.writer.finish() - start);
   out.append(next.bits.data(), next.bytes);
 }

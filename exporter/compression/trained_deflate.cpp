@@ -18,9 +18,9 @@
 namespace hwperf {
 namespace {
 
-using deflate::BitWriter;
-using deflate::kEndOfBlock;
-using deflate::kMaxCodeLength;
+using deflate_format::BitWriter;
+using deflate_format::kEndOfBlock;
+using deflate_format::kMaxCodeLength;
 using lz77::kMaxMatch;
 
 constexpr int kMaxPrecodeLength = 7;
@@ -30,13 +30,13 @@ std::atomic<std::uint64_t> trained_codes{0};  // the last id given
 constexpr std::uint64_t kSampleWeight = 16;
 
 struct SymbolCounts {
-  const deflate::SymbolTables& tables = deflate::symbol_tables();
+  const deflate_format::SymbolTables& tables = deflate_format::symbol_tables();
   std::array<std::uint64_t, 286> literal_length{};
   std::array<std::uint64_t, 30> distance{};
   void literal(unsigned char byte) { ++literal_length[byte]; }
   void match(std::size_t length, std::size_t distance_back) {
     ++literal_length[static_cast<std::size_t>(tables.length[length].symbol)];
-    ++distance[deflate::distance_symbol(tables, distance_back)];
+    ++distance[deflate_format::distance_symbol(tables, distance_back)];
   }
 };
 
@@ -122,9 +122,9 @@ TrainedDeflate::TrainedDeflate(std::string_view sample) : id_(++trained_codes) {
   const auto distance_lengths = code_lengths(weights, kMaxCodeLength);
   literal_length_ = canonical_codes<286>(literal_length_lengths);
   const auto distance = canonical_codes<30>(distance_lengths);
-  const deflate::SymbolTables& tables = deflate::symbol_tables();
+  const deflate_format::SymbolTables& tables = deflate_format::symbol_tables();
   for (std::size_t length = 3; length <= kMaxMatch; ++length) {
-    const deflate::Symbol symbol = tables.length[length];
+    const deflate_format::Symbol symbol = tables.length[length];
     const Code code = literal_length_[static_cast<std::size_t>(symbol.symbol)];
     lengths_[length] = {code.bits | symbol.extra << code.length,
                         static_cast<std::uint8_t>(code.length + symbol.extra_bits)};
@@ -132,7 +132,7 @@ TrainedDeflate::TrainedDeflate(std::string_view sample) : id_(++trained_codes) {
   for (std::size_t symbol = 0; symbol < distances_.size(); ++symbol) {
     distances_[symbol] = {distance[symbol].bits, distance[symbol].length,
                           static_cast<std::uint8_t>(symbol < 4 ? 0 : symbol / 2 - 1),
-                          deflate::kDistanceBase[symbol]};
+                          deflate_format::kDistanceBase[symbol]};
   }
   write_header(literal_length_lengths, distance_lengths);
 }
@@ -208,7 +208,7 @@ void TrainedDeflate::compress(std::string_view data, std::string& out) const {
   BitWriter writer =
       lz77::Matcher(data)
           .parse(at, data.size(),
-                 deflate::EncodingSink{start_writer, literal_length_, lengths_, distances_})
+                 deflate_format::EncodingSink{start_writer, literal_length_, lengths_, distances_})
           .writer;
   writer.put(literal_length_[kEndOfBlock]);
   const unsigned char* end = writer.finish();

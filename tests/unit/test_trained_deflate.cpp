@@ -3,8 +3,10 @@
 // literals only, every byte value, the longest match, the farthest distance and one past it.
 #include "tests/catch.hpp"
 
+#include <atomic>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <zlib.h>
@@ -257,4 +259,30 @@ TEST_CASE("a prefixed gzip stream keeps a memo of small rests only, and pauses i
     CAPTURE(i);
     REQUIRE(test::gunzip(gzip.compress(rests[i])) == prefix + rests[i]);
   }
+}
+
+TEST_CASE("concurrent compressions share codes and memos across retraining",
+          "[deflate][concurrency]") {
+  const std::string prefix = "# HELP hwperf_build_info Build.\n# TYPE hwperf_build_info gauge\n";
+  const PrefixedGzip gzip(prefix);
+  const std::string rest = rapl_like_exposition(50);
+  // Past two retrainings: the codes, the memo and its spare are replaced while other threads
+  // compress with the ones before. Each thread moves a value of its own in most rests, so that
+  // each copies most lines of the memo another thread left and parses the rest.
+  constexpr int kThreads = 4;
+  constexpr std::uint64_t kEach = PrefixedGzip::kRetrainEvery * 5 / 8;
+  std::atomic<std::uint64_t> whole{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (std::uint64_t i = 0; i < kEach; ++i) {
+        const std::string text =
+            i % 3 == 0 ? rest
+                       : with_values(rest, 1000 + static_cast<std::size_t>(t), std::to_string(i));
+        if (test::gunzip(gzip.compress(text)) == prefix + text) ++whole;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(whole == kThreads * kEach);
 }
