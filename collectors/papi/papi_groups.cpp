@@ -23,17 +23,30 @@ namespace {
 // Why the kernel would not open a counter, with what to do about it. Without a hardware PMU
 // (a VM without PMU passthrough) the kernel lists no `cpu` PMU in sysfs, and every hardware
 // event fails with ENOENT: said plainly, since that is the common case in CI and clouds.
+// The kernel's PMU of the CPU cores: x86's "cpu" (hybrid Intel's "cpu_core" and "cpu_atom"),
+// arm64's "armv8_pmuv3_N", "armv8_cortex_*", "armv8_neoverse_*" and "armv9_*"
+// (drivers/perf/arm_pmuv3.c names them after the core).
+bool has_core_pmu(const std::string& devices) {
+  std::error_code ec;
+  for (const char* name : {"cpu", "cpu_core", "cpu_atom"}) {
+    if (std::filesystem::exists(devices + "/" + name, ec)) return true;
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(devices, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("armv8_", 0) == 0 || name.rfind("armv9_", 0) == 0) return true;
+  }
+  return false;
+}
+
 std::string open_failure(const perf::EventEncoding& encoding, int error, const GroupProbe& probe) {
   const std::string text =
       "perf_event_open on CPU " + std::to_string(probe.cpu) + ": " + errno_text(error) + "; ";
   if (error == EACCES || error == EPERM) return text + remedy_for(PAPI_EPERM, probe.paths);
   const bool software = encoding.type == PERF_TYPE_SOFTWARE;
   const std::string devices = probe.paths.sysfs + "/bus/event_source/devices";
-  std::error_code ec;
-  if (!software && !std::filesystem::exists(devices + "/cpu", ec) &&
-      !std::filesystem::exists(devices + "/cpu_core", ec)) {
+  if (!software && !has_core_pmu(devices)) {
     return text + "this machine has no hardware PMU (" + devices +
-           " lists no cpu PMU: a VM without PMU passthrough?); only software events "
+           " lists no core PMU: a VM without PMU passthrough?); only software events "
            "(perf::TASK-CLOCK, perf::PAGE-FAULTS, ...) can be counted here";
   }
   if (error == ENOENT || error == EOPNOTSUPP || error == ENODEV) {

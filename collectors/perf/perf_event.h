@@ -93,6 +93,8 @@ class CounterGroup {
   OrErrno<GroupReading> read() const;
   std::size_t size() const { return fds_.size(); }
   bool valid() const { return !fds_.empty(); }
+  // The descriptor of event `i`, the leader first (the BPF engine hands each to its program).
+  int descriptor(std::size_t i) const { return fds_.at(i).get(); }
   // Where it failed, the index of the event the kernel refused (open's errno is returned).
   std::size_t failed_event() const { return failed_event_; }
 

@@ -15,6 +15,8 @@ Not queries, and listed as such with the reason: spans naming something that is 
 (`rate(aperf) / rate(mperf)`: shorthand in prose; command lines), the exposition's notation
 (`name{cpu,package}`, `name{...}`, `name{cpu="0"} 1`), templates (`hwperf_<level>_...`) and
 patterns of names (`hwperf_cpu_*`).
+node_mixing() finds in a query the aggregations that add up the nodes of a fleet (fleet_queries.py
+fails on them).
 Usage: doc_queries.py SOURCE_DIR (prints what it finds)."""
 import glob
 import os
@@ -153,6 +155,50 @@ def page_queries(path):
             start = number
         paragraph.append(line.strip())
     flush_paragraph()
+    return found
+
+
+AGGREGATORS = re.compile(r"\b(sum|avg|min|max|count|group|stddev|stdvar|topk|bottomk|quantile)\s*"
+                         r"(?:(by|without)\s*\(([^)]*)\)\s*)?\(")
+# A grouping that keeps one of these keeps each node apart: the node itself, or something that
+# lives on one node only (a container, a pod: kube-state-metrics' joins group by them).
+ONE_NODE = {"instance", "container_id", "pod_uid", "pod"}
+
+
+def closing(text, start):
+    """The index of the bracket closing the one opened at text[start]."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i
+    return len(text)
+
+
+def node_mixing(query):
+    """The aggregations of a query that add up or compare the nodes of a fleet: one over series of
+    ours (hwperf_*, a recording rule) whose grouping keeps no label of ONE_NODE (`sum by (target)`
+    adds one target's series of every node; `sum by (cpu)` every node's CPU 0), or drops instance
+    (`without (instance)`), or that has no grouping at all. topk and bottomk pick series and keep
+    their labels; they mix nothing."""
+    text, found = strip_strings(query), []
+    for match in AGGREGATORS.finditer(text):
+        name, modifier, labels = match.group(1), match.group(2), match.group(3)
+        end = closing(text, match.end() - 1)
+        if not modifier:  # the modifier may follow the argument: sum(x) by (a)
+            after = re.match(r"\s*(by|without)\s*\(([^)]*)\)", text[end + 1:])
+            modifier, labels = (after.group(1), after.group(2)) if after else (None, None)
+        if name in ("topk", "bottomk"):
+            continue
+        argument = text[match.end():end]
+        if not any(n.startswith("hwperf_") or ":" in n for n, _ in series_names(argument)):
+            continue
+        kept = {label.strip() for label in (labels or "").split(",") if label.strip()}
+        if modifier == "without" and "instance" not in kept:
+            continue
+        if modifier == "by" and kept & ONE_NODE:
+            continue
+        found.append(text[match.start():match.end() - 1].strip() if modifier else f"{name}(...)")
     return found
 
 

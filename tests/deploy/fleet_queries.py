@@ -16,6 +16,9 @@ evaluating every second.
   - Every input series of the promtool rule tests has the labels the exporters expose
     (series_shapes.py), and every query of the docs that reads another exporter's series
     (kube-state-metrics) is tested word for word by a promtool rule test.
+  - No query of the docs or the dashboard adds up the nodes: an aggregation over our series
+    keeps `instance` (or a container or pod, which lives on one node) in its grouping
+    (doc_queries.node_mixing).
 Usage: fleet_queries.py SOURCE_DIR EXPORTER_BINARY"""
 import json
 import os
@@ -31,7 +34,8 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from doc_queries import doc_queries, series_names, selector_text, strip_strings  # noqa: E402
+from doc_queries import (doc_queries, node_mixing, series_names, selector_text,  # noqa: E402
+                         strip_strings)
 from grafana_queries import dashboard_queries, rule_files  # noqa: E402
 from series_shapes import check_rule_test_series  # noqa: E402
 
@@ -289,6 +293,17 @@ def check_foreign_queries_tested(fleet, queries):
                        f"series), and no promtool rule test runs this query word for word")
 
 
+def check_per_node(fleet, queries):
+    """A query an admin pastes keeps each node apart: two nodes' series of one target, CPU or
+    package are not one quantity, and a sum over them reads as one node's. Statically, since a
+    Prometheus answers such a sum without complaint (nodes b and c both count target "fleet")."""
+    for where, text in queries:
+        mixing = node_mixing(text)
+        if mixing:
+            fleet.fail(f"{where}: {text}\n    {', '.join(mixing)} adds up the nodes of a fleet: "
+                       f"keep `instance` in the grouping (`by (instance, ...)`)")
+
+
 def start_fleet(fleet):
     """node-a and node-b serving, and prometheus scraping them; their ports."""
     configmap = configmap_config(fleet.src)
@@ -310,7 +325,9 @@ def run(fleet):
     dashboard, problems = dashboard_queries(os.path.join(fleet.src, "deploy/grafana/hwperf.json"))
     for problem in problems:
         fleet.fail(problem)
+    pasted = queries + [(f"grafana {title} / {ref}", q) for title, ref, q in dashboard]
     check_foreign_queries_tested(fleet, queries)
+    check_per_node(fleet, pasted)
     nodes, port = start_fleet(fleet)
     wait_for("prometheus to scrape every exporter 4 times and evaluate every rule",
              lambda: scraped_enough(port, len(nodes)))
@@ -319,7 +336,7 @@ def run(fleet):
                    .decode() for p in nodes]
 
     counts = {}
-    for where, text in queries + [(f"grafana {title} / {ref}", q) for title, ref, q in dashboard]:
+    for where, text in pasted:
         outcome = check_query(fleet, port, where, text)
         counts[outcome] = counts.get(outcome, 0) + 1
         print(f"{outcome:8} {where}: {text}")

@@ -3,7 +3,8 @@
 query, with Grafana's variables replaced by concrete values, so that promtool can parse them.
 Fails when the dashboard has no queries, a panel has none, or a variable is left unreplaced.
 Given a Prometheus configuration as a third argument, also fails when a query reads a recording
-rule (a name with a colon) that none of the rule files that configuration loads records.
+rule (a name with a colon) that none of the rule files that configuration loads records, and when
+a family of energy or memory traffic that those rule files read is shown by no panel (SHOWN).
 fleet_queries.py imports dashboard_queries() and rule_files() to run the same queries live.
 Usage: grafana_queries.py DASHBOARD RULES_OUT [PROMETHEUS_YML]"""
 import json
@@ -81,6 +82,61 @@ def rule_files(config_path):
     return [os.path.join(os.path.dirname(config_path), name) for name in files]
 
 
+# The dashboard's subject: the energy a node and its packages draw and the bytes their memory
+# moves. Every such family a loaded rule reads must reach a panel, which reads it or a rule that
+# reads it (through other rules): a rule written for other hardware (the total of Arm's memory
+# controllers, a node's power meter) cannot stay off the dashboard.
+SHOWN = re.compile(r"^hwperf_\w*(_joules_total|memory\w*_bytes_total)$")
+
+
+def names_read(expr):
+    """The series and recording rules an expression reads (ours: hwperf_* or level:name:ops)."""
+    unquoted = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    return {name for name in re.findall(r"(?<![\w:])[a-zA-Z_][\w:]*", unquoted)
+            if name.startswith("hwperf_") or ":" in name}
+
+
+def rule_reads(config_path):
+    """{recorded name: the names its expression reads} of the rule files a configuration loads
+    (read as text: an expr is one line or a folded block more indented than its key)."""
+    reads = {}
+    for path in rule_files(config_path):
+        lines, record = open(path).read().split("\n"), None
+        for i, line in enumerate(lines):
+            rule = re.match(r"^\s*-\s*(record|alert):\s*(\S+)", line)
+            if rule:
+                record = rule.group(2) if rule.group(1) == "record" else None
+                continue
+            expr = re.match(r"^(\s*)expr:\s*(.*)$", line)
+            if not expr or record is None:
+                continue
+            body = expr.group(2)
+            if re.fullmatch(r"[|>][-+]?", body.strip()):
+                block = []
+                for next_line in lines[i + 1:]:
+                    if next_line.strip() and \
+                            len(next_line) - len(next_line.lstrip()) <= len(expr.group(1)):
+                        break
+                    block.append(next_line)
+                body = " ".join(block)
+            reads.setdefault(record, set()).update(names_read(body))
+    return reads
+
+
+def unshown_families(queries, config_path):
+    """[(family, the rules that read it)] of SHOWN's families no panel reaches."""
+    reads = rule_reads(config_path)
+    reached, todo = set(), [name for _, _, expr in queries for name in names_read(expr)]
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo.extend(reads.get(name, ()))
+    families = {name for names in reads.values() for name in names if SHOWN.match(name)}
+    return [(family, sorted(rule for rule, names in reads.items() if family in names))
+            for family in sorted(families - reached)]
+
+
 def recorded_by(config_path):
     """Names recorded by the rule files a Prometheus configuration loads."""
     names, files = set(), rule_files(config_path)
@@ -101,6 +157,9 @@ def main(argv):
                 if name not in recorded:
                     problems.append(f"panel {title!r}: {name} is recorded by none of the rule "
                                     f"files {prometheus_path} loads ({', '.join(files)})")
+        for family, readers in unshown_families(rules, prometheus_path):
+            problems.append(f"{family} is read by the rules {', '.join(readers)}, and no panel "
+                            f"shows it: read it, or one of those rules, in a panel")
     for problem in problems:
         print(f"FAIL: {problem}", file=sys.stderr)
 

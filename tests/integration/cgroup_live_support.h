@@ -87,10 +87,19 @@ class Spinner {
     INFO("moving pid " << pid_ << " into " << cgroup);
     REQUIRE(procs.good());
   }
+  pid_t pid() const { return pid_; }
   // Lets it spin, waits for it, and returns the CPU time the kernel charged it.
   double run() {
+    start();
+    return finish();
+  }
+  // run() in two steps, for a test that looks at it while it spins.
+  void start() {
     REQUIRE(::write(go_[1], "g", 1) == 1);
     ::close(go_[1]);
+    go_[1] = -1;
+  }
+  double finish() {
     int status = 0;
     rusage usage{};
     REQUIRE(::wait4(pid_, &status, 0, &usage) == pid_);

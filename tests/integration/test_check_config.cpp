@@ -71,7 +71,7 @@ std::vector<Refused> refusals() {
 }  // namespace
 
 TEST_CASE("the dry run refuses every configuration the start refuses, with the same message",
-          "[e2e][check_config]") {
+          "[e2e][check_config][kernel_perf]") {
   test::TempDir dir;
   const Refused row = GENERATE(from_range(refusals()));
   CAPTURE(row.name);
@@ -95,7 +95,7 @@ TEST_CASE("the dry run refuses every configuration the start refuses, with the s
 // than its collector exports under configured names would let the dry run pass what the start
 // refuses: each built collector's declared families must be among its entry's.
 TEST_CASE("each collector's entry declares the families its built collector declares",
-          "[check_config]") {
+          "[check_config][kernel_perf]") {
   test::TempDir dir;
   const std::string config_text =
       "collectors:\n"

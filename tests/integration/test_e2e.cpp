@@ -445,7 +445,7 @@ TEST_CASE("a TLS file that cannot be used is a configuration error naming it",
 }
 
 TEST_CASE("configurations that would kill or hang the exporter later are exit 2 at startup",
-          "[e2e]") {
+          "[e2e][kernel_perf]") {
   test::TempDir dir;
   const auto fifo = dir.path() / "topology.fifo";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);

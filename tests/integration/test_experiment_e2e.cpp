@@ -29,7 +29,7 @@ std::vector<std::string> with(std::vector<std::string> flags,
 }  // namespace
 
 TEST_CASE("Experiment mode leaves stdout to the command, and --output writes the exposition",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   SECTION("by default the command's output alone, the summary on stderr") {
     const auto run = test::run_exporter(with({"--once"}));
     INFO(run.err);
@@ -76,7 +76,7 @@ TEST_CASE("Experiment mode leaves stdout to the command, and --output writes the
   }
 }
 
-TEST_CASE("The summary as CSV and JSON, and over repeated runs", "[experiment][e2e]") {
+TEST_CASE("The summary as CSV and JSON, and over repeated runs", "[experiment][e2e][kernel_perf]") {
   SECTION("CSV") {
     const auto run =
         test::run_exporter(with({"--once", "--log.level=error", "--summary.format=csv"}));
@@ -112,7 +112,8 @@ TEST_CASE("The summary as CSV and JSON, and over repeated runs", "[experiment][e
   }
 }
 
-TEST_CASE("Experiment mode exits as a shell would: 126, 127, 128+N", "[experiment][e2e]") {
+TEST_CASE("Experiment mode exits as a shell would: 126, 127, 128+N",
+          "[experiment][e2e][kernel_perf]") {
   TempDir dir;
   const auto script = dir.write("not-executable.sh", "#!/bin/sh\necho never\n");
   ::chmod(script.c_str(), 0644);
@@ -132,7 +133,7 @@ TEST_CASE("Experiment mode exits as a shell would: 126, 127, 128+N", "[experimen
 }
 
 TEST_CASE("Served -- CMD keeps the final counts until a scrape has read them",
-          "[experiment][e2e][process]") {
+          "[experiment][e2e][process][kernel_perf]") {
   test::RunningExporter exporter({"--", HWPERF_TEST_WORKLOAD, "spin", "500"});
   // The command spins half a second of CPU time and ends; the exporter says so.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -162,7 +163,7 @@ TEST_CASE("Served -- CMD keeps the final counts until a scrape has read them",
 }
 
 TEST_CASE("Served -- CMD waits at most --linger for a scrape, then exits with the status",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   const auto run = test::run_exporter(
       {"--web.listen-address=127.0.0.1:0", "--linger=1s", "--", "sh", "-c", "exit 6"});
   CHECK(run.exit_code == 6);
@@ -171,7 +172,7 @@ TEST_CASE("Served -- CMD waits at most --linger for a scrape, then exits with th
 }
 
 TEST_CASE("Served -- CMD names the command after its exec, and ?target= filters the targets",
-          "[experiment][e2e][process]") {
+          "[experiment][e2e][process][kernel_perf]") {
   TempDir dir;
   const auto flag = dir.path() / "stop";
   test::RunningExporter exporter({"--linger=0s", "--", "sh", "-c",
@@ -199,7 +200,7 @@ TEST_CASE("Served -- CMD names the command after its exec, and ?target= filters 
 }
 
 TEST_CASE("The summary has a file of its own that parses whatever the command and log write",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   TempDir dir;
   const auto path = dir.path() / "summary.json";
   // The command writes to stderr; the log is at its default level.
@@ -217,7 +218,7 @@ TEST_CASE("The summary has a file of its own that parses whatever the command an
 }
 
 TEST_CASE("An experiment's stderr holds nothing of the collectors that count the whole machine",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   // As root they are built, and on a machine without a PMU or RAPL (this VM) they have warnings
   // to give about it, which are not the experiment's.
   const auto run = test::run_exporter({"--once", "--", "sh", "-c", "echo to-stderr >&2"});
@@ -231,7 +232,7 @@ TEST_CASE("An experiment's stderr holds nothing of the collectors that count the
 }
 
 TEST_CASE("The target is named after the program behind a wrapper, or after --experiment.name",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   struct Case {
     std::vector<std::string> flags;
     std::vector<std::string> command;
@@ -260,7 +261,7 @@ TEST_CASE("The target is named after the program behind a wrapper, or after --ex
 }
 
 TEST_CASE("After --once the target says its tree ended, and a signal's end is named",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   TempDir dir;
   const auto path = dir.path() / "run.prom";
   // The shell and two children, all ended before the exposition is made.
@@ -278,7 +279,7 @@ TEST_CASE("After --once the target says its tree ended, and a signal's end is na
 }
 
 TEST_CASE("Events that count in kernel mode only are not counted where user mode is",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   TempDir dir;
   // What an unprivileged user gets narrowed to, configured.
   const auto config = dir.write("user.yml", "collectors:\n  process:\n    domain: user\n");
@@ -297,7 +298,7 @@ TEST_CASE("Events that count in kernel mode only are not counted where user mode
 }
 
 TEST_CASE("Experiment mode: --repeat gives each region's columns a mean and a spread",
-          "[experiment][e2e][regions]") {
+          "[experiment][e2e][regions][kernel_perf]") {
   TempDir dir;
   const auto path = dir.path() / "summary.json";
   // 3 runs of 4 calls of "compute" (5 ms of CPU each) and one "sleep" region.
@@ -318,7 +319,7 @@ TEST_CASE("Experiment mode: --repeat gives each region's columns a mean and a sp
 }
 
 TEST_CASE("Experiment mode: --once refuses a FIFO nobody reads and exits 1 when it cannot write",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   TempDir dir;
   const auto fifo = dir.path() / "fifo";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);

@@ -143,7 +143,7 @@ Stopped stop_when(const std::vector<std::string>& args, const std::string& ready
 }  // namespace
 
 TEST_CASE("SIGTERM to --once -- CMD is passed on, and the exporter exits as a shell would",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   const auto stopped = stop_when({"--once", "--log.level=info", "--", "sleep", "60"}, "runs sleep");
   INFO(stopped.log);
   CHECK(stopped.status == 128 + SIGTERM);
@@ -154,7 +154,7 @@ TEST_CASE("SIGTERM to --once -- CMD is passed on, and the exporter exits as a sh
 }
 
 TEST_CASE("Served -- CMD told to stop ends with the command, without the linger",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   const auto stopped = stop_when(
       {"--web.listen-address=127.0.0.1:0", "--linger=60s", "--", "sleep", "60"}, "Listening on");
   INFO(stopped.log);
@@ -165,7 +165,7 @@ TEST_CASE("Served -- CMD told to stop ends with the command, without the linger"
 }
 
 TEST_CASE("A served command that ignores SIGTERM is killed after the grace period",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   const std::vector<std::string> stubborn = {"--web.listen-address=127.0.0.1:0", "--", "sh", "-c",
                                              "trap '' TERM; while :; do sleep 0.1; done"};
   SECTION("when the grace period ends") {
@@ -190,7 +190,7 @@ TEST_CASE("A served command that ignores SIGTERM is killed after the grace perio
 }
 
 TEST_CASE("Ctrl-C to the process group of --once --repeat prints the summary of what ran",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   Job job({"--once", "--repeat=5", "--log.level=info", "--", "sleep", "60"});
   REQUIRE(job.logged("runs sleep", kStart));
   // The terminal's SIGINT reaches the exporter, the running command and the runs still waiting.
@@ -203,7 +203,7 @@ TEST_CASE("Ctrl-C to the process group of --once --repeat prints the summary of 
 }
 
 TEST_CASE("A waiting run killed by another hand is reported, and the other runs are measured",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   Job job({"--once", "--repeat=3", "--log.level=info", "--", "sleep", "2"});
   REQUIRE(job.logged("sleep.1: pid", kStart));
   REQUIRE(job.logged("runs sleep", kStart));
@@ -218,7 +218,7 @@ TEST_CASE("A waiting run killed by another hand is reported, and the other runs 
 }
 
 TEST_CASE("Experiment mode: --once whose stdout cannot be written exits 1 with a log line",
-          "[experiment][e2e]") {
+          "[experiment][e2e][kernel_perf]") {
   Job job({"--once"}, "/dev/full");
   CHECK(job.wait(kStart) == 1);
   CHECK_THAT(job.err(), Catch::Contains("stdout: write failed (ENOSPC"));

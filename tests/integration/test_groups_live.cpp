@@ -132,7 +132,7 @@ test::Environment traced_by_shim(const std::filesystem::path& log) {
 }  // namespace
 
 TEST_CASE("A process target counts a user group as one kernel group read once, as its events count",
-          "[process][groups][e2e]") {
+          "[process][groups][e2e][kernel_perf]") {
   TempDir dir;
   const auto log = dir.path() / "perf.log";
   const auto config = both_ways(dir, "  process:\n");
@@ -234,7 +234,7 @@ TEST_CASE(
 }
 
 TEST_CASE("Groups the process targets cannot count: defaults skipped and said, the user's refused",
-          "[process][groups][e2e]") {
+          "[process][groups][e2e][kernel_perf]") {
   TempDir dir;
   const std::string head =
       "collectors:\n  papi: {enabled: false}\n  rapl: {enabled: false}\n  process:\n"

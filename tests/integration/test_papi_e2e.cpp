@@ -58,7 +58,7 @@ std::string live_config_yaml(const std::string& events_yaml) {
 
 }  // namespace
 
-TEST_CASE("the binary exits 2 naming an unknown event", "[papi][e2e]") {
+TEST_CASE("the binary exits 2 naming an unknown event", "[papi][e2e][kernel_perf]") {
   test::TempDir dir;
   const auto path = dir.write("hwperf.yml", live_config_yaml("      - perf::CPU-CLOCK\n"
                                                              "      - perf::NO-SUCH-EVENT\n"));
@@ -69,7 +69,8 @@ TEST_CASE("the binary exits 2 naming an unknown event", "[papi][e2e]") {
                              Catch::Contains("papi_avail"));
 }
 
-TEST_CASE("the binary starts with an event it cannot count here, and says why", "[papi][e2e]") {
+TEST_CASE("the binary starts with an event it cannot count here, and says why",
+          "[papi][e2e][kernel_perf]") {
   require_system_wide_perf();
   test::TempDir dir;
   const auto path = dir.write("hwperf.yml", live_config_yaml("      - perf::CPU-CLOCK\n"
@@ -89,7 +90,7 @@ TEST_CASE("the binary starts with an event it cannot count here, and says why", 
 }
 
 TEST_CASE("the binary's --check-config reports per event whether PAPI can count it",
-          "[papi][e2e]") {
+          "[papi][e2e][kernel_perf]") {
   require_system_wide_perf();
   test::TempDir dir;
   const auto path = dir.write("hwperf.yml", live_config_yaml("      - perf::PAGE-FAULTS\n"));
@@ -100,7 +101,7 @@ TEST_CASE("the binary's --check-config reports per event whether PAPI can count 
 }
 
 TEST_CASE("without permission to count, the error names perf_event_paranoid and the remedies",
-          "[papi][e2e]") {
+          "[papi][e2e][kernel_perf]") {
   if (geteuid() != 0) FAIL("this test drops to user nobody with setpriv and must run as root");
   if (std::system("command -v setpriv >/dev/null 2>&1") != 0) {
     FAIL("this test needs setpriv (util-linux) to run the exporter as user nobody");
@@ -182,7 +183,7 @@ LimitedRun run_fd_hungry(unsigned soft, unsigned hard) {
 }  // namespace
 
 TEST_CASE("an open-file limit too small for the counters is a startup error naming the remedy",
-          "[papi][e2e]") {
+          "[papi][e2e][kernel_perf]") {
   // The process may hold 64 files, soft and hard: fewer than the perf descriptors alone.
   constexpr unsigned kLimit = 64;
   const std::size_t needed = kFdHungryCpus * kFdHungryEvents.size();
@@ -199,7 +200,7 @@ TEST_CASE("an open-file limit too small for the counters is a startup error nami
 }
 
 TEST_CASE("a small soft open-file limit under a large hard one is raised, and every counter opens",
-          "[papi][e2e]") {
+          "[papi][e2e][kernel_perf]") {
   // What systemd gives a service (soft 1024, hard 512K) in small: the soft limit alone is too
   // small for the perf descriptors the configuration needs, the hard one is not. The same
   // configuration exits 1 at 64:64 (above), so starting here means the soft limit was raised.
@@ -233,7 +234,7 @@ TEST_CASE("a small soft open-file limit under a large hard one is raised, and ev
 TEST_CASE(
     "check-config with ten thousand events reports every one at a cost that follows the "
     "distinct events",
-    "[papi][e2e]") {
+    "[papi][e2e][kernel_perf]") {
   require_system_wide_perf();
   constexpr int kEvents = 10000;
   std::string yaml = "collectors:\n  papi:\n    events:\n";

@@ -165,7 +165,7 @@ TEST_CASE(
 TEST_CASE(
     "the dry run (--check-config) lists every built-in group and whether this machine can "
     "count it",
-    "[papi][groups][e2e]") {
+    "[papi][groups][e2e][kernel_perf]") {
   require_system_wide_perf();
   test::TempDir dir;
   const auto path = dir.write("hwperf.yml", "collectors:\n  rapl:\n    enabled: false\n");
@@ -189,7 +189,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("a group rebuilt on its CPU counts again from zero", "[papi][groups]") {
+TEST_CASE("a group rebuilt on its CPU counts again from zero", "[papi][groups][kernel_perf]") {
   require_system_wide_perf();
   const auto cpus = live_topology().cpus();
   papi::GroupProbe probe;
@@ -214,7 +214,7 @@ TEST_CASE("a group rebuilt on its CPU counts again from zero", "[papi][groups]")
 }
 
 TEST_CASE("a user group the kernel can never put on the counters together is refused naming it",
-          "[papi][groups][e2e]") {
+          "[papi][groups][e2e][kernel_perf]") {
   require_system_wide_perf();
   test::TempDir dir;
   const auto path = dir.write("hwperf.yml",
@@ -292,7 +292,7 @@ TEST_CASE("(child) a group's reason names the candidate this CPU's PMU has",
 }
 
 TEST_CASE("on AMD, --check-config names AMD's candidate of a group it cannot count",
-          "[papi][groups]") {
+          "[papi][groups][x86]") {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   int exit_code = -1;
   const std::string out = test::run_shell(

@@ -111,7 +111,7 @@ void check_serves_topology_and_rapl(const Served& served) {
 TEST_CASE(
     "PAPI unable to start: the default configuration serves topology and RAPL, and the "
     "log names libpfm4 and the CPU",
-    "[papi][e2e][portability]") {
+    "[papi][e2e][portability][kernel_perf]") {
   test::Environment environment = debian12_libpfm();
   // A PMU name no libpfm4 has: PAPI's perf_event component is disabled on any CPU.
   environment.emplace_back("LIBPFM_FORCE_PMU", "hwperf_no_such_pmu");
@@ -135,7 +135,7 @@ TEST_CASE(
 TEST_CASE(
     "with Debian 12's libpfm4 the default configuration serves, counting where it knows the "
     "CPU and saying why not where it does not",
-    "[papi][e2e][portability]") {
+    "[papi][e2e][portability][x86]") {
   const test::Environment environment = debian12_libpfm();
   // papi_component_avail, with the same library, says whether perf_event starts on this CPU.
   const std::string components =
@@ -161,7 +161,7 @@ TEST_CASE(
 }
 
 TEST_CASE("the check-config report says what a preset is counted as on this CPU",
-          "[papi][e2e][portability]") {
+          "[papi][e2e][portability][kernel_perf]") {
   // papi_avail -a lists only the presets PAPI defines for this CPU.
   const std::string available = command_output("papi_avail -a");
   REQUIRE_THAT(available, Catch::Contains("PAPI Preset Events"));

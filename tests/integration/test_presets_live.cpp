@@ -61,7 +61,7 @@ TEST_CASE("(child) process targets count PAPI's Ice Lake-SP presets as PAPI defi
 }
 
 TEST_CASE("process targets count a preset PAPI derives as a sum or difference of native events",
-          "[papi][process]") {
+          "[papi][process][x86]") {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   int exit_code = -1;
   const std::string out =

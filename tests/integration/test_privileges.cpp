@@ -102,7 +102,7 @@ TEST_CASE("an unknown runtime user is a configuration error naming it", "[privil
 }
 
 TEST_CASE("the runtime user nobody: no capabilities, and PAPI counts and RAPL energy still advance",
-          "[privileges][e2e]") {
+          "[privileges][e2e][kernel_perf]") {
   if (geteuid() != 0) FAIL("this test needs root (as CI runs it): it starts the exporter as root");
   namespace fixture = hwperf::test::rapl_fixture;
   test::TempDir dir;
@@ -228,7 +228,7 @@ std::filesystem::path readable_config(const test::TempDir& dir, bool papi = true
 }  // namespace
 
 TEST_CASE("the runtime user nobody: every thread unprivileged, from the first request on",
-          "[privileges][e2e]") {
+          "[privileges][e2e][kernel_perf]") {
   if (geteuid() != 0) FAIL("this test needs root (as CI runs it): it starts the exporter as root");
   test::TempDir dir;
   const auto config = readable_config(dir);
@@ -277,7 +277,7 @@ TEST_CASE("the runtime user nobody: every thread unprivileged, from the first re
 }
 
 TEST_CASE("started as nobody with --runtime.user=nobody: serves, then exits 0 on SIGTERM",
-          "[privileges][e2e]") {
+          "[privileges][e2e][kernel_perf]") {
   if (geteuid() != 0) FAIL("this test needs root (as CI runs it): it switches a child to nobody");
   test::TempDir dir;
   const auto config = readable_config(dir, false);
@@ -303,7 +303,8 @@ TEST_CASE("started as nobody with --runtime.user=nobody: serves, then exits 0 on
   CHECK(exporter.stop() == 0);
 }
 
-TEST_CASE("runtime.user=root says that every capability is kept", "[privileges][e2e]") {
+TEST_CASE("runtime.user=root says that every capability is kept",
+          "[privileges][e2e][kernel_perf]") {
   if (geteuid() != 0) FAIL("this test needs root (as CI runs it): it starts the exporter as root");
   test::TempDir dir;
   const auto config = readable_config(dir);

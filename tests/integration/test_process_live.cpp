@@ -146,7 +146,7 @@ TEST_CASE("A pidfile target follows a restarted service", "[live][process]") {
 }
 
 TEST_CASE("Experiment mode: --once -- CMD prints the command's counts and exits with its status",
-          "[process][e2e]") {
+          "[process][e2e][kernel_perf]") {
   const std::size_t pages = 4096;
   const auto run = test::run_exporter(
       {"--once", "--output=-", "--", "sh", "-c",
@@ -166,7 +166,7 @@ TEST_CASE("Experiment mode: --once -- CMD prints the command's counts and exits 
 }
 
 TEST_CASE("Experiment mode: -- CMD serves while the command runs and exits with it",
-          "[process][e2e]") {
+          "[process][e2e][kernel_perf]") {
   TempDir dir;
   const auto flag = dir.path() / "stop";
   // The command runs until the test creates the flag file. (No scrape follows its end, so no
@@ -186,7 +186,7 @@ TEST_CASE("Experiment mode: -- CMD serves while the command runs and exits with 
 }
 
 TEST_CASE("Process target mistakes are startup errors naming file:line:column and the remedy",
-          "[process][e2e]") {
+          "[process][e2e][kernel_perf]") {
   TempDir dir;
   auto run_config = [&](const std::string& yaml) {
     const auto path = dir.write("hwperf.yml", yaml);
@@ -288,7 +288,8 @@ TEST_CASE("Without root, --once -- CMD counts the command's user-mode events and
   CHECK(test::find_samples(samples, "hwperf_papi_available").empty());
 }
 
-TEST_CASE("Scrapes overlap rescans while processes come and go", "[process][concurrency]") {
+TEST_CASE("Scrapes overlap rescans while processes come and go",
+          "[process][concurrency][kernel_perf]") {
   // A match target whose processes start and end under it: four scraping threads and explicit
   // rescans race the background rescan; totals only grow.
   ProcessTargetConfig target;

@@ -192,7 +192,8 @@ TEST_CASE("powercap energy equals the true total across many wraps between slow 
   CHECK(exporter.stop() == 0);
 }
 
-TEST_CASE("perf energy advances through the real perf_event_open path", "[rapl][e2e]") {
+TEST_CASE("perf energy advances through the real perf_event_open path",
+          "[rapl][e2e][kernel_perf]") {
   Fixture fixture("    interface: perf\n");
   // The `power` PMU, backed by the software PMU's cpu-clock: "joules" are seconds.
   const std::string pmu = "sys/bus/event_source/devices/power/";

@@ -99,7 +99,8 @@ TEST_CASE("perf scales become whole counts per joule", "[rapl]") {
   CHECK(counts_per_joule_from_scale(row.text) == row.expected);
 }
 
-TEST_CASE("perf opens one event per package and domain on a CPU of that package", "[rapl]") {
+TEST_CASE("perf opens one event per package and domain on a CPU of that package",
+          "[rapl][kernel_perf]") {
   TempDir dir;
   write_software_power_pmu(dir, "power", "0-1",
                            {{"energy-pkg", kCpuClock}, {"energy-ram", kCpuClock}});
@@ -123,7 +124,7 @@ TEST_CASE("perf opens one event per package and domain on a CPU of that package"
   CHECK(where.at({Domain::dram, 1}) == "power/energy-ram on cpu 1");
 }
 
-TEST_CASE("perf readings advance through the real perf_event_open path", "[rapl]") {
+TEST_CASE("perf readings advance through the real perf_event_open path", "[rapl][kernel_perf]") {
   TempDir dir;
   write_software_power_pmu(dir, "power", "0-1", {{"energy-pkg", kCpuClock}});
   auto probe = open_perf_source(sysfs(dir), procfs(dir), two_package_topology(), DomainSet::all());
@@ -147,7 +148,7 @@ TEST_CASE("perf readings advance through the real perf_event_open path", "[rapl]
   }
 }
 
-TEST_CASE("perf: a PMU counting per die gives each die its counter", "[rapl]") {
+TEST_CASE("perf: a PMU counting per die gives each die its counter", "[rapl][kernel_perf]") {
   TempDir dir;
   write_software_power_pmu(dir, "power", "0-1", {{"energy-pkg", kCpuClock}});
   // One package whose two CPUs sit on two dies, as the topology reports them (hwloc reads
@@ -166,7 +167,7 @@ TEST_CASE("perf: a PMU counting per die gives each die its counter", "[rapl]") {
 }
 
 TEST_CASE("perf on AMD and Hygon counts package energy once per socket, not once per CCD",
-          "[rapl]") {
+          "[rapl][kernel_perf]") {
   // A 2024 kernel scoping the power PMU per die: its cpumask names one CPU in each of the
   // package's two dies (CCDs), and each die's event counts the whole socket.
   for (const auto& [vendor, family] :
@@ -186,7 +187,7 @@ TEST_CASE("perf on AMD and Hygon counts package energy once per socket, not once
   }
 }
 
-TEST_CASE("perf: AMD's power_core PMU gives core energy per core", "[rapl]") {
+TEST_CASE("perf: AMD's power_core PMU gives core energy per core", "[rapl][kernel_perf]") {
   TempDir dir;
   write_software_power_pmu(dir, "power", "0", {{"energy-pkg", kCpuClock}});
   write_software_power_pmu(dir, "power_core", "0-1", {{"energy-core", kCpuClock}});
@@ -241,7 +242,8 @@ TEST_CASE("perf failure states name the cause and the remedy", "[rapl]") {
   }
 }
 
-TEST_CASE("perf: not permitted is a permission problem naming paranoid and CAP_PERFMON", "[rapl]") {
+TEST_CASE("perf: not permitted is a permission problem naming paranoid and CAP_PERFMON",
+          "[rapl][kernel_perf]") {
   // What nobody may do follows from this machine's setting: at <= 0 an unprivileged CPU-wide
   // event is allowed, above it is refused. Each case has its own assertions.
   const auto real_paranoid = hwperf::test::read_file("/proc/sys/kernel/perf_event_paranoid");

@@ -91,7 +91,7 @@ void check_regions(const std::vector<test::Sample>& samples, const std::vector<W
 }  // namespace
 
 TEST_CASE("The segment the exporter created for a command is exported, and survives scribbles",
-          "[region][process]") {
+          "[region][process][kernel_perf]") {
   const auto layout = region_segment_layout(8, 16);
   UniqueFd fd = create_region_segment(8, 16);
   const Topology topology = test::two_socket_topology();

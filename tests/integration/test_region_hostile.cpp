@@ -51,7 +51,7 @@ std::size_t lines_with(const std::string& text, const std::string& part) {
 }  // namespace
 
 TEST_CASE("A segment held odd by a busy program costs each scrape a bounded read",
-          "[region][process]") {
+          "[region][process][kernel_perf]") {
   CommandSegment command(HWPERF_REGION_MAX_SLOTS);
   command.writer.add_region("r");
   test::fill_odd_slots(command.writer, HWPERF_REGION_MAX_SLOTS);
@@ -81,7 +81,8 @@ TEST_CASE("A segment held odd by a busy program costs each scrape a bounded read
   CHECK(test::value_of(samples, "hwperf_region_segment_valid", labels) == 1);
 }
 
-TEST_CASE("Region sums saturate at 2^64 - 1 instead of wrapping", "[region][process]") {
+TEST_CASE("Region sums saturate at 2^64 - 1 instead of wrapping",
+          "[region][process][kernel_perf]") {
   CommandSegment command(4);
   auto& writer = command.writer;
   const auto region = writer.add_region("r");
@@ -116,7 +117,7 @@ TEST_CASE("Region sums saturate at 2^64 - 1 instead of wrapping", "[region][proc
 }
 
 TEST_CASE("Per-thread region series stop at a bound, the rest summed as tid other",
-          "[region][process]") {
+          "[region][process][kernel_perf]") {
   CommandSegment command(HWPERF_REGION_MAX_SLOTS, 2);
   auto& writer = command.writer;
   // A program's worth of made-up threads: every slot a thread of its own, names of 63 bytes.
@@ -142,7 +143,7 @@ TEST_CASE("Per-thread region series stop at a bound, the rest summed as tid othe
 }
 
 TEST_CASE("A segment whose problem changes at every read is logged a few times a minute",
-          "[region][process]") {
+          "[region][process][kernel_perf]") {
   CommandSegment command(4);
   auto& writer = command.writer;
   writer.set(writer.add_slot(writer.add_region("r"), 1, 0), 1, 1, {1, 1});
@@ -173,7 +174,7 @@ TEST_CASE("A segment whose problem changes at every read is logged a few times a
 }
 
 TEST_CASE("Overlapping scrapes of a segment being written never see a region go backwards",
-          "[region][process][concurrency]") {
+          "[region][process][concurrency][kernel_perf]") {
   // Each segment is read by one scrape at a time, without a lock, the others sharing its
   // result: a read older than the last one merged must never be merged after it (which would
   // show as counts going backwards, refused and counted).

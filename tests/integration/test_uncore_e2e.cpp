@@ -39,7 +39,7 @@ void check_each_source_reported_once(const std::vector<Sample>& samples, const s
 }  // namespace
 
 TEST_CASE("with no configuration, the uncore collector counts what this machine offers",
-          "[uncore][e2e]") {
+          "[uncore][e2e][kernel_perf]") {
   const auto result = run_exporter({"--once"}, 60);
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
@@ -58,7 +58,7 @@ TEST_CASE("with no configuration, the uncore collector counts what this machine 
 TEST_CASE(
     "as an ordinary user, the default uncore collector says what it may not count and the "
     "exporter serves on",
-    "[uncore][e2e][privileges]") {
+    "[uncore][e2e][privileges][kernel_perf]") {
   if (geteuid() != 0)
     FAIL("this test needs root (as CI runs it): it runs the exporter as uid 65534");
   TempDir dir;  // the binary where uid 65534 can reach it

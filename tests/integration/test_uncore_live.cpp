@@ -84,7 +84,7 @@ std::pair<std::optional<double>, std::string> kernel_tsc_hz() {
 TEST_CASE(
     "the live msr PMU: tsc counted at the kernel's TSC frequency, aperf/mperf as sysfs "
     "says",
-    "[uncore]") {
+    "[uncore][x86]") {
   const std::string sysfs = "/sys";
   REQUIRE(std::filesystem::exists(sysfs + "/bus/event_source/devices/msr/events/tsc"));
   const Topology topology = Topology::load(TopologyConfig{});

@@ -60,7 +60,7 @@ TEST_CASE("A counting plan makes each event and group one unit and each family n
 
 // Issue 35, item 10: one event, one family, whether it is counted alone or in a built-in group.
 TEST_CASE("An event counted alone and in the software group is exported in one family",
-          "[perf][groups][events]") {
+          "[perf][groups][events][kernel_perf]") {
   const test::FakePresets presets;  // PAPI out of the picture
   auto request = test::process_request(presets);
   request.configured = events::events_from_names({"perf::CPU-MIGRATIONS"});

@@ -356,7 +356,7 @@ TEST_CASE("a preset member is its one native event, and a derived one cannot be 
 TEST_CASE(
     "a user group with a member this machine cannot count is refused naming where, the "
     "member, the event and why",
-    "[papi][groups]") {
+    "[papi][groups][kernel_perf]") {
   const auto& catalog = fake_catalog();
   papi::GroupProbe probe;
   probe.presets = &catalog;
@@ -374,4 +374,35 @@ TEST_CASE(
                                     "counted here: sum (PAPI_X_SUM: PAPI derives PAPI_X_SUM"));
   // As a default group it is skipped, never split.
   CHECK(papi::countable_groups({group}, probe, true).empty());
+}
+
+// arm64's core PMU is armv8_pmuv3_N (or armv8_neoverse_*, armv9_*), not x86's cpu: a member that
+// fails to open there is not a machine without a hardware PMU. The event's PMU type is one no
+// kernel has, so the open fails everywhere.
+TEST_CASE("a member that cannot open on arm64's core PMU is not blamed on a missing PMU",
+          "[papi][groups][kernel_perf]") {
+  const auto reason_with = [](const std::string& pmu_name) {
+    test::TempDir dir;
+    const std::string pmu = "bus/event_source/devices/" + pmu_name + "/";
+    dir.write(pmu + "type", "99999\n");
+    dir.write(pmu + "format/event", "config:0-15\n");
+    dir.write(pmu + "events/cpu_cycles", "event=0x11\n");
+    papi::GroupProbe probe;
+    probe.presets = &fake_catalog();
+    probe.paths.sysfs = dir.path().string();
+    events::GroupDefinition group;
+    group.name = "mine";
+    group.members = {{"cycles", "cycles", events::Unit::count, {}}};
+    group.members[0].candidates.resize(1);
+    group.members[0].candidates[0].event = pmu_name + "/cpu_cycles/";
+    return papi::plan_group(group, probe).unavailable;
+  };
+  const std::string on_arm = reason_with("armv8_pmuv3_0");
+  CHECK_FALSE(on_arm.empty());
+  CHECK_THAT(on_arm, !Catch::Contains("this machine has no hardware PMU") &&
+                         Catch::Contains("the kernel cannot count it on this CPU"));
+  CHECK_THAT(reason_with("armv9_neoverse_v2"),
+             !Catch::Contains("this machine has no hardware PMU"));
+  // An uncore PMU alone is no core PMU.
+  CHECK_THAT(reason_with("arm_cmn_0"), Catch::Contains("this machine has no hardware PMU"));
 }

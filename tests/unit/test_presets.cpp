@@ -115,7 +115,7 @@ TEST_CASE("A derived event's value is the sum of its terms' counts, never below 
 }
 
 TEST_CASE("A preset is counted as what PAPI defines it as here, or refused saying why",
-          "[perf][papi][events]") {
+          "[perf][papi][events][kernel_perf]") {
   // Software events this machine opens stand in for a CPU's native events.
   const test::FakePresets presets(
       {{"PAPI_X_FAULTS",
