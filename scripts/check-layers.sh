@@ -4,15 +4,16 @@
 #   and prepared_family.h)
 #   <- collectors/perf <- collectors/region <- collectors/<name>/ <- collectors/ (registry, collector_set)
 #   <- exporter/, with web/ beside the collectors.
-# The events layer includes no other collector folder; perf/ includes only events/; region/ (the
-# marker library's segments, which process targets export) only events/ and perf/; a
-# collector's folder includes events/, perf/ and the Collector interface, never another
-# collector's folder, the registry or the collector set, nor exporter/ or web/; exporter/, web/,
-# config/, common/ and topology/ never name a collector's folder (they reach collectors through
-# the registry); web/ includes neither exporter/ nor collectors/. Inside exporter/ the products
-# sit below the process (main, startup, cli, routes): compression/ includes nothing else of
-# exporter/, topology_page/ only compression/, experiment/ nothing else of exporter/. markers/
-# (a C library programs load) includes libc, the kernel's headers and its own files only.
+# The events layer includes no other collector folder; perf/ (and its BPF engine, perf/bpf/)
+# includes only events/; region/ (the marker library's segments, which process targets export)
+# only events/ and perf/; a collector's folder includes events/, perf/ and the Collector
+# interface, never another collector's folder, the registry or the collector set, nor exporter/
+# or web/; exporter/, web/, config/, common/ and topology/ never name a collector's folder (they
+# reach collectors through the registry); web/ includes neither exporter/ nor collectors/.
+# Inside exporter/ the products sit below the process (main, startup, cli, routes):
+# compression/ includes nothing else of exporter/, topology_page/ only compression/, experiment/
+# nothing else of exporter/. markers/ (a C library programs load) includes libc, the kernel's
+# headers and its own files only.
 #
 # Every include is checked where it resolves, as the compiler resolves it (next to the including
 # file first, then from the project root, or markers/include and markers/src for markers/): a
