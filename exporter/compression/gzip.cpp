@@ -3,6 +3,7 @@
 #include "exporter/compression/gzip.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <memory>
@@ -193,8 +194,11 @@ std::string PrefixedGzip::compress(std::string_view rest) const {
     }
     std::atomic_store(&memo_, std::move(next));
     // Unless another compression still reads it (it took it before the store above), nothing
-    // can reach the memo replaced now but this pointer: its buffers serve the next one.
+    // can reach the memo replaced now but this pointer: its buffers serve the next one. use_count
+    // is a relaxed load: the fence orders the other readers' last reads (before their release
+    // of it) before the writes of whoever takes the spare.
     if (previous != nullptr && previous.use_count() == 1) {
+      std::atomic_thread_fence(std::memory_order_acquire);
       std::atomic_store(&spare_, std::move(previous));
     }
   } else {

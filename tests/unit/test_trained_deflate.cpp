@@ -229,6 +229,80 @@ TEST_CASE("lines unchanged since the last text are copied, and every text inflat
   CHECK(moved.lines_copied < moved.lines.size());
 }
 
+// The cases where a line is the same text as last time and yet its last bits would be wrong: a
+// line it copies from changed with its length kept (a back-reference to other bytes), a line
+// between it and its source changed length (the distance moved), the line its last match runs
+// into changed, and the last line lost or gained its newline. Then a long chain of random line
+// edits, each text encoded with the memo of the one before, checked whole.
+TEST_CASE(
+    "a line copied from the memo reads only what it read before, and a chain of random "
+    "line edits inflates whole",
+    "[exposition][deflate]") {
+  const std::string source = "alpha beta gamma delta epsilon zeta\n";
+  const std::string filler = "0123\n";
+  const std::string base = source + filler + filler + "x " + source + "tail line one\n";
+  const TrainedDeflate codes(base);
+  LineMemo memo;
+  REQUIRE(test::inflate_raw(with_memo(codes, base, nullptr, memo)) == base);
+  const std::vector<std::string> edits = {
+      "alpha beta gamma delta epsilon zetA\n" + filler + filler + "x " + source + "tail line one\n",
+      source + "01234\n" + filler + "x " + source + "tail line one\n",
+      source + filler + filler + "x alpha beta gamma delta epsilon zeta\ntail line two\n",
+      source + filler + filler + "x " + source + "tail line one",
+      source + filler + "x " + source + filler + "tail line one\n",
+  };
+  for (std::size_t i = 0; i < edits.size(); ++i) {
+    CAPTURE(i);
+    LineMemo next;
+    REQUIRE(test::inflate_raw(with_memo(codes, edits[i], &memo, next)) == edits[i]);
+    CHECK(next.lines_copied > 0);
+    LineMemo back;
+    REQUIRE(test::inflate_raw(with_memo(codes, base, &next, back)) == base);
+  }
+
+  const std::vector<std::string> pieces = {"# HELP hwperf_a A.\n",
+                                           "hwperf_a{cpu=\"1\"} 12\n",
+                                           "hwperf_a{cpu=\"1\"} 123\n",
+                                           "hwperf_a{cpu=\"2\"} 12\n",
+                                           "x\n",
+                                           "\n",
+                                           "hwperf_a{cpu=\"1\"} 12"};
+  std::mt19937 random(7);
+  std::vector<std::string> lines(40, pieces[1]);
+  LineMemo memos[2];
+  const LineMemo* previous = nullptr;
+  std::size_t copied = 0;
+  std::size_t encoded = 0;
+  for (int step = 0; step < 400; ++step) {
+    CAPTURE(step);
+    const std::size_t edits_now = 1 + random() % 3;
+    for (std::size_t e = 0; e < edits_now; ++e) {
+      const std::size_t at = random() % (lines.size() + 1);
+      const std::string& piece = pieces[random() % pieces.size()];
+      const auto where = lines.begin() + static_cast<std::ptrdiff_t>(at);
+      const auto kind = random() % 3;  // insert, replace, erase
+      if (kind == 0) {
+        lines.insert(where, piece);
+      } else if (at < lines.size()) {
+        if (kind == 1)
+          *where = piece;
+        else
+          lines.erase(where);
+      }
+    }
+    std::string text;
+    for (const auto& line : lines) text += line;
+    LineMemo& next = memos[step % 2];
+    REQUIRE(test::inflate_raw(with_memo(codes, text, previous, next)) == text);
+    copied += next.lines_copied;
+    encoded += next.lines.size();
+    previous = &next;
+  }
+  // Many lines copied (half here): the chain went through the memo, not around it.
+  CAPTURE(copied, encoded);
+  CHECK(copied * 4 > encoded);
+}
+
 TEST_CASE("a memo made with other codes is not used", "[exposition][deflate]") {
   const TrainedDeflate codes(rapl_like_exposition(30));
   const TrainedDeflate other(random_bytes(4096, 30));
