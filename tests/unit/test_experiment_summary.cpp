@@ -11,7 +11,7 @@
 #include "collectors/events/groups.h"
 #include "collectors/events/rules.h"
 #include "collectors/metrics.h"
-#include "exporter/experiment.h"
+#include "exporter/experiment/experiment.h"
 #include "tests/support.h"
 
 using namespace hwperf;

@@ -7,6 +7,7 @@
 
 #include "collectors/collector_set.h"
 #include "collectors/metrics.h"
+#include "exporter/compression/gzip.h"
 #include "exporter/exposition.h"
 #include "tests/support.h"
 

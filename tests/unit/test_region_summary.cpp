@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "collectors/metrics.h"
-#include "exporter/experiment.h"
+#include "exporter/experiment/experiment.h"
 #include "tests/support.h"
 
 using namespace hwperf;

@@ -15,7 +15,7 @@
 #include "collectors/metrics.h"
 #include "exporter/router.h"
 #include "web/admission.h"
-#include "exporter/topology_page.h"
+#include "exporter/topology_page/topology_page.h"
 #include "tests/support.h"
 
 using namespace hwperf;

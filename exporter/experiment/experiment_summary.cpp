@@ -10,7 +10,7 @@
 
 #include "collectors/metrics.h"
 #include "common/text.h"
-#include "exporter/experiment.h"
+#include "exporter/experiment/experiment.h"
 
 namespace hwperf {
 namespace {

@@ -15,8 +15,8 @@
 #include <prometheus/metric_family.h>
 
 #include "collectors/registry.h"  // events::RuleScope, through the registry entries
-#include "common/enum_names.h"
 #include "common/unique_fd.h"
+#include "exporter/experiment/experiment_options.h"
 
 namespace hwperf {
 
@@ -94,12 +94,6 @@ class Experiment {
   int signal_ = 0;
   void reaped(int status);
 };
-
-// How the summary of `--once -- CMD` is written (--summary.format), on stderr or to
-// --summary.output: perf-stat-like text for a person, CSV or JSON for a notebook.
-enum class SummaryFormat { text, csv, json };
-inline constexpr EnumName<SummaryFormat> kSummaryFormatNames[] = {
-    {SummaryFormat::text, "text"}, {SummaryFormat::csv, "csv"}, {SummaryFormat::json, "json"}};
 
 // One line of the summary over every run: an event the target counted (in a group, or
 // ungrouped) or a formula of an event group, with its value in each run (nothing where a

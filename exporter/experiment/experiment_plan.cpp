@@ -8,7 +8,7 @@
 
 #include "collectors/metrics.h"
 #include "collectors/registry.h"
-#include "exporter/experiment_run.h"
+#include "exporter/experiment/experiment_run.h"
 
 namespace hwperf {
 namespace {

@@ -8,8 +8,7 @@
 #include <vector>
 
 #include "common/text.h"
-#include "exporter/experiment.h"
-#include "exporter/topology_page.h"  // json_string
+#include "exporter/experiment/experiment.h"
 
 namespace hwperf {
 namespace {

@@ -2,7 +2,7 @@
 // Content-Security-Policy can allow only the exporter's own origin and nothing inline. The script
 // writes text only through textContent, option.text and title (never innerHTML), so a family's
 // name, help or label value can never become markup.
-#include "exporter/topology_page.h"
+#include "exporter/topology_page/topology_page.h"
 
 namespace hwperf {
 namespace {

@@ -1,4 +1,4 @@
-#include "exporter/experiment_output.h"
+#include "exporter/experiment/experiment_output.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -10,7 +10,8 @@
 #include <string>
 
 #include "common/enum_names.h"
-#include "exporter/topology_page.h"
+#include "common/text.h"
+#include "exporter/topology_page/topology_page.h"
 
 namespace hwperf {
 namespace {
@@ -158,28 +159,6 @@ void append_family(std::string& out, const prometheus::MetricFamily& family, Sco
 }
 
 }  // namespace
-
-std::string json_string(std::string_view text) {
-  static constexpr CharEscape kJson[] = {{'"', "\\\""},   {'\\', "\\\\"},   {'\n', "\\n"},
-                                         {'\t', "\\t"},   {'<', "\\u003c"}, {'>', "\\u003e"},
-                                         {'&', "\\u0026"}};
-  std::string out = "\"";
-  out.reserve(text.size() + 2);
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (const char* escaped = escape_of(c, kJson)) {
-      out += escaped;
-    } else if (byte < 0x20 || byte == 0x7f) {
-      char code[8];
-      std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(byte));
-      out += code;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
 
 std::string topology_json(const std::vector<prometheus::MetricFamily>& families,
                           double timestamp_seconds) {

@@ -1,4 +1,4 @@
-#include "exporter/topology_page.h"
+#include "exporter/topology_page/topology_page.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +9,8 @@
 #include <set>
 #include <utility>
 
-#include "exporter/exposition.h"
+#include "common/text.h"
+#include "exporter/compression/gzip.h"
 
 namespace hwperf {
 namespace {
@@ -263,18 +264,6 @@ void add_security_headers(HttpResponse& response, const char* cache_control) {
 
 }  // namespace
 
-std::string html_escape_text(std::string_view text) {
-  static constexpr CharEscape kHtml[] = {
-      {'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}, {'"', "&quot;"}, {'\'', "&#39;"}};
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    const char* escaped = escape_of(c, kHtml);
-    out += escaped != nullptr ? std::string_view(escaped) : std::string_view(&c, 1);
-  }
-  return out;
-}
-
 std::string lstopo_size(std::uint64_t bytes) {
   // hwloc's hwloc_memory_size_printf_value/unit (non-verbose): the unit is chosen so that the
   // number stays at least 10 in it, and rounding is to nearest.
@@ -297,13 +286,13 @@ bool TopologyPage::serves(std::string_view path) {
 }
 
 HttpResponse TopologyPage::json_response(const std::vector<prometheus::MetricFamily>& families,
-                                         const std::string& accept_encoding) const {
+                                         bool gzip) const {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   HttpResponse response;
   response.content_type = "application/json";
   response.body = topology_json(families, std::chrono::duration<double>(now).count());
   // At 512 CPUs the totals are about 100 KB of digits, polled every second: gzip takes most.
-  if (accepts_gzip(accept_encoding)) {
+  if (gzip) {
     response.body = gzip_compress(response.body);
     response.headers.emplace_back("Content-Encoding", "gzip");
   }

@@ -1,6 +1,8 @@
 // Experiment mode as the exporter runs it (exporter/app.cpp): the command's process targets and
 // children, the runs of `--once -- CMD`, where their exposition and summary go, how the command
 // hears the exporter's stop signals, and the linger of served `-- CMD` after the command has ended.
+// It reads its own flags (ExperimentOptions) and the exporter through ExperimentHost, so that it
+// knows nothing of the process above it.
 #pragma once
 
 #include <signal.h>
@@ -12,33 +14,34 @@
 #include <string>
 #include <vector>
 
+#include <prometheus/metric_family.h>
+
+#include "common/interface.h"
 #include "config/config.h"
-#include "exporter/cli.h"
-#include "exporter/experiment.h"
-#include "exporter/experiment_output.h"
-#include "exporter/router.h"
+#include "exporter/experiment/experiment.h"
+#include "exporter/experiment/experiment_options.h"
+#include "exporter/experiment/experiment_output.h"
 
 namespace hwperf {
+
+// What experiment mode reads of the exporter that counts the command (exporter/router.h's
+// Exporter, handed over by exporter/app.cpp): its families and the scrapes it has answered.
+class ExperimentHost : public Interface {
+ public:
+  // What the collectors discover, looked at again now (the command's name once it executed).
+  virtual void refresh() const = 0;
+  // Every family a scrape serves.
+  virtual std::vector<prometheus::MetricFamily> gather() const = 0;
+  // A mark now, and whether a scrape of the telemetry path that began after it was answered.
+  virtual std::uint64_t scrape_mark() const = 0;
+  virtual bool scraped_after(std::uint64_t mark) const = 0;
+};
 
 // The process targets that count the command: one named after the program (command_target_name,
 // or --experiment.name), or with --repeat=N one per run, NAME.1 to NAME.N (each run's counts apart
 // from the others'). Enables the process collector. Throws ConfigError for a name a configured
 // target has already.
-void add_command_targets(const CliOptions& cli, Config& config);
-
-// Experiment mode started without a configuration file by a user who cannot count the whole
-// machine (not root, no CAP_PERFMON or CAP_SYS_ADMIN, kernel.perf_event_paranoid above 0): the
-// enabled system-wide collectors (registry.h), which would only warn about every CPU, event and
-// energy interface they cannot open, left out, and said so in one log line. Empty otherwise: a
-// configuration file that enables them is obeyed.
-std::vector<std::string> collectors_left_out(const CliOptions& cli, const Config& config);
-
-// Experiment mode without a configuration file by a user who can count the whole machine: what
-// the system-wide collectors warn about at startup (no PMU, no RAPL here) describes the machine,
-// not the experiment, so it is logged at info level; `--once -- CMD` logs at warn unless
-// --log.level says otherwise, so that stderr holds the command's lines and the summary. A
-// configuration file is obeyed: its level, and its collectors' warnings as warnings.
-void quiet_experiment_log(const CliOptions& cli, const Config& config);
+void add_command_targets(const ExperimentOptions& options, Config& config);
 
 // The first of `candidates` (the build tree's marker library, then the installed one) that can be
 // read; throws std::runtime_error naming them all when none can.
@@ -48,7 +51,8 @@ std::string marker_library(const std::vector<std::string>& candidates);
 // target to its child's pid. With --experiment.regions each child also gets the marker library
 // preloaded and a region segment of its own, whose descriptor the target's regions_fd names. Throws
 // std::runtime_error when it cannot fork.
-std::vector<std::unique_ptr<Experiment>> start_experiments(const CliOptions& cli, Config& config);
+std::vector<std::unique_ptr<Experiment>> start_experiments(const ExperimentOptions& options,
+                                                           Config& config);
 
 // Where --once writes: the exposition to stdout ("-", or by default without -- CMD), to a file, or
 // nowhere (-- CMD without --output); the summary of -- CMD to --summary.output or stderr. Opened
@@ -57,7 +61,7 @@ struct OnceOutputs {
   std::optional<OutputFile> exposition;
   std::optional<OutputFile> summary;
 };
-OnceOutputs open_outputs(const CliOptions& cli);
+OnceOutputs open_outputs(const ExperimentOptions& options);
 
 // What the summary of --once -- CMD is made from, besides the runs (experiment_plan.cpp): the
 // groups whose formulas it shows (collector_rule_scopes), and the process targets' metrics of
@@ -94,17 +98,23 @@ int wait_for_command(Experiment& command, const sigset_t& signals, StopRequest& 
 // --once -- CMD: lets each run execute in turn and waits for it (wait_for_command), until a stop
 // signal: then the runs not started are not, and the summary is of those that ran. Then writes
 // the exposition of every run (after the command's own output on a line of its own, when both go
-// to stdout) and the summary in --summary.format. Returns what a shell would: summary_exit_code,
-// 126/127 for a run that could not be executed, 128+N when signal N stopped runs that all exited
-// 0, and 1 when the exposition or summary could not be written (logged).
-int run_once(const std::vector<std::unique_ptr<Experiment>>& runs, const Exporter& exporter,
-             const SummaryPlan& plan, const CliOptions& cli, const sigset_t& signals,
-             OnceOutputs& outputs);
+// to stdout) and the summary in --summary.format. `status` is what a shell would say:
+// summary_exit_code, 126/127 for a run that could not be executed, 128+N when signal N stopped
+// runs that all exited 0; `written` is false when the exposition or summary could not be written
+// (logged), which the exporter's exit code then says.
+struct OnceResult {
+  int status = 0;
+  bool written = true;
+};
+OnceResult run_once(const std::vector<std::unique_ptr<Experiment>>& runs,
+                    const ExperimentHost& exporter, const SummaryPlan& plan,
+                    const ExperimentOptions& options, const sigset_t& signals,
+                    OnceOutputs& outputs);
 
 // Served -- CMD: waits for the command to end (wait_for_command), then, unless a stop signal ended
 // it, keeps serving until a scrape of the telemetry path that began after its end has been
 // answered, `linger_ms` have passed, or SIGTERM or SIGINT arrived. Returns the command's status.
-int serve_command(Experiment& command, const Exporter& exporter, const sigset_t& signals,
+int serve_command(Experiment& command, const ExperimentHost& exporter, const sigset_t& signals,
                   unsigned linger_ms, const std::string& telemetry_path);
 
 }  // namespace hwperf

@@ -1,4 +1,4 @@
-#include "exporter/experiment.h"
+#include "exporter/experiment/experiment.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -19,27 +19,6 @@
 
 namespace hwperf {
 
-// One character and the text that stands for it once escaped.
-struct CharEscape {
-  char c;
-  const char* replacement;
-};
-
-// What stands for `c` in `table`, or nullptr when `c` stands for itself.
-template <std::size_t N>
-const char* escape_of(char c, const CharEscape (&table)[N]) {
-  for (const auto& escape : table) {
-    if (escape.c == c) return escape.replacement;
-  }
-  return nullptr;
-}
-
-// Text made safe for HTML element content and double- or single-quoted attribute values.
-std::string html_escape_text(std::string_view text);
-// A JSON string literal, quotes included. '<', '>' and '&' are escaped too, so the text stays
-// inert even if something ever embeds it in HTML.
-std::string json_string(std::string_view text);
-
 // Lowest-cost readable size as lstopo prints cache sizes: KB below 10 MiB, MB below 10 GiB, then
 // GB and TB, rounded to nearest ("1024KB", "16MB", "48KB").
 std::string lstopo_size(std::uint64_t bytes);
@@ -66,10 +45,11 @@ class TopologyPage {
   // The paths this page answers (the HTML, its JSON, its script and its style).
   static bool serves(std::string_view path);
   // The response for a request of one of serves()' paths; `collect` is the scrape's own
-  // collection, called only for the JSON (gzipped where the client accepts it, as /metrics is).
+  // collection, called only for the JSON, which is gzipped when `gzip` (the client accepts it,
+  // as the router negotiates for /metrics).
   template <typename Collect>
-  HttpResponse respond(const HttpRequest& request, const Collect& collect) const {
-    if (request.path == kJsonPath) return json_response(collect(), request.accept_encoding);
+  HttpResponse respond(const HttpRequest& request, const Collect& collect, bool gzip) const {
+    if (request.path == kJsonPath) return json_response(collect(), gzip);
     return static_response(request.path);
   }
 
@@ -82,7 +62,7 @@ class TopologyPage {
 
  private:
   HttpResponse json_response(const std::vector<prometheus::MetricFamily>& families,
-                             const std::string& accept_encoding) const;
+                             bool gzip) const;
   HttpResponse static_response(std::string_view path) const;
 
   std::string html_;

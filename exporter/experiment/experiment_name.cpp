@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "exporter/experiment.h"
+#include "exporter/experiment/experiment.h"
 
 namespace hwperf {
 namespace {

@@ -1,4 +1,4 @@
-#include "exporter/experiment_run.h"
+#include "exporter/experiment/experiment_run.h"
 
 #include <time.h>
 #include <unistd.h>
@@ -13,39 +13,15 @@
 #include <string_view>
 
 #include "collectors/metrics.h"
-#include "common/files.h"
+#include "collectors/registry.h"
 #include "common/region_segment_file.h"
 #include "common/log.h"
-#include "common/sysctl.h"
 #include "common/text.h"
 #include "config/errors.h"
-#include "collectors/registry.h"
-#include "exporter/app.h"
-#include "exporter/exposition.h"
+#include "collectors/exposition_text.h"
 
 namespace hwperf {
 namespace {
-
-constexpr unsigned kCapSysAdmin = 21;
-constexpr unsigned kCapPerfmon = 38;
-
-// Why this process cannot count every CPU, "" when it can: root, CAP_PERFMON or CAP_SYS_ADMIN in
-// its effective set, or kernel.perf_event_paranoid <= 0 (kernel/events/core.c perf_event_open).
-std::string system_wide_denied(const std::string& procfs) {
-  if (::geteuid() == 0) return "";
-  const auto status = read_small_file(procfs + "/self/status");
-  if (const auto at = status.ok() ? status.value.find("\nCapEff:") : std::string::npos;
-      at != std::string::npos) {
-    const auto line = status.value.substr(at + 8, status.value.find('\n', at + 1) - at - 8);
-    if (const auto caps = parse_u64(trim(line), 16)) {
-      if ((*caps >> kCapPerfmon & 1) != 0 || (*caps >> kCapSysAdmin & 1) != 0) return "";
-    }
-  }
-  const std::string paranoid = read_sysctl(procfs, "kernel.perf_event_paranoid");
-  if (paranoid == "0" || paranoid.rfind('-', 0) == 0) return "";
-  return "uid " + std::to_string(::geteuid()) + " without CAP_PERFMON, " +
-         "kernel.perf_event_paranoid " + (paranoid.empty() ? "unreadable" : "is " + paranoid);
-}
 
 std::string seconds_text(std::chrono::milliseconds duration) {
   return format_number(static_cast<double>(duration.count()) / 1000.0) + " s";
@@ -108,9 +84,9 @@ struct MeasuredRun {
 
 // After the runs: the exposition of them all (every collector, as one scrape) and the summary of
 // those measured, written where --once says. False when either could not be written (logged).
-bool write_results(const Exporter& exporter, const SummaryPlan& plan, const CliOptions& cli,
-                   OnceOutputs& outputs, ExperimentSummary& summary,
-                   const std::vector<MeasuredRun>& measured) {
+bool write_results(const ExperimentHost& exporter, const SummaryPlan& plan,
+                   const ExperimentOptions& options, OnceOutputs& outputs,
+                   ExperimentSummary& summary, const std::vector<MeasuredRun>& measured) {
   // The targets' state and processes as the runs left them: ended, none live.
   exporter.refresh();
   const auto families = exporter.gather();
@@ -127,10 +103,11 @@ bool write_results(const Exporter& exporter, const SummaryPlan& plan, const CliO
   for (const auto& [target, run] : measured) {
     add_run(summary, families, plan.scopes, target, run);
   }
-  return write_and_close(*outputs.summary, format_summary(summary, cli.summary_format)) && written;
+  return write_and_close(*outputs.summary, format_summary(summary, options.summary_format)) &&
+         written;
 }
 
-void linger(const Exporter& exporter, const sigset_t& signals, unsigned linger_ms,
+void linger(const ExperimentHost& exporter, const sigset_t& signals, unsigned linger_ms,
             const std::string& telemetry_path) {
   if (linger_ms == 0) return;
   const std::uint64_t mark = exporter.scrape_mark();
@@ -157,45 +134,22 @@ void linger(const Exporter& exporter, const sigset_t& signals, unsigned linger_m
 
 }  // namespace
 
-std::vector<std::string> collectors_left_out(const CliOptions& cli, const Config& config) {
-  if (cli.command.empty() || cli.config_file) return {};
-  auto names = system_wide_collectors(config);
-  if (names.empty()) return {};
-  const std::string denied = system_wide_denied(config.paths.procfs);
-  if (denied.empty()) return {};
-  log::info("experiment mode as " + denied + ": counting the command only; " + join(names) +
-            " count the whole machine and are left out (run as root, grant CAP_PERFMON, or "
-            "`sysctl kernel.perf_event_paranoid=0`; a --config.file that enables them is "
-            "obeyed)");
-  return names;
-}
-
 namespace {
 
 // The target name of each run of the command.
-std::vector<std::string> command_target_names(const CliOptions& cli) {
-  const std::string name = cli.experiment_name.value_or(command_target_name(cli.command));
+std::vector<std::string> command_target_names(const ExperimentOptions& options) {
+  const std::string name = options.experiment_name.value_or(command_target_name(options.command));
   std::vector<std::string> names;
-  for (unsigned run = 1; run <= cli.repeat; ++run) {
-    names.push_back(cli.repeat == 1 ? name : name + "." + std::to_string(run));
+  for (unsigned run = 1; run <= options.repeat; ++run) {
+    names.push_back(options.repeat == 1 ? name : name + "." + std::to_string(run));
   }
   return names;
 }
 
 }  // namespace
 
-void add_command_targets(const CliOptions& cli, Config& config) {
-  add_experiment_commands(config, command_target_names(cli));
-}
-
-void quiet_experiment_log(const CliOptions& cli, const Config& config) {
-  if (cli.command.empty() || cli.config_file) return;
-  if (cli.once && !cli.log_level && config.log_level < LogLevel::warn) {
-    log::set_level(LogLevel::warn);
-  }
-  std::vector<std::string> prefixes;
-  for (const auto& name : system_wide_collectors(config)) prefixes.push_back(name + ": ");
-  log::demote_warnings(std::move(prefixes));
+void add_command_targets(const ExperimentOptions& options, Config& config) {
+  add_experiment_commands(config, command_target_names(options));
 }
 
 std::string marker_library(const std::vector<std::string>& candidates) {
@@ -207,39 +161,40 @@ std::string marker_library(const std::vector<std::string>& candidates) {
                            "; build the hwperf_markers target, or install the project");
 }
 
-std::vector<std::unique_ptr<Experiment>> start_experiments(const CliOptions& cli, Config& config) {
+std::vector<std::unique_ptr<Experiment>> start_experiments(const ExperimentOptions& options,
+                                                           Config& config) {
   std::string preload;
-  if (cli.experiment_regions) {
+  if (options.experiment_regions) {
     preload = marker_library({HWPERF_MARKERS_BUILD_PATH, HWPERF_MARKERS_INSTALL_PATH});
     log::info("--experiment.regions: preloading " + preload);
   }
   std::vector<std::unique_ptr<Experiment>> runs;
-  for (const auto& name : command_target_names(cli)) {
+  for (const auto& name : command_target_names(options)) {
     CommandSetup setup;
     int regions_fd = -1;
-    if (cli.experiment_regions) {
+    if (options.experiment_regions) {
       // One segment per run, so that each run's regions are counted apart, as its events are.
       setup.preload = preload;
       setup.inherited = create_region_segment();
       setup.fd_env = HWPERF_REGION_FD_ENV;
       regions_fd = setup.inherited.get();
     }
-    runs.push_back(std::make_unique<Experiment>(cli.command, name, std::move(setup)));
+    runs.push_back(std::make_unique<Experiment>(options.command, name, std::move(setup)));
     experiment_command_started(config, name, runs.back()->pid(), regions_fd);
   }
   return runs;
 }
 
-OnceOutputs open_outputs(const CliOptions& cli) {
+OnceOutputs open_outputs(const ExperimentOptions& options) {
   OnceOutputs outputs;
-  if (cli.output) {
-    outputs.exposition.emplace(OutputFile::open("--output", *cli.output));
-  } else if (cli.command.empty()) {
+  if (options.output) {
+    outputs.exposition.emplace(OutputFile::open("--output", *options.output));
+  } else if (options.command.empty()) {
     outputs.exposition.emplace(OutputFile::standard(1, "stdout"));
   }
-  if (cli.command.empty()) return outputs;
-  outputs.summary.emplace(cli.summary_output
-                              ? OutputFile::open("--summary.output", *cli.summary_output)
+  if (options.command.empty()) return outputs;
+  outputs.summary.emplace(options.summary_output
+                              ? OutputFile::open("--summary.output", *options.summary_output)
                               : OutputFile::standard(2, "stderr"));
   return outputs;
 }
@@ -266,9 +221,10 @@ int wait_for_command(Experiment& command, const sigset_t& signals, StopRequest& 
   }
 }
 
-int run_once(const std::vector<std::unique_ptr<Experiment>>& runs, const Exporter& exporter,
-             const SummaryPlan& plan, const CliOptions& cli, const sigset_t& signals,
-             OnceOutputs& outputs) {
+OnceResult run_once(const std::vector<std::unique_ptr<Experiment>>& runs,
+                    const ExperimentHost& exporter, const SummaryPlan& plan,
+                    const ExperimentOptions& options, const sigset_t& signals,
+                    OnceOutputs& outputs) {
   ExperimentSummary summary;
   summary.command_line = runs.front()->command_line();
   StopRequest stop;
@@ -285,7 +241,7 @@ int run_once(const std::vector<std::unique_ptr<Experiment>>& runs, const Exporte
       }
     } catch (const std::runtime_error& e) {
       log::error(e.what());
-      return run.wait();
+      return {run.wait(), true};
     }
     // Executed: what the collectors show of it (its name) is the command's from now on.
     exporter.refresh();
@@ -299,12 +255,11 @@ int run_once(const std::vector<std::unique_ptr<Experiment>>& runs, const Exporte
                                                     where + " of " + std::to_string(runs.size()));
     summary.stopped_status = 128 + stop.signal;
   }
-  const bool written = write_results(exporter, plan, cli, outputs, summary, measured);
-  const int status = summary_exit_code(summary);
-  return status == 0 && !written ? static_cast<int>(ExitCode::runtime_failure) : status;
+  const bool written = write_results(exporter, plan, options, outputs, summary, measured);
+  return {summary_exit_code(summary), written};
 }
 
-int serve_command(Experiment& command, const Exporter& exporter, const sigset_t& signals,
+int serve_command(Experiment& command, const ExperimentHost& exporter, const sigset_t& signals,
                   unsigned linger_ms, const std::string& telemetry_path) {
   StopRequest stop;
   const int status = wait_for_command(command, signals, stop);
