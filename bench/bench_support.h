@@ -1,6 +1,6 @@
 // Small helpers for hwperf_bench: clocks, percentiles, a fake PAPI counter source, a temporary
-// powercap tree and /proc readings. Kept apart from tests/support.h so the bench never links
-// Catch2.
+// powercap tree and /proc readings. Kept apart from tests/support/support.h so the bench never
+// links Catch2.
 #pragma once
 
 #include <cstddef>

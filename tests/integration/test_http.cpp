@@ -9,8 +9,8 @@
 #include "collectors/build_info.h"
 #include "exporter/router.h"
 #include "web/http_server.h"
-#include "tests/integration/http_clients.h"
-#include "tests/support.h"
+#include "tests/support/http_clients.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

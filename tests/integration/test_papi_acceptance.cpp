@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 extern char** environ;
 

@@ -10,7 +10,7 @@
 #include "collectors/cgroup/discovery.h"
 #include "collectors/cgroup/identity.h"
 #include "collectors/configuration.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using namespace hwperf::cgroup;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "collectors/perf/counter_set.h"
-#include "tests/unit/counting_fakes.h"
+#include "tests/support/counting_fakes.h"
 
 using namespace hwperf;
 using hwperf::test::FakeCounterBoard;

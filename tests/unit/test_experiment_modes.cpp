@@ -15,7 +15,7 @@
 #include "exporter/cli.h"
 #include "exporter/experiment/experiment_run.h"
 #include "exporter/router.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 #include "web/query.h"
 
 using namespace hwperf;

@@ -12,7 +12,7 @@
 #include "collectors/events/rules.h"
 #include "collectors/metrics.h"
 #include "exporter/experiment/experiment.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

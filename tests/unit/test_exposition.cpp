@@ -9,7 +9,7 @@
 #include "collectors/metrics.h"
 #include "exporter/compression/gzip.h"
 #include "exporter/exposition.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

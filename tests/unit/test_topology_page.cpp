@@ -16,7 +16,7 @@
 #include "exporter/router.h"
 #include "web/admission.h"
 #include "exporter/topology_page/topology_page.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

@@ -14,7 +14,7 @@
 #include "exporter/exposition.h"
 #include "exporter/compression/gzip.h"
 #include "exporter/compression/trained_deflate.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

@@ -16,7 +16,7 @@
 #include "common/unique_fd.h"
 #include "config/web_config.h"
 #include "tests/catch.hpp"
-#include "tests/support.h"
+#include "tests/support/support.h"
 #include "web/http_server.h"
 
 namespace hwperf::test::http_clients {

@@ -12,8 +12,8 @@
 
 #include "collectors/rapl/energy_source.h"
 #include "collectors/rapl/powercap_source.h"
-#include "tests/support.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/rapl_fixtures.h"
 
 namespace hwperf::test::powercap_counters {
 

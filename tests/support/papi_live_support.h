@@ -20,7 +20,7 @@
 #include "collectors/papi/papi_collector.h"
 #include "collectors/papi/papi_factory.h"
 #include "common/cpu_list.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 #include "topology/topology.h"
 
 namespace hwperf::test::papi_live {

@@ -26,7 +26,7 @@
 #include "collectors/perf/bpf/bpf_support.h"
 #include "collectors/perf/bpf/cgroup_engine.h"
 #include "common/cpu_list.h"
-#include "tests/integration/cgroup_live_support.h"
+#include "tests/support/cgroup_live_support.h"
 
 namespace hwperf::test::bpf_live {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/support.h"
+#include "tests/support/support.h"
 #include "topology/topology.h"
 
 namespace hwperf::test::hwmon_fixture {

@@ -15,7 +15,7 @@
 
 #include "collectors/rapl/energy_source.h"
 #include "collectors/rapl/rapl_engine.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/rapl_fixtures.h"
 
 namespace hwperf::test::rapl_fakes {
 
@@ -103,7 +103,7 @@ inline ProbeResult failed_probe(RaplInterface interface, const std::string& reas
 }
 
 // A clock the test moves by hand, for the plausibility check.
-struct ManualClock {
+struct FakeClock {
   std::shared_ptr<std::atomic<std::int64_t>> ms =
       std::make_shared<std::atomic<std::int64_t>>(3600 * 1000);
   RaplEngine::NowFn fn() const {

@@ -1,6 +1,6 @@
 // The test helpers that run the exporter binary or a shell command and speak HTTP to a
 // server: process spawning, sockets, certificates and curl. The rest is in support.cpp.
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 #include <algorithm>
 #include <arpa/inet.h>

@@ -13,7 +13,7 @@
 
 #include "collectors/papi/papi_collector.h"
 #include "config/config.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 namespace hwperf::test::papi_fakes {
 

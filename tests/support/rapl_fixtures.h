@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "collectors/rapl/energy_source.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 #include "topology/topology.h"
 
 namespace hwperf::test::rapl_fixture {

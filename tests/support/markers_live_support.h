@@ -23,7 +23,7 @@
 #include "common/region_segment_file.h"
 #include "markers/include/hwperf/markers.h"
 #include "markers/include/hwperf/region_segment.h"
-#include "tests/region_segment_fake.h"
+#include "tests/support/region_segment_fake.h"
 
 extern char** environ;
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "config/config.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 namespace hwperf::test::topology_fixture {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "collectors/uncore/counter_backend.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 namespace hwperf::test::uncore_fixture {
 
