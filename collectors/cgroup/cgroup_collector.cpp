@@ -94,7 +94,8 @@ CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
   if (!settings_.unavailable.empty()) return;
   text_ = prepare_text({});
   rescan();
-  rescanner_.emplace(std::chrono::duration<double>(settings_.configured.rescan_interval_seconds),
+  rescanner_.emplace("cgroup: rescan",
+                     std::chrono::duration<double>(settings_.configured.rescan_interval_seconds),
                      [this] { rescan(); });
 }
 
