@@ -41,15 +41,10 @@ long resident_set_kib() {
   return 0;
 }
 
-std::vector<events::ExportedEvent> typical_hardware_events() {
-  const std::pair<const char*, const char*> presets[] = {
-      {"PAPI_TOT_INS", "instructions"},         {"PAPI_TOT_CYC", "cycles"},
-      {"PAPI_REF_CYC", "reference_cycles"},     {"PAPI_BR_INS", "branch_instructions"},
-      {"PAPI_BR_MSP", "branch_mispredictions"}, {"PAPI_L1_DCM", "l1_data_cache_misses"},
-      {"PAPI_L2_TCM", "l2_cache_misses"},       {"PAPI_L3_TCM", "l3_cache_misses"},
-  };
+std::vector<events::ExportedEvent> stand_in_events(
+    std::initializer_list<std::pair<const char*, const char*>> events_and_metrics) {
   std::vector<events::ExportedEvent> events;
-  for (const auto& [event, metric] : presets) {
+  for (const auto& [event, metric] : events_and_metrics) {
     events::ExportedEvent spec;
     spec.event = event;
     spec.metric = metric;
@@ -58,6 +53,19 @@ std::vector<events::ExportedEvent> typical_hardware_events() {
     events.push_back(std::move(spec));
   }
   return events;
+}
+
+std::vector<events::ExportedEvent> typical_hardware_events() {
+  return stand_in_events({
+      {"PAPI_TOT_INS", "instructions"},
+      {"PAPI_TOT_CYC", "cycles"},
+      {"PAPI_REF_CYC", "reference_cycles"},
+      {"PAPI_BR_INS", "branch_instructions"},
+      {"PAPI_BR_MSP", "branch_mispredictions"},
+      {"PAPI_L1_DCM", "l1_data_cache_misses"},
+      {"PAPI_L2_TCM", "l2_cache_misses"},
+      {"PAPI_L3_TCM", "l3_cache_misses"},
+  });
 }
 
 FakeCounterSource::FakeCounterSource(std::size_t events, const std::vector<unsigned>& cpus)

@@ -1,12 +1,14 @@
 // Small helpers for hwperf_bench: clocks, percentiles, a fake PAPI counter source, a temporary
-// powercap tree and /proc readings. Kept apart from tests/support.h so the bench never links
-// Catch2.
+// powercap tree and /proc readings. Kept apart from tests/support/support.h so the bench never
+// links Catch2.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectors/papi/papi_collector.h"
@@ -25,6 +27,10 @@ std::int64_t percentile(std::vector<std::int64_t>& samples, double fraction);
 // VmRSS of this process in KiB, from /proc/self/status; 0 if it cannot be read.
 long resident_set_kib();
 
+// Events counted by FakeCounterSource, each (event, metric) as a configuration names it, with a
+// HELP text about as long as PAPI's descriptions.
+std::vector<events::ExportedEvent> stand_in_events(
+    std::initializer_list<std::pair<const char*, const char*>> events_and_metrics);
 // The eight events a typical hardware configuration exports, named as the real factory names
 // them, so family names, HELP and body size match a real scrape.
 std::vector<events::ExportedEvent> typical_hardware_events();

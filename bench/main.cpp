@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "bench/bench_support.h"
+#include "bench/gzip_size.h"
 #include "collectors/collector_set.h"
 #include "collectors/papi/papi_collector.h"
 #include "collectors/rapl/rapl_config.h"
@@ -47,7 +48,8 @@ struct Options {
   // between startup and the last reading shows after far fewer.
   std::size_t rss_scrapes_512 = 1000;
   unsigned only_cpus = 0;  // run only the synthetic rows of this size (for profiling)
-  std::string rss_probe;   // internal: run one RSS measurement in this fresh process
+  bool gzip_size_only = false;
+  std::string rss_probe;  // internal: run one RSS measurement in this fresh process
 };
 
 // What a scrape asks for: Prometheus' own Accept header (OpenMetrics first) or the text format,
@@ -426,20 +428,23 @@ std::optional<Options> parse(int argc, char** argv) {
       options.rss_scrapes_512 = std::stoul(arg.substr(18));
     } else if (arg.rfind("--only-cpus=", 0) == 0) {
       options.only_cpus = static_cast<unsigned>(std::stoul(arg.substr(12)));
+    } else if (arg == "--gzip-size") {
+      options.gzip_size_only = true;
     } else if (arg.rfind("--rss-probe=", 0) == 0) {
       options.rss_probe = arg.substr(12);
     } else {
       const bool asked = arg == "--help" || arg == "-h";
       (asked ? std::cout : std::cerr)
           << "usage: hwperf_bench [--quick] [--case-seconds=S] [--rss-scrapes=N] "
-             "[--rss-scrapes-512=N] [--only-cpus=N]\n"
+             "[--rss-scrapes-512=N] [--only-cpus=N] [--gzip-size]\n"
              "  --quick             ~20 s: 0.1 s per row, 1000 / 200 scrapes for RSS\n"
              "  --case-seconds      time measured per row (default 1; at most 2000 scrapes)\n"
              "  --rss-scrapes       scrapes of the real exporter before its last RSS reading "
              "(default 10000)\n"
              "  --rss-scrapes-512   the same for 512 CPUs (default 1000)\n"
              "  --only-cpus         only the synthetic rows for 2, 16, 64, 256 or 512 CPUs "
-             "(e.g. under perf record)\n";
+             "(e.g. under perf record)\n"
+             "  --gzip-size         only the gzip size table\n";
       if (asked) std::exit(0);
       return std::nullopt;
     }
@@ -458,10 +463,15 @@ int main(int argc, char** argv) {
   hwperf::log::set_level(hwperf::LogLevel::warn);
   try {
     if (!options->rss_probe.empty()) return rss_probe(options->rss_probe, options->rss_scrapes);
+    if (options->gzip_size_only) {
+      run_gzip_size();
+      return 0;
+    }
     const std::int64_t start = wall_ns();
     std::printf("load average at start: %s\n", load_average().c_str());
     run_synthetic(*options);
     if (options->only_cpus == 0) {
+      run_gzip_size();
       run_authentication(*options);
       run_refusal_timing(*options);
       run_real(*options);

@@ -43,7 +43,7 @@
 #include "collectors/process/process_collector.h"
 #include "common/log.h"
 #include "common/region_segment_file.h"
-#include "tests/region_collector_config.h"
+#include "tests/support/region_collector_config.h"
 #include "topology/topology.h"
 
 namespace hwperf::bench {

@@ -175,4 +175,57 @@ std::string errno_text(int error) {
   return text;
 }
 
+namespace {
+
+// One character and the text that stands for it once escaped.
+struct CharEscape {
+  char c;
+  const char* replacement;
+};
+
+// What stands for `c` in `table`, or nullptr when `c` stands for itself.
+template <std::size_t N>
+const char* escape_of(char c, const CharEscape (&table)[N]) {
+  for (const auto& escape : table) {
+    if (escape.c == c) return escape.replacement;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string html_escape_text(std::string_view text) {
+  static constexpr CharEscape kHtml[] = {
+      {'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}, {'"', "&quot;"}, {'\'', "&#39;"}};
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const char* escaped = escape_of(c, kHtml);
+    out += escaped != nullptr ? std::string_view(escaped) : std::string_view(&c, 1);
+  }
+  return out;
+}
+
+std::string json_string(std::string_view text) {
+  static constexpr CharEscape kJson[] = {{'"', "\\\""},   {'\\', "\\\\"},   {'\n', "\\n"},
+                                         {'\t', "\\t"},   {'<', "\\u003c"}, {'>', "\\u003e"},
+                                         {'&', "\\u0026"}};
+  std::string out = "\"";
+  out.reserve(text.size() + 2);
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (const char* escaped = escape_of(c, kJson)) {
+      out += escaped;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char code[8];
+      std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(byte));
+      out += code;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
 }  // namespace hwperf

@@ -37,4 +37,10 @@ std::string quoted_excerpt(std::string_view text, std::size_t limit = 64);
 // "ENOENT (No such file or directory)": the name a user can search for, and the words.
 std::string errno_text(int error);
 
+// Text made safe for HTML element content and double- or single-quoted attribute values.
+std::string html_escape_text(std::string_view text);
+// A JSON string literal, quotes included. '<', '>' and '&' are escaped too, so the text stays
+// inert even if something ever embeds it in HTML.
+std::string json_string(std::string_view text);
+
 }  // namespace hwperf

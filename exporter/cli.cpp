@@ -8,6 +8,7 @@
 
 #include "common/text.h"
 #include "config/errors.h"
+#include "exporter/experiment/experiment.h"
 #include "web/http_server.h"
 
 namespace hwperf {

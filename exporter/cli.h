@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "config/config.h"
-#include "exporter/experiment.h"
+#include "exporter/experiment/experiment_options.h"
 
 namespace hwperf {
 
-struct CliOptions {
+// Every flag; experiment mode's own are in ExperimentOptions (exporter/experiment/).
+struct CliOptions : ExperimentOptions {
   std::optional<std::string> config_file;
   std::optional<std::string> listen_address;
   std::optional<std::string> telemetry_path;
@@ -25,15 +26,6 @@ struct CliOptions {
   std::optional<unsigned> max_connections;     // connections served at once (HTTP workers)
   std::optional<unsigned> request_timeout_ms;  // request head (and TLS handshake) deadline
   std::optional<unsigned> keep_alive_timeout_ms;
-  // After `--`: a command to run as a process target (experiment mode).
-  std::vector<std::string> command;
-  std::optional<std::string> output;           // --once: where the exposition goes ("-": stdout)
-  std::optional<std::string> summary_output;   // --once -- CMD: the summary's file ("-": stdout)
-  std::optional<std::string> experiment_name;  // -- CMD: the target's name
-  SummaryFormat summary_format = SummaryFormat::text;
-  unsigned repeat = 1;              // --once -- CMD: runs of the command
-  unsigned linger_ms = 30 * 1000;   // served -- CMD: how long the final counts wait for a scrape
-  bool experiment_regions = false;  // -- CMD: marker library preloaded, region segment passed
   bool check_config = false;
   bool once = false;
   bool version = false;

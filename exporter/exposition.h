@@ -10,7 +10,6 @@
 #include <prometheus/metric_family.h>
 
 #include "collectors/exposition_text.h"
-#include "exporter/gzip.h"
 
 namespace hwperf {
 

@@ -6,8 +6,8 @@
 #include "collectors/build_info.h"
 #include "config/config.h"
 #include "common/text.h"
-#include "exporter/gzip.h"
-#include "exporter/topology_page.h"
+#include "exporter/compression/gzip.h"
+#include "exporter/topology_page/topology_page.h"
 #include "web/query.h"
 
 namespace hwperf {
@@ -110,6 +110,7 @@ HttpResponse Exporter::telemetry(const HttpRequest& request) const {
   const bool gzip = accepts_gzip(request.accept_encoding);
   response.body =
       targets.empty() ? exposition(format, gzip) : target_exposition(format, gzip, targets);
+  response.headers.reserve(2);
   response.headers.emplace_back("Vary", "Accept, Accept-Encoding");
   if (gzip) response.headers.emplace_back("Content-Encoding", "gzip");
   // The latest scrape answered, by when it began: one that began before a mark and ends after
@@ -131,7 +132,8 @@ HttpResponse Exporter::route(const HttpRequest& request) const {
   if (request.path == telemetry_path_) return telemetry(request);
   if (serves_topology(request.path)) {
     // The JSON reads through the scrape's own collection (the same locks, the same collectors).
-    return topology_page_->respond(request, [this] { return collectors_.collect(); });
+    return topology_page_->respond(
+        request, [this] { return collectors_.collect(); }, accepts_gzip(request.accept_encoding));
   }
   if (request.path == "/") {
     std::string body =

@@ -14,8 +14,9 @@
 #include <prometheus/metric_family.h>
 
 #include "collectors/collector_set.h"
+#include "exporter/compression/gzip.h"
 #include "exporter/exposition.h"
-#include "exporter/topology_page.h"
+#include "exporter/topology_page/topology_page.h"
 #include "web/http.h"
 
 namespace hwperf {
@@ -23,7 +24,7 @@ namespace hwperf {
 class Exporter {
  public:
   // `telemetry_path` is where metrics are served; `build_info` is the constant build info family.
-  // With a `topology`, /topology and its files are served too (exporter/topology_page.h).
+  // With a `topology`, /topology and its files are served too (exporter/topology_page/).
   Exporter(std::string telemetry_path, CollectorSet collectors, prometheus::MetricFamily build_info,
            const Topology* topology = nullptr);
 

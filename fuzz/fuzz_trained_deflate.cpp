@@ -1,5 +1,9 @@
 // libFuzzer target: TrainedDeflate must encode any input with codes trained on any sample, and
-// zlib's inflate must give the input back. The first byte splits the rest into sample and input.
+// zlib's inflate must give the input back, also when the input is encoded with the memo of the
+// sample (lines copied from it) and then with its own, and when the sample with one line replaced
+// by the input, then the sample again, are each encoded with the memo of the one before. The
+// first byte splits the rest into sample and input and picks the line.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -8,7 +12,7 @@
 
 #include <zlib.h>
 
-#include "exporter/trained_deflate.h"
+#include "exporter/compression/trained_deflate.h"
 
 namespace {
 
@@ -40,5 +44,37 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   codes.compress(input, compressed);
   if (compressed.size() > codes.bound(input.size())) std::abort();
   if (inflate_raw(compressed, input.size()) != input) std::abort();
+  hwperf::LineMemo sample_memo;
+  hwperf::LineMemo input_memo;
+  hwperf::LineMemo again_memo;
+  std::string unused;
+  codes.compress(bytes.substr(0, split), unused, nullptr, sample_memo);
+  for (const hwperf::LineMemo* previous : {&sample_memo, &input_memo}) {
+    std::string with_memo;
+    codes.compress(input, with_memo, previous, previous == &sample_memo ? input_memo : again_memo);
+    if (with_memo.size() > codes.bound(input.size())) std::abort();
+    if (inflate_raw(with_memo, input.size()) != input) std::abort();
+  }
+  // A memo copies lines only from a text that is mostly the same line for line, which two halves
+  // of a fuzzer's input seldom are: the sample with one of its lines replaced by the input, then
+  // the sample again, each with the memo of the one before.
+  const std::string_view sample = bytes.substr(0, split);
+  std::size_t line_start = 0;
+  for (std::size_t line = data[0] % 16; line > 0 && line_start < sample.size(); --line) {
+    const std::size_t newline = sample.find('\n', line_start);
+    line_start = newline == std::string_view::npos ? sample.size() : newline + 1;
+  }
+  const std::size_t line_end = std::min(sample.find('\n', line_start), sample.size());
+  const std::string edited =
+      std::string(sample.substr(0, line_start)) + input + std::string(sample.substr(line_end));
+  hwperf::LineMemo edited_memo;
+  const hwperf::LineMemo* previous = &sample_memo;
+  for (const std::string& text : {edited, std::string(sample)}) {
+    hwperf::LineMemo& next = previous == &sample_memo ? edited_memo : again_memo;
+    std::string with_memo;
+    codes.compress(text, with_memo, previous, next);
+    if (inflate_raw(with_memo, text.size()) != text) std::abort();
+    previous = &next;
+  }
   return 0;
 }

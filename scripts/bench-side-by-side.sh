@@ -54,53 +54,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# --- The fixture: what both exporters read. -----------------------------------------------
-# node_exporter (procfs/sysfs GetRaplZones) reads class/powercap/intel-rapl:*/{name,energy_uj,
-# max_energy_range_uj}; hwperf reads the same three files plus constraint_* for its power
-# ceiling. Two packages with core/uncore/dram subzones plus psys: 9 zones, the layout
-# bench/bench_support.cpp writes too.
+# --- The fixture: what both exporters read (bench/rapl_fixture.sh). -------------------------
+. bench/rapl_fixture.sh
+write_rapl_fixture "$work"
 sysfs="$work/sys"
-write_zone() {  # dir name energy_uj max_energy_range_uj [power_limit_uw]
-  local dir="$sysfs/class/powercap/$1"
-  mkdir -p "$dir"
-  echo "$2" >"$dir/name"
-  echo "$3" >"$dir/energy_uj"
-  echo "$4" >"$dir/max_energy_range_uj"
-  echo 1 >"$dir/enabled"
-  if [[ -n "${5:-}" ]]; then
-    echo long_term >"$dir/constraint_0_name"
-    echo "$5" >"$dir/constraint_0_power_limit_uw"
-  fi
-}
-mkdir -p "$sysfs/class/powercap/intel-rapl"
-echo 1 >"$sysfs/class/powercap/intel-rapl/enabled"
-write_zone intel-rapl:0 package-0 81234567890 261999999939 150000000
-write_zone intel-rapl:0:0 core 51234567890 261999999939
-write_zone intel-rapl:0:1 uncore 1234567890 261999999939
-write_zone intel-rapl:0:2 dram 21234567890 64424509425
-write_zone intel-rapl:1 package-1 82234567890 261999999939 150000000
-write_zone intel-rapl:1:0 core 52234567890 261999999939
-write_zone intel-rapl:1:1 uncore 2234567890 261999999939
-write_zone intel-rapl:1:2 dram 22234567890 64424509425
-write_zone intel-rapl:2 psys 123234567890 261999999939
-
-# Two packages so that package-0 and package-1 map onto the topology; PAPI off (RAPL only).
-cat >"$work/hwperf.yml" <<YAML
-paths:
-  sysfs: $sysfs
-topology:
-  source: "synthetic:pack:2 core:2 pu:1"
-log:
-  level: warn
-collectors:
-  topology:
-    enabled: true
-  papi:
-    enabled: false
-  rapl:
-    enabled: true
-    interface: powercap
-YAML
 
 # --- Start both, pinned to CPU 0. -----------------------------------------------------------
 taskset -c 0 "$hwperf_bin" --config.file="$work/hwperf.yml" \
@@ -129,34 +86,17 @@ wait_ready() {  # url pid name
 }
 wait_ready "http://127.0.0.1:$hwperf_port/metrics" "$hwperf_pid" hwperf
 wait_ready "http://127.0.0.1:$node_port/metrics" "$node_pid" node
-# Every counter moves once after startup, as on real hardware: one that has not moved 5 s after
-# startup is taken for a hypervisor's frozen counter and its joules are no longer served
-# (hwperf_rapl_energy_frozen), which would leave hwperf serving less than node_exporter and the
-# floor. Rewritten in place, as sysfs changes, since hwperf keeps the files open.
-for zone in "$sysfs"/class/powercap/intel-rapl:*; do
-  echo $(($(cat "$zone/energy_uj") + 1000000)) >"$zone/energy_uj"
-done
+# Every counter moves once after startup (move_rapl_counters), or hwperf would serve less than
+# node_exporter and the floor once it takes them for frozen.
+move_rapl_counters "$work"
 
 # The floor answers with hwperf's responses (status line, headers, body), captured once.
 capture_response() {  # port accept-encoding file: the raw response to one GET /metrics
-  python3 - "$@" <<'PY'
-import socket, sys
-port, encoding, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-if encoding == "gzip":
-    request += "Accept-Encoding: gzip\r\n"
-connection = socket.create_connection(("127.0.0.1", port))
-connection.sendall((request + "\r\n").encode())
-data = b""
-while b"\r\n\r\n" not in data:
-    data += connection.recv(65536)
-head, _, body = data.partition(b"\r\n\r\n")
-length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
-              if line.lower().startswith(b"content-length:"))
-while len(body) < length:
-    body += connection.recv(65536)
-open(path, "wb").write(head + b"\r\n\r\n" + body)
-PY
+  if [[ "$2" == gzip ]]; then
+    python3 bench/keepalive_get.py "$1" --gzip --save "$3"
+  else
+    python3 bench/keepalive_get.py "$1" --save "$3"
+  fi
 }
 capture_response "$hwperf_port" identity "$work/floor-identity.http"
 capture_response "$hwperf_port" gzip "$work/floor-gzip.http"

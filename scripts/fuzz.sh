@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the parsers that take outside input (the YAML config, the web config with its
 # Authorization header, Accept/Accept-Encoding, and the region segment a measured program
-# writes), and the gzip encoder of our own (exporter/trained_deflate), with libFuzzer for a
-# bounded time each.
+# writes), and the gzip encoder of our own (exporter/compression/trained_deflate), with libFuzzer
+# for a bounded time each.
 # Usage: scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 60; CI uses the default)
 # A crash leaves its input in build-fuzz/findings/ and fails the script.
 set -euo pipefail

@@ -31,6 +31,7 @@
 #include "common/log.h"
 #include "common/open_files.h"
 #include "common/unique_fd.h"
+#include "web/http_wire.h"
 #include "web/openssl_shim/loader.h"
 #include "web/tls.h"
 
@@ -41,22 +42,6 @@ namespace {
 // code itself in 1.16 (Debian 13); overloading on the field's type fits both.
 inline void point_error_code(unsigned*& field, unsigned& code) { field = &code; }
 inline void point_error_code(unsigned& /*field holds the code itself*/, unsigned& /*unused*/) {}
-
-const char* reason_phrase(int status) {
-  switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Unknown";
-  }
-}
 
 void poke(const std::string& numeric_host, unsigned port) {
   addrinfo hints{};
@@ -135,6 +120,43 @@ bool client_keeps_alive(const mg_request_info* info, const char* connection_head
 // they were already sent.
 void close_after_response(mg_connection* connection) {
   mg_send_http_error(connection, 304, "%s", "");
+}
+
+// Room for every connection CivetWeb may accept within the open-file limit (raised by its one
+// owner, common/open_files.h, as far as it goes), else fewer connections at once, said so; none
+// is a startup error naming the remedy.
+ConnectionBudget connections_within_open_files(const HttpServerOptions& options,
+                                               unsigned max_scrapes) {
+  const unsigned long limit = raise_open_file_limit();
+  const bool unlimited = limit == ULONG_MAX;
+  const unsigned long open_now = open_file_count() + 1;  // + the listening socket
+  const unsigned long wanted = open_now +
+                               fd_reserve(options.worker_threads, max_scrapes, RLIM_INFINITY) +
+                               options.worker_threads + options.connection_queue + 1;
+  unsigned long free_fds = wanted;
+  if (!unlimited) {
+    const unsigned long reserve =
+        fd_reserve(options.worker_threads, max_scrapes, static_cast<rlim_t>(limit));
+    free_fds = limit > open_now + reserve ? limit - open_now - reserve : 0;
+  }
+  const ConnectionBudget budget =
+      fit_connections(options.worker_threads, std::max(1u, options.connection_queue), free_fds);
+  const std::string remedy = "raise it to at least " + std::to_string(wanted) +
+                             " (`ulimit -n`, systemd LimitNOFILE=, docker run --ulimit nofile=)";
+  if (budget.worker_threads == 0) {
+    throw std::runtime_error("cannot listen on " + options.listen_address.text() +
+                             ": the open-file limit (RLIMIT_NOFILE) is " + std::to_string(limit) +
+                             " and " + std::to_string(open_now) +
+                             " files are open, which leaves no room for connections; " + remedy);
+  }
+  if (budget.reduced) {
+    log::warn("the open-file limit (RLIMIT_NOFILE) is " + std::to_string(limit) +
+              ": serving at most " + std::to_string(budget.worker_threads) +
+              " connections at once, " + std::to_string(budget.connection_queue) +
+              " more waiting, instead of " + std::to_string(options.worker_threads) + " and " +
+              std::to_string(options.connection_queue) + "; " + remedy);
+  }
+  return budget;
 }
 
 }  // namespace
@@ -250,21 +272,10 @@ struct HttpServer::Impl {
     const bool keep_alive = client_keeps_alive(info, mg_get_header(connection, "Connection"));
     bool close = request.has_body || workers_scarce || !keep_alive;
 
-    std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " +
-                      reason_phrase(response.status) + "\r\n";
-    out += "Content-Type: " + response.content_type + "\r\n";
-    out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
-    for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
-    for (const auto& [name, value] : self->response_headers) out += name + ": " + value + "\r\n";
-    // No browser may take an error's text (which can echo what the client sent) for HTML.
-    if (!has_header(response.headers, kNoSniff) && !has_header(self->response_headers, kNoSniff)) {
-      out += kNoSniff + std::string(": nosniff\r\n");
-    }
-    out += close ? "Connection: close\r\n" : "Connection: keep-alive\r\n";
-    out += "\r\n";
     // One write: headers and body in separate writes would meet the client's delayed ACK and
     // cost about 40 ms on every keep-alive request (TCP_NODELAY is set too).
-    if (request.method != "HEAD") out += response.body;
+    const std::string out =
+        wire_response(response, self->response_headers, close, request.method == "HEAD");
     const int written = mg_write(connection, out.data(), out.size());
     // A client that does not read its responses (CivetWeb gave up after request_timeout_ms) must
     // lose the connection, or every request it pipelined would hold the worker that long again.
@@ -321,6 +332,69 @@ struct HttpServer::Impl {
     accept_allowed.notify_all();
   }
 
+  // CivetWeb started with the budget fitted (worker_threads, connection_queue) on `ports`; throws
+  // std::runtime_error naming why it could not start.
+  void start(const HttpServerOptions& options, const std::string& ports) {
+    const std::string threads = std::to_string(worker_threads);
+    const std::string queue = std::to_string(connection_queue);
+    const std::string backlog = std::to_string(std::max(1u, options.listen_backlog));
+    const std::string timeout = std::to_string(std::max(1u, options.request_timeout_ms));
+    const std::string keep_alive_timeout =
+        std::to_string(std::max(1u, options.keep_alive_timeout_ms));
+    const char* civet_options[] = {"listening_ports",
+                                   ports.c_str(),
+                                   "num_threads",
+                                   threads.c_str(),
+                                   "connection_queue",
+                                   queue.c_str(),
+                                   "listen_backlog",
+                                   backlog.c_str(),
+                                   "request_timeout_ms",
+                                   timeout.c_str(),
+                                   "keep_alive_timeout_ms",
+                                   keep_alive_timeout.c_str(),
+                                   "enable_keep_alive",
+                                   "yes",
+                                   "tcp_nodelay",
+                                   "1",
+                                   nullptr};
+    mg_callbacks callbacks{};
+    callbacks.begin_request = &Impl::on_request;
+    callbacks.log_message = &Impl::on_log;
+    callbacks.init_connection = &Impl::on_connection_open;
+    callbacks.connection_close = &Impl::on_connection_close;
+    callbacks.init_thread = &Impl::on_thread_start;
+    if (options.tls) callbacks.init_ssl = &Impl::on_init_ssl;
+    mg_init_data init{};
+    init.callbacks = &callbacks;
+    init.user_data = this;
+    init.configuration_options = civet_options;
+    char error_text[256] = {};
+    unsigned error_code = 0;
+    mg_error_data error{};
+    point_error_code(error.code, error_code);
+    error.text = error_text;
+    error.text_buffer_size = sizeof error_text;
+    context = mg_start2(&init, &error);
+    if (context == nullptr) throw std::runtime_error(start_failure(options, error_text));
+  }
+
+  // Why CivetWeb did not start: bind(2)'s own error where a probe finds one, else what CivetWeb
+  // and its last log line say.
+  std::string start_failure(const HttpServerOptions& options, const char* error_text) {
+    const ListenAddress& address = options.listen_address;
+    if (const int bind_error = probe_bind(address.numeric_host(), address.port())) {
+      return describe_bind_error(address.text(), bind_error);
+    }
+    std::string detail = error_text[0] ? error_text : "CivetWeb failed to start";
+    if (!tls_error.empty()) detail = tls_error;
+    {
+      const std::lock_guard<std::mutex> lock(log_mutex);
+      if (!last_log.empty()) detail += " (" + last_log + ")";
+    }
+    return "cannot listen on " + address.text() + ": " + detail;
+  }
+
   static int on_log(const mg_connection* connection, const char* message) {
     log::debug(std::string("civetweb: ") + message);
     if (Impl* self = connection != nullptr ? of(connection) : nullptr) {
@@ -356,95 +430,11 @@ HttpServer::HttpServer(const HttpServerOptions& options, HttpHandler handler)
     ports += "s";  // CivetWeb's suffix for a TLS-only port
   }
 
-  // Room for every connection CivetWeb may accept within the open-file limit (raised by its one
-  // owner, common/open_files.h, as far as it goes), else fewer connections at once, said so.
-  const unsigned max_scrapes = impl_->admission->policy().max_concurrent_requests;
-  const unsigned long limit = raise_open_file_limit();
-  const bool unlimited = limit == ULONG_MAX;
-  const unsigned long open_now = open_file_count() + 1;  // + the listening socket
-  const unsigned long wanted = open_now +
-                               fd_reserve(options.worker_threads, max_scrapes, RLIM_INFINITY) +
-                               options.worker_threads + options.connection_queue + 1;
-  unsigned long free_fds = wanted;
-  if (!unlimited) {
-    const unsigned long reserve =
-        fd_reserve(options.worker_threads, max_scrapes, static_cast<rlim_t>(limit));
-    free_fds = limit > open_now + reserve ? limit - open_now - reserve : 0;
-  }
   const ConnectionBudget budget =
-      fit_connections(options.worker_threads, std::max(1u, options.connection_queue), free_fds);
-  const std::string remedy = "raise it to at least " + std::to_string(wanted) +
-                             " (`ulimit -n`, systemd LimitNOFILE=, docker run --ulimit nofile=)";
-  if (budget.worker_threads == 0) {
-    throw std::runtime_error("cannot listen on " + options.listen_address.text() +
-                             ": the open-file limit (RLIMIT_NOFILE) is " + std::to_string(limit) +
-                             " and " + std::to_string(open_now) +
-                             " files are open, which leaves no room for connections; " + remedy);
-  }
-  if (budget.reduced) {
-    log::warn("the open-file limit (RLIMIT_NOFILE) is " + std::to_string(limit) +
-              ": serving at most " + std::to_string(budget.worker_threads) +
-              " connections at once, " + std::to_string(budget.connection_queue) +
-              " more waiting, instead of " + std::to_string(options.worker_threads) + " and " +
-              std::to_string(options.connection_queue) + "; " + remedy);
-  }
+      connections_within_open_files(options, impl_->admission->policy().max_concurrent_requests);
   impl_->worker_threads = budget.worker_threads;
   impl_->connection_queue = budget.connection_queue;
-
-  const std::string threads = std::to_string(budget.worker_threads);
-  const std::string queue = std::to_string(budget.connection_queue);
-  const std::string backlog = std::to_string(std::max(1u, options.listen_backlog));
-  const std::string timeout = std::to_string(std::max(1u, options.request_timeout_ms));
-  const std::string keep_alive_timeout =
-      std::to_string(std::max(1u, options.keep_alive_timeout_ms));
-  const char* civet_options[] = {"listening_ports",
-                                 ports.c_str(),
-                                 "num_threads",
-                                 threads.c_str(),
-                                 "connection_queue",
-                                 queue.c_str(),
-                                 "listen_backlog",
-                                 backlog.c_str(),
-                                 "request_timeout_ms",
-                                 timeout.c_str(),
-                                 "keep_alive_timeout_ms",
-                                 keep_alive_timeout.c_str(),
-                                 "enable_keep_alive",
-                                 "yes",
-                                 "tcp_nodelay",
-                                 "1",
-                                 nullptr};
-  mg_callbacks callbacks{};
-  callbacks.begin_request = &Impl::on_request;
-  callbacks.log_message = &Impl::on_log;
-  callbacks.init_connection = &Impl::on_connection_open;
-  callbacks.connection_close = &Impl::on_connection_close;
-  callbacks.init_thread = &Impl::on_thread_start;
-  if (options.tls) callbacks.init_ssl = &Impl::on_init_ssl;
-  mg_init_data init{};
-  init.callbacks = &callbacks;
-  init.user_data = impl_.get();
-  init.configuration_options = civet_options;
-  char error_text[256] = {};
-  unsigned error_code = 0;
-  mg_error_data error{};
-  point_error_code(error.code, error_code);
-  error.text = error_text;
-  error.text_buffer_size = sizeof error_text;
-  impl_->context = mg_start2(&init, &error);
-  if (impl_->context == nullptr) {
-    const ListenAddress& address = options.listen_address;
-    if (const int bind_error = probe_bind(address.numeric_host(), address.port())) {
-      throw std::runtime_error(describe_bind_error(address.text(), bind_error));
-    }
-    std::string detail = error_text[0] ? error_text : "CivetWeb failed to start";
-    if (!impl_->tls_error.empty()) detail = impl_->tls_error;
-    {
-      const std::lock_guard<std::mutex> lock(impl_->log_mutex);
-      if (!impl_->last_log.empty()) detail += " (" + impl_->last_log + ")";
-    }
-    throw std::runtime_error("cannot listen on " + options.listen_address.text() + ": " + detail);
-  }
+  impl_->start(options, ports);
 }
 
 // CivetWeb's master thread polls its listening sockets with a 2 s quantum and only then sees the

@@ -91,7 +91,8 @@ CgroupCollector::CgroupCollector(CgroupCollectorSettings settings)
   text_ = prepare_text({});
   if (settings_.mode == CountingMode::bpf) open_removed_before_discovery();
   rescan();
-  rescanner_.emplace(std::chrono::duration<double>(settings_.configured.rescan_interval_seconds),
+  rescanner_.emplace("cgroup: rescan",
+                     std::chrono::duration<double>(settings_.configured.rescan_interval_seconds),
                      [this] { rescan(); });
 }
 

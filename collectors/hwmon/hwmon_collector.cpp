@@ -54,7 +54,7 @@ class HwmonCollector final : public Collector, public ConstantFamilies {
     if (tick_in_background && engine_ && !labels_.empty()) {
       HwmonEngine* ticked = engine_.get();
       ticker_ = std::make_unique<PeriodicThread>(
-          std::chrono::duration<double>(engine_->settings().interval_seconds),
+          "hwmon: tick", std::chrono::duration<double>(engine_->settings().interval_seconds),
           [ticked, this] { tick_safely(*ticked); });
     }
   }

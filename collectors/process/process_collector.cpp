@@ -128,7 +128,8 @@ ProcessCollector::ProcessCollector(ProcessCollectorSettings settings)
   }
   prepare_text();
   rescan();
-  rescanner_.emplace(std::chrono::duration<double>(settings_.rescan_interval_seconds),
+  rescanner_.emplace("process: rescan",
+                     std::chrono::duration<double>(settings_.rescan_interval_seconds),
                      [this] { rescan(); });
 }
 

@@ -131,6 +131,153 @@ ProbeResult open_failure(const std::string& devfs_root, unsigned cpu, int error)
   }
 }
 
+// Opens the first target CPU's msr device and reads its power unit register: a failure of
+// either is the probe's failure.
+std::optional<ProbeResult> check_first_cpu(MsrSource& source, const std::string& devfs_root,
+                                           unsigned cpu, std::uint64_t unit_address,
+                                           const std::string& identity) {
+  const auto first = source.device(devfs_root, cpu);
+  if (!first.ok()) return open_failure(devfs_root, cpu, first.error);
+  const auto first_unit = source.at(first.value).read(unit_address);
+  if (!first_unit.ok()) {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llX", static_cast<unsigned long long>(unit_address));
+    return msr_failure("unsupported", devfs_root + "/cpu/" + std::to_string(cpu) +
+                                          "/msr: reading the power unit register " + hex + ": " +
+                                          errno_text(first_unit.error) + ": " + identity +
+                                          " (or its hypervisor) does not expose RAPL");
+  }
+  return std::nullopt;
+}
+
+// A domain's energy status register.
+struct StatusRegister {
+  Domain domain;
+  std::uint64_t address;
+};
+
+// The energy status registers read on each package's (or die's) CPU.
+std::vector<StatusRegister> msr_package_registers(bool amd) {
+  return amd ? std::vector<StatusRegister>{{Domain::package, msr::kAmdPackageEnergy}}
+             : std::vector<StatusRegister>{{Domain::package, msr::kIntelPackageEnergy},
+                                           {Domain::core, msr::kIntelPp0Energy},
+                                           {Domain::uncore, msr::kIntelPp1Energy},
+                                           {Domain::dram, msr::kIntelDramEnergy},
+                                           {Domain::psys, msr::kIntelPsysEnergy}};
+}
+
+// Adds the live energy status registers of each CPU it is given to the source; remembers the
+// domains whose register is missing or dead, and the CPUs it could not read, for the caller
+// to say.
+class MsrProbe {
+ public:
+  MsrProbe(MsrSource& source, const std::string& devfs_root, const CpuIdentity& cpu,
+           std::uint64_t unit_address)
+      : source_(source), devfs_root_(devfs_root), cpu_(cpu), unit_address_(unit_address) {}
+
+  // Every wanted register on each target's CPU, psys once, and on Intel each package's power
+  // hint.
+  void add_packages(const std::vector<CpuTarget>& targets,
+                    const std::vector<StatusRegister>& package_scope, DomainSet wanted, bool amd) {
+    bool psys_done = false;
+    for (const CpuTarget& target : targets) {
+      const auto opened = open_cpu(target.cpu);
+      if (!opened) continue;
+      for (const StatusRegister& status : package_scope) {
+        if (!wanted.contains(status.domain)) continue;
+        // psys is one platform-wide counter, read once.
+        if (status.domain == Domain::psys) {
+          if (psys_done) continue;
+          psys_done = true;
+        }
+        try_add(target, opened->fd_index, status.domain, status.address, opened->unit,
+                status.domain != Domain::psys);
+      }
+      if (!amd) add_power_hint(target, *opened);
+    }
+  }
+
+  // AMD counts core energy per core; each core's counter feeds its package's core series.
+  void add_amd_cores(const Topology& topology) {
+    std::set<std::pair<unsigned, unsigned>> seen;
+    for (const HardwareThread& thread : topology.threads()) {
+      if (!seen.insert({thread.package, thread.core}).second) continue;
+      const auto opened = open_cpu(thread.cpu);
+      if (!opened) continue;
+      try_add({thread.cpu, thread.package, std::nullopt}, opened->fd_index, Domain::core,
+              msr::kAmdCoreEnergy, opened->unit, true);
+    }
+  }
+
+  std::set<Domain> absent;
+  std::vector<std::string> problems;
+
+ private:
+  // A CPU's msr device and its power unit register.
+  struct OpenedCpu {
+    std::size_t fd_index = 0;
+    std::uint64_t unit = 0;
+  };
+
+  // A problem said, and nothing, when either cannot be read.
+  std::optional<OpenedCpu> open_cpu(unsigned cpu_number) {
+    const auto fd_index = source_.device(devfs_root_, cpu_number);
+    if (!fd_index.ok()) {
+      problems.push_back(devfs_root_ + "/cpu/" + std::to_string(cpu_number) +
+                         "/msr: " + errno_text(fd_index.error));
+      return std::nullopt;
+    }
+    const auto unit = source_.at(fd_index.value).read(unit_address_);
+    if (!unit.ok()) {
+      problems.push_back("power unit register on cpu " + std::to_string(cpu_number) + ": " +
+                         errno_text(unit.error));
+      return std::nullopt;
+    }
+    return OpenedCpu{fd_index.value, unit.value};
+  }
+
+  // A register the CPU lacks fails with EIO. One it has but does not drive (PP1 on servers,
+  // DRAM on most clients) reads 0: a live counter has counted since reset, so 0 at startup
+  // means "the hardware does not drive it", wrong only with a chance of 2^-32.
+  void try_add(const CpuTarget& target, std::size_t fd_index, Domain domain, std::uint64_t address,
+               std::uint64_t unit, bool package_label) {
+    const auto status = source_.at(fd_index).read(address);
+    if (!status.ok() || (status.value & 0xFFFFFFFFu) == 0) {
+      absent.insert(domain);
+      return;
+    }
+    CounterInfo info;
+    info.domain = domain;
+    if (package_label) {
+      info.package = target.package;
+      info.die = target.die;
+    }
+    const unsigned exponent = energy_unit_exponent(cpu_, domain, unit);
+    info.scale = {WrapRule::modulo_2_32, 0, std::uint64_t{1} << exponent};
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "0x%llX", static_cast<unsigned long long>(address));
+    info.source = devfs_root_ + "/cpu/" + std::to_string(target.cpu) + "/msr@" + hex;
+    source_.add(std::move(info), fd_index, address);
+  }
+
+  // PKG_POWER_INFO: thermal spec power in bits 14:0, maximum power in bits 46:32, both in
+  // units of 2^-PU W (PU = unit register bits 3:0). Either may be 0 (not reported).
+  void add_power_hint(const CpuTarget& target, const OpenedCpu& opened) {
+    const auto info = source_.at(opened.fd_index).read(msr::kIntelPackagePowerInfo);
+    if (info.ok()) {
+      const double per_watt = static_cast<double>(std::uint64_t{1} << (opened.unit & 0xF));
+      const auto tdp = static_cast<double>(info.value & 0x7FFF);
+      const auto max = static_cast<double>((info.value >> 32) & 0x7FFF);
+      source_.hint(target.package, std::max(tdp, max) / per_watt);
+    }
+  }
+
+  MsrSource& source_;
+  const std::string& devfs_root_;
+  const CpuIdentity& cpu_;
+  std::uint64_t unit_address_;
+};
+
 }  // namespace
 
 unsigned energy_unit_exponent(const CpuIdentity& cpu, Domain domain, std::uint64_t unit_register) {
@@ -167,123 +314,22 @@ ProbeResult open_msr_source(const PathsConfig& paths, const Topology& topology, 
   if (targets.empty()) return msr_failure("error", "the topology has no CPUs");
 
   auto source = std::make_unique<MsrSource>();
-  const auto first = source->device(paths.devfs, targets.front().cpu);
-  if (!first.ok()) return open_failure(paths.devfs, targets.front().cpu, first.error);
-
   const std::uint64_t unit_address = amd ? msr::kAmdPowerUnit : msr::kIntelPowerUnit;
-  const auto first_unit = source->at(first.value).read(unit_address);
-  if (!first_unit.ok()) {
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "0x%llX", static_cast<unsigned long long>(unit_address));
-    return msr_failure("unsupported", paths.devfs + "/cpu/" + std::to_string(targets.front().cpu) +
-                                          "/msr: reading the power unit register " + hex + ": " +
-                                          errno_text(first_unit.error) + ": " + identity +
-                                          " (or its hypervisor) does not expose RAPL");
+  if (auto failure =
+          check_first_cpu(*source, paths.devfs, targets.front().cpu, unit_address, identity)) {
+    return std::move(*failure);
   }
 
-  struct Status {
-    Domain domain;
-    std::uint64_t address;
-  };
-  const std::vector<Status> package_scope =
-      amd ? std::vector<Status>{{Domain::package, msr::kAmdPackageEnergy}}
-          : std::vector<Status>{{Domain::package, msr::kIntelPackageEnergy},
-                                {Domain::core, msr::kIntelPp0Energy},
-                                {Domain::uncore, msr::kIntelPp1Energy},
-                                {Domain::dram, msr::kIntelDramEnergy},
-                                {Domain::psys, msr::kIntelPsysEnergy}};
-  std::set<Domain> absent;
-  std::vector<std::string> problems;
-  // A register the CPU lacks fails with EIO. One it has but does not drive (PP1 on servers,
-  // DRAM on most clients) reads 0: a live counter has counted since reset, so 0 at startup
-  // means "the hardware does not drive it", wrong only with a chance of 2^-32.
-  auto try_add = [&](const CpuTarget& target, std::size_t fd_index, Domain domain,
-                     std::uint64_t address, std::uint64_t unit, bool package_label) {
-    const auto status = source->at(fd_index).read(address);
-    if (!status.ok() || (status.value & 0xFFFFFFFFu) == 0) {
-      absent.insert(domain);
-      return;
-    }
-    CounterInfo info;
-    info.domain = domain;
-    if (package_label) {
-      info.package = target.package;
-      info.die = target.die;
-    }
-    const unsigned exponent = energy_unit_exponent(*cpu, domain, unit);
-    info.scale = {WrapRule::modulo_2_32, 0, std::uint64_t{1} << exponent};
-    char hex[32];
-    std::snprintf(hex, sizeof hex, "0x%llX", static_cast<unsigned long long>(address));
-    info.source = paths.devfs + "/cpu/" + std::to_string(target.cpu) + "/msr@" + hex;
-    source->add(std::move(info), fd_index, address);
-  };
-
-  // A CPU's msr device and its power unit register; a problem said, and nothing, when either
-  // cannot be read.
-  struct OpenedCpu {
-    std::size_t fd_index = 0;
-    std::uint64_t unit = 0;
-  };
-  auto open_cpu = [&](unsigned cpu_number) -> std::optional<OpenedCpu> {
-    const auto fd_index = source->device(paths.devfs, cpu_number);
-    if (!fd_index.ok()) {
-      problems.push_back(paths.devfs + "/cpu/" + std::to_string(cpu_number) +
-                         "/msr: " + errno_text(fd_index.error));
-      return std::nullopt;
-    }
-    const auto unit = source->at(fd_index.value).read(unit_address);
-    if (!unit.ok()) {
-      problems.push_back("power unit register on cpu " + std::to_string(cpu_number) + ": " +
-                         errno_text(unit.error));
-      return std::nullopt;
-    }
-    return OpenedCpu{fd_index.value, unit.value};
-  };
-
-  bool psys_done = false;
-  for (const CpuTarget& target : targets) {
-    const auto opened = open_cpu(target.cpu);
-    if (!opened) continue;
-    for (const Status& status : package_scope) {
-      if (!wanted.contains(status.domain)) continue;
-      // psys is one platform-wide counter, read once.
-      if (status.domain == Domain::psys) {
-        if (psys_done) continue;
-        psys_done = true;
-      }
-      try_add(target, opened->fd_index, status.domain, status.address, opened->unit,
-              status.domain != Domain::psys);
-    }
-    if (!amd) {
-      // PKG_POWER_INFO: thermal spec power in bits 14:0, maximum power in bits 46:32, both in
-      // units of 2^-PU W (PU = unit register bits 3:0). Either may be 0 (not reported).
-      const auto info = source->at(opened->fd_index).read(msr::kIntelPackagePowerInfo);
-      if (info.ok()) {
-        const double per_watt = static_cast<double>(std::uint64_t{1} << (opened->unit & 0xF));
-        const auto tdp = static_cast<double>(info.value & 0x7FFF);
-        const auto max = static_cast<double>((info.value >> 32) & 0x7FFF);
-        source->hint(target.package, std::max(tdp, max) / per_watt);
-      }
-    }
-  }
-  if (amd && wanted.contains(Domain::core)) {
-    // AMD counts core energy per core; each core's counter feeds its package's core series.
-    std::set<std::pair<unsigned, unsigned>> seen;
-    for (const HardwareThread& thread : topology.threads()) {
-      if (!seen.insert({thread.package, thread.core}).second) continue;
-      const auto opened = open_cpu(thread.cpu);
-      if (!opened) continue;
-      try_add({thread.cpu, thread.package, std::nullopt}, opened->fd_index, Domain::core,
-              msr::kAmdCoreEnergy, opened->unit, true);
-    }
-  }
-  for (const auto& problem : problems) log::warn("rapl: msr: skipping " + problem);
+  MsrProbe probe(*source, paths.devfs, *cpu, unit_address);
+  probe.add_packages(targets, msr_package_registers(amd), wanted, amd);
+  if (amd && wanted.contains(Domain::core)) probe.add_amd_cores(topology);
+  for (const auto& problem : probe.problems) log::warn("rapl: msr: skipping " + problem);
   if (source->empty()) {
     return msr_failure("unsupported", identity +
                                           " reports no live energy status register (each is "
                                           "missing or reads 0) for the configured domains");
   }
-  for (Domain domain : absent) {
+  for (Domain domain : probe.absent) {
     bool found = false;
     for (const auto& info : source->counters()) found = found || info.domain == domain;
     if (!found && wanted.contains(domain)) {

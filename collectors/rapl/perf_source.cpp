@@ -115,6 +115,81 @@ std::optional<PmuEvent> describe_event(const std::string& pmu_dir, const std::st
   return event;
 }
 
+// The energy events to open: the power PMU's for the wanted domains, and AMD's per-core
+// power_core event when the power PMU has none for the cores.
+struct PowerEvents {
+  std::vector<PmuEvent> events;
+  std::uint64_t core_type = 0;  // the power_core PMU's type, for the events read per core
+};
+
+PowerEvents describe_power_events(const std::string& devices, DomainSet wanted) {
+  const std::string pmu_dir = devices + "/power";
+  PowerEvents power;
+  const auto formats = read_formats(pmu_dir);
+  for (const EventName& e : kPowerEvents) {
+    if (!wanted.contains(e.domain)) continue;
+    if (auto event = describe_event(pmu_dir, "power", e.file, e.domain, false, formats)) {
+      power.events.push_back(std::move(*event));
+    }
+  }
+  // AMD (Linux 6.13+) counts core energy per core in a PMU of its own.
+  const std::string core_dir = devices + "/power_core";
+  const auto core_type = read_u64_file(core_dir + "/type");
+  bool have_core = false;
+  for (const auto& event : power.events) have_core = have_core || event.domain == Domain::core;
+  if (core_type.ok() && core_type.value <= 0xFFFFFFFFu && !have_core &&
+      wanted.contains(Domain::core)) {
+    if (auto event = describe_event(core_dir, "power_core", "energy-core", Domain::core, true,
+                                    read_formats(core_dir))) {
+      power.events.push_back(std::move(*event));
+      power.core_type = core_type.value;
+    }
+  }
+  return power;
+}
+
+// Opens `event` on `target`'s CPU into `source`. A failure is a problem said later, except a
+// permission one, which ends the probe: it is returned.
+std::optional<ProbeResult> open_energy_event(PerfSource& source, const PmuEvent& event,
+                                             std::uint32_t pmu_type, const CpuTarget& target,
+                                             double hardware_unit, const std::string& procfs_root,
+                                             std::vector<std::string>& problems) {
+  perf::EventEncoding encoding;
+  encoding.name = event.name;
+  encoding.type = pmu_type;
+  encoding.config = event.config.config;
+  encoding.config1 = event.config.config1;
+  encoding.config2 = event.config.config2;
+  // pid -1 with a CPU: a system-wide count of everything on that CPU's package, which is what
+  // the power PMU supports (it rejects per-task events and exclude_* filters).
+  auto opened = perf::open_counter(encoding, -1, static_cast<int>(target.cpu));
+  UniqueFd fd = std::move(opened.value);
+  if (!opened.ok()) {
+    const int error = opened.error;
+    const std::string what = "perf_event_open(" + event.name + ", cpu " +
+                             std::to_string(target.cpu) + "): " + errno_text(error);
+    if (error == EACCES || error == EPERM) {
+      return perf_failure("permission_denied", what + ": the power PMU's system-wide events " +
+                                                   perf::system_wide_permission_remedy(
+                                                       perf::paranoid_setting(procfs_root)));
+    }
+    problems.push_back(what);
+    return std::nullopt;
+  }
+  CounterInfo info;
+  info.domain = event.domain;
+  if (event.domain != Domain::psys) {
+    info.package = target.package;
+    info.die = target.die;
+  }
+  info.scale = {WrapRule::modulo_2_64,
+                perf_update_range_counts(hardware_unit, event.counts_per_joule),
+                event.counts_per_joule};
+  info.source = event.name + " on cpu " + std::to_string(target.cpu);
+  source.add(std::move(info), std::move(fd));
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> counts_per_joule_from_scale(std::string_view scale_text) {
@@ -156,27 +231,8 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
   }
   if (type.value > 0xFFFFFFFFu) return perf_failure("error", pmu_dir + "/type is not a PMU type");
 
-  std::vector<PmuEvent> events;
-  const auto formats = read_formats(pmu_dir);
-  for (const EventName& e : kPowerEvents) {
-    if (!wanted.contains(e.domain)) continue;
-    if (auto event = describe_event(pmu_dir, "power", e.file, e.domain, false, formats)) {
-      events.push_back(std::move(*event));
-    }
-  }
-  // AMD (Linux 6.13+) counts core energy per core in a PMU of its own.
-  const std::string core_dir = devices + "/power_core";
-  const auto core_type = read_u64_file(core_dir + "/type");
-  bool have_core = false;
-  for (const auto& event : events) have_core = have_core || event.domain == Domain::core;
-  if (core_type.ok() && core_type.value <= 0xFFFFFFFFu && !have_core &&
-      wanted.contains(Domain::core)) {
-    if (auto event = describe_event(core_dir, "power_core", "energy-core", Domain::core, true,
-                                    read_formats(core_dir))) {
-      events.push_back(std::move(*event));
-    }
-  }
-  if (events.empty()) {
+  const PowerEvents power = describe_power_events(devices, wanted);
+  if (power.events.empty()) {
     return perf_failure("unsupported", "the power PMU at " + pmu_dir +
                                            " lists no usable energy-* event for the configured "
                                            "domains: this CPU (or the hypervisor) exposes no RAPL "
@@ -196,45 +252,16 @@ ProbeResult open_perf_source(const std::string& sysfs_root, const std::string& p
       powercap_energy_unit_joules(sysfs_root).value_or(kSmallestRaplUnitJoules);
   auto source = std::make_unique<PerfSource>();
   std::vector<std::string> problems;
-  for (const PmuEvent& event : events) {
-    const auto pmu_type = static_cast<std::uint32_t>(event.per_core ? core_type.value : type.value);
+  for (const PmuEvent& event : power.events) {
+    const auto pmu_type = static_cast<std::uint32_t>(event.per_core ? power.core_type : type.value);
     std::vector<CpuTarget> targets = event.per_core ? cores : packages;
     // psys is one platform-wide counter; each package's PMU would report the same one.
     if (event.domain == Domain::psys && targets.size() > 1) targets.resize(1);
     for (const CpuTarget& target : targets) {
-      perf::EventEncoding encoding;
-      encoding.name = event.name;
-      encoding.type = pmu_type;
-      encoding.config = event.config.config;
-      encoding.config1 = event.config.config1;
-      encoding.config2 = event.config.config2;
-      // pid -1 with a CPU: a system-wide count of everything on that CPU's package, which is what
-      // the power PMU supports (it rejects per-task events and exclude_* filters).
-      auto opened = perf::open_counter(encoding, -1, static_cast<int>(target.cpu));
-      UniqueFd fd = std::move(opened.value);
-      if (!opened.ok()) {
-        const int error = opened.error;
-        const std::string what = "perf_event_open(" + event.name + ", cpu " +
-                                 std::to_string(target.cpu) + "): " + errno_text(error);
-        if (error == EACCES || error == EPERM) {
-          return perf_failure("permission_denied", what + ": the power PMU's system-wide events " +
-                                                       perf::system_wide_permission_remedy(
-                                                           perf::paranoid_setting(procfs_root)));
-        }
-        problems.push_back(what);
-        continue;
+      if (auto denied = open_energy_event(*source, event, pmu_type, target, hardware_unit,
+                                          procfs_root, problems)) {
+        return std::move(*denied);
       }
-      CounterInfo info;
-      info.domain = event.domain;
-      if (event.domain != Domain::psys) {
-        info.package = target.package;
-        info.die = target.die;
-      }
-      info.scale = {WrapRule::modulo_2_64,
-                    perf_update_range_counts(hardware_unit, event.counts_per_joule),
-                    event.counts_per_joule};
-      info.source = event.name + " on cpu " + std::to_string(target.cpu);
-      source->add(std::move(info), std::move(fd));
     }
   }
   if (source->empty()) {

@@ -1,7 +1,7 @@
 // Needs a real PMU, so hidden ([.hardware]); run on a physical machine (or a VM with PMU
 // passthrough) as docs/development.md, "Tests that need real hardware", says:
 //   sudo ./build/tests/hwperf_tests "[.hardware]"
-#include "tests/papi_live_support.h"
+#include "tests/support/papi_live_support.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

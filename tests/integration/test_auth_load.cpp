@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 
@@ -142,12 +142,18 @@ TEST_CASE("a 401 takes as long for an unknown user as for a known one with a cos
     unknown.push_back(time_401("nobody-here", attempt));
     known.push_back(time_401("prometheus", attempt));
   }
-  const double unknown_median = median(unknown);
-  const double known_median = median(known);
-  INFO("median 401: unknown user " << unknown_median * 1e3 << " ms, known user "
-                                   << known_median * 1e3 << " ms");
-  CHECK(unknown_median <= 1.5 * known_median);
-  CHECK(known_median <= 1.5 * unknown_median);
+  // The quickest answer of each is the work the exporter does for it: load only adds to an
+  // answer's time, and on a loaded machine it adds whole scheduler ticks (4 ms at HZ=250), which
+  // once put the medians 2x apart (7.998 ms against 3.989 ms, CI's Debian 13 step beside three
+  // builds). An answer without its bcrypt run would be quicker than any answer with one.
+  const double unknown_quickest = *std::min_element(unknown.begin(), unknown.end());
+  const double known_quickest = *std::min_element(known.begin(), known.end());
+  INFO("median 401: unknown user " << median(unknown) * 1e3 << " ms, known user "
+                                   << median(known) * 1e3 << " ms; quickest: unknown user "
+                                   << unknown_quickest * 1e3 << " ms, known user "
+                                   << known_quickest * 1e3 << " ms");
+  CHECK(unknown_quickest <= 1.5 * known_quickest);
+  CHECK(known_quickest <= 1.5 * unknown_quickest);
   CHECK(exporter.stop() == 0);
 }
 

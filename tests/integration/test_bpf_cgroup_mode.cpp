@@ -13,8 +13,8 @@
 #include "collectors/cgroup/cgroup_collector.h"
 #include "collectors/cgroup/cgroup_registration.h"
 #include "collectors/papi/papi_presets.h"
-#include "tests/integration/bpf_live_support.h"
-#include "tests/support.h"
+#include "tests/support/bpf_live_support.h"
+#include "tests/support/support.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/bpf_live_support.h"
-#include "tests/support.h"
+#include "tests/support/bpf_live_support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using namespace hwperf::test::bpf_live;

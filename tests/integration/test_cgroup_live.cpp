@@ -26,8 +26,8 @@
 #include "collectors/papi/papi_presets.h"
 #include "collectors/cgroup/cgroup_collector.h"
 #include "collectors/cgroup/hierarchy.h"
-#include "tests/integration/cgroup_live_support.h"
-#include "tests/support.h"
+#include "tests/support/cgroup_live_support.h"
+#include "tests/support/support.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

@@ -13,7 +13,7 @@
 #include "collectors/papi/papi_presets.h"
 #include "collectors/registry.h"
 #include "collectors/configuration.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

@@ -15,7 +15,7 @@
 #include <regex>
 #include <thread>
 
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 namespace fs = std::filesystem;

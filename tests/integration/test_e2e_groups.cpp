@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

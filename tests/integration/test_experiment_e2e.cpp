@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using hwperf::test::TempDir;

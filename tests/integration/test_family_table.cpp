@@ -17,10 +17,10 @@
 #include "collectors/exposition_text.h"
 #include "collectors/uncore/uncore_collector.h"
 #include "collectors/uncore/uncore_plan.h"
-#include "tests/support.h"
-#include "tests/unit/hwmon_fixtures.h"
-#include "tests/unit/test_rapl_fixtures.h"
-#include "tests/unit/uncore_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/hwmon_fixtures.h"
+#include "tests/support/rapl_fixtures.h"
+#include "tests/support/uncore_fixtures.h"
 
 namespace hwperf::test::family_table {
 namespace {

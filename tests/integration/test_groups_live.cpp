@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/integration/cgroup_live_support.h"
-#include "tests/support.h"
+#include "tests/support/cgroup_live_support.h"
+#include "tests/support/support.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

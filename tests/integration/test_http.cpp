@@ -9,8 +9,8 @@
 #include "collectors/build_info.h"
 #include "exporter/router.h"
 #include "web/http_server.h"
-#include "tests/integration/http_clients.h"
-#include "tests/support.h"
+#include "tests/support/http_clients.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 
@@ -28,6 +28,26 @@ class FixedCollector : public Collector {
 
  private:
   double value_;
+};
+
+// Series of which some move on every scrape, some every few, and some never, so that gzip
+// scrapes both copy lines from the last one and deflate them anew.
+class MovingCollector : public Collector {
+ public:
+  std::string name() const override { return "moving"; }
+  void collect(std::vector<prometheus::MetricFamily>& out) override {
+    const std::uint64_t scrape = ++scrapes_;
+    auto family = make_family(counter_name({"test", "moving"}), "Moves at its own pace per CPU.",
+                              prometheus::MetricType::Counter);
+    for (std::uint64_t cpu = 0; cpu < kCpus; ++cpu) {
+      add_counter(family, {{"cpu", std::to_string(cpu)}}, scrape / (cpu + 1) * 1000003);
+    }
+    out.push_back(std::move(family));
+  }
+  static constexpr std::uint64_t kCpus = 16;
+
+ private:
+  std::atomic<std::uint64_t> scrapes_{0};
 };
 
 class ThrowingCollector : public Collector {
@@ -155,6 +175,41 @@ TEST_CASE("overlapping scrapes are all answered", "[http][concurrency]") {
   }
   for (auto& t : threads) t.join();
   CHECK(ok == kThreads * kRequests);
+}
+
+TEST_CASE("overlapping gzip scrapes are all answered whole", "[http][concurrency]") {
+  CollectorSet set;
+  set.add(std::make_unique<FixedCollector>(1));
+  set.add(std::make_unique<MovingCollector>());
+  const Exporter exporter(Config{}.web.telemetry_path, std::move(set), build_info_family({}));
+  HttpServer server(served_options(), [&](const HttpRequest& r) { return exporter.handle(r); });
+  const unsigned port = server.port();
+  std::atomic<int> whole{0};
+  constexpr int kThreads = 16;
+  constexpr int kRequests = 20;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      test::Headers headers = {{"Accept-Encoding", "gzip"}};
+      if (t % 2 == 1) headers.push_back({"Accept", "application/openmetrics-text;version=1.0.0"});
+      for (int i = 0; i < kRequests; ++i) {
+        const auto r = test::http_get(port, "/metrics", headers);
+        if (r.status != 200 || r.headers.count("content-encoding") == 0) continue;
+        const std::string body = test::gunzip(r.body);
+        const auto samples = test::parse_exposition(body);
+        const bool openmetrics =
+            body.size() >= 6 && body.compare(body.size() - 6, 6, "# EOF\n") == 0;
+        if (openmetrics == (t % 2 == 1) &&
+            test::find_samples(samples, "hwperf_test_moving_total").size() ==
+                MovingCollector::kCpus &&
+            test::find_samples(samples, "hwperf_test_events_total").size() == 1) {
+          ++whole;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(whole == kThreads * kRequests);
 }
 
 TEST_CASE("listen addresses", "[http]") {

@@ -33,8 +33,8 @@
 
 #include "common/unique_fd.h"
 #include "web/http_server.h"
-#include "tests/integration/http_clients.h"
-#include "tests/support.h"
+#include "tests/support/http_clients.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using test::closed_within;

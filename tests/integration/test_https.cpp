@@ -10,8 +10,8 @@
 
 #include "web/http_server.h"
 #include "web/tls.h"
-#include "tests/integration/http_clients.h"
-#include "tests/support.h"
+#include "tests/support/http_clients.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using hwperf::test::http_clients::check_rotated;

@@ -9,8 +9,8 @@
 #include "config/web_config.h"
 #include "web/http_server.h"
 #include "web/tls.h"
-#include "tests/integration/http_clients.h"
-#include "tests/support.h"
+#include "tests/support/http_clients.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using hwperf::test::http_clients::check_rotated;
@@ -56,7 +56,7 @@ TEST_CASE("a node_exporter web config with inline client_ca and client_allowed_s
   test::TempDir dir;
   const auto certificates = test::make_test_certificates(dir);
   // As node_exporter's documentation writes it: the CA inline, the SAN the client certificate
-  // carries (prometheus.example, tests/support.h) allowed.
+  // carries (prometheus.example, tests/support/support.h) allowed.
   const auto web = dir.write(
       "web-config.yml", "tls_server_config:\n  cert_file: " + certificates.server_cert.string() +
                             "\n  key_file: " + certificates.server_key.string() +

@@ -15,8 +15,8 @@
 #include "web/http_server.h"
 #include "web/openssl_shim/loader.h"
 #include "web/tls.h"
-#include "tests/integration/http_clients.h"
-#include "tests/support.h"
+#include "tests/support/http_clients.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using hwperf::test::http_clients::https_metrics_url;

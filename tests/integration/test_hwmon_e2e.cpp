@@ -1,5 +1,5 @@
 // The hwmon collector through the registry, in the real binary, on fixture trees
-// (tests/unit/hwmon_fixtures.h): Grace's sockets on packages 36 and 2364 (the topology from
+// (tests/support/hwmon_fixtures.h): Grace's sockets on packages 36 and 2364 (the topology from
 // tests/fixtures/hwmon/grace_two_socket.xml), the x86 node meter beside RAPL's powercap zones,
 // this machine (no meter at all), and the collector's keys.
 #include "tests/catch.hpp"
@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support.h"
-#include "tests/unit/hwmon_fixtures.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/hwmon_fixtures.h"
+#include "tests/support/rapl_fixtures.h"
 
 using namespace hwperf;
 using namespace hwperf::test::hwmon_fixture;

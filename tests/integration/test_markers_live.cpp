@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "collectors/region/region_segment_reader.h"
-#include "tests/integration/markers_live_support.h"
-#include "tests/support.h"
+#include "tests/support/markers_live_support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using namespace hwperf::test::markers_live;

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "tests/integration/markers_live_support.h"
-#include "tests/support.h"
+#include "tests/support/markers_live_support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using namespace hwperf::test::markers_live;

@@ -1,6 +1,6 @@
 // The real binary with PAPI: exit codes and messages for unknown and uncountable events and for
 // missing permissions, --check-config, and the PAPI version reported.
-#include "tests/papi_live_support.h"
+#include "tests/support/papi_live_support.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

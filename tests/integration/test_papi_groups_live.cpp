@@ -19,8 +19,8 @@
 #include "collectors/papi/papi_presets.h"
 #include "collectors/perf/perf_event.h"
 #include "tests/catch.hpp"
-#include "tests/papi_live_support.h"
-#include "tests/support.h"
+#include "tests/support/papi_live_support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using namespace hwperf::test::papi_live;

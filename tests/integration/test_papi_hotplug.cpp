@@ -2,7 +2,7 @@
 // collector counts perf::CPU-CLOCK on it. Needs root and a CPU 1 that may go offline (the suite
 // runs as root in CI). It is a [live] test, so ctest runs nothing beside it, and it brings CPU 1
 // back whatever happens, even when an assertion fails.
-#include "tests/papi_live_support.h"
+#include "tests/support/papi_live_support.h"
 
 #include <unistd.h>
 

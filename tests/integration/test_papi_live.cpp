@@ -8,7 +8,7 @@
 //
 // The binary end to end is in test_papi_e2e.cpp; tests that need a real PMU in
 // tests/hardware/test_papi_hardware.cpp.
-#include "tests/papi_live_support.h"
+#include "tests/support/papi_live_support.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

@@ -9,7 +9,7 @@
 
 #include "collectors/papi/papi_library.h"
 #include "collectors/papi/papi_source.h"
-#include "tests/papi_live_support.h"
+#include "tests/support/papi_live_support.h"
 
 using namespace hwperf;
 using namespace hwperf::test::papi_live;

@@ -15,8 +15,8 @@
 #include <regex>
 #include <string>
 
-#include "tests/support.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/rapl_fixtures.h"
 
 using namespace hwperf;
 namespace fs = std::filesystem;

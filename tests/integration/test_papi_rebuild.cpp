@@ -2,7 +2,7 @@
 // reads 0 bytes until it is enabled again. PAPI's stop reads first, fails, and leaves the set
 // running, so stopping and starting never recovers it (papi.c PAPI_stop; issue 18). The exporter
 // rebuilds the set instead. The fault is made with an LD_PRELOAD shim (tests/shims).
-#include "tests/papi_live_support.h"
+#include "tests/support/papi_live_support.h"
 
 #include <chrono>
 #include <thread>

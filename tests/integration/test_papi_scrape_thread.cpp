@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "tests/papi_live_support.h"
+#include "tests/support/papi_live_support.h"
 
 using namespace hwperf;
 using namespace hwperf::test::papi_live;

@@ -15,9 +15,9 @@
 #include "collectors/process/process_collector.h"
 #include "config/errors.h"
 #include "tests/catch.hpp"
-#include "tests/integration/workload_driver.h"
-#include "tests/support.h"
-#include "tests/unit/preset_fakes.h"
+#include "tests/support/workload_driver.h"
+#include "tests/support/support.h"
+#include "tests/support/preset_fakes.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

@@ -20,8 +20,8 @@
 
 #include "config/errors.h"
 #include "exporter/privileges.h"
-#include "tests/support.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/rapl_fixtures.h"
 
 using namespace hwperf;
 

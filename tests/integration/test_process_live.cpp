@@ -18,8 +18,8 @@
 
 #include "collectors/papi/papi_presets.h"
 #include "collectors/process/process_collector.h"
-#include "tests/integration/workload_driver.h"
-#include "tests/support.h"
+#include "tests/support/workload_driver.h"
+#include "tests/support/support.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

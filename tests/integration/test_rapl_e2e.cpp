@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "collectors/rapl/rapl_engine.h"
-#include "tests/support.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/rapl_fixtures.h"
 
 using namespace hwperf;
 using namespace hwperf::test::rapl_fixture;

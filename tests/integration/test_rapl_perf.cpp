@@ -12,8 +12,8 @@
 
 #include "collectors/rapl/perf_source.h"
 #include "collectors/rapl/rapl_engine.h"
-#include "tests/support.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/rapl_fixtures.h"
 
 using namespace hwperf;
 using namespace hwperf::rapl;

@@ -22,9 +22,9 @@
 #include "collectors/process/process_collector.h"
 #include "collectors/region/segment_source.h"
 #include "common/region_segment_file.h"
-#include "tests/region_collector_config.h"
-#include "tests/region_segment_fake.h"
-#include "tests/support.h"
+#include "tests/support/region_collector_config.h"
+#include "tests/support/region_segment_fake.h"
+#include "tests/support/support.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

@@ -15,9 +15,9 @@
 #include "collectors/papi/papi_presets.h"
 #include "collectors/process/process_collector.h"
 #include "common/region_segment_file.h"
-#include "tests/region_collector_config.h"
-#include "tests/region_segment_fake.h"
-#include "tests/support.h"
+#include "tests/support/region_collector_config.h"
+#include "tests/support/region_segment_fake.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

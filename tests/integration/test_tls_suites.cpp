@@ -5,7 +5,7 @@
 #include "tests/catch.hpp"
 #include <string>
 
-#include "tests/support.h"
+#include "tests/support/support.h"
 #include "web/tls.h"
 
 using namespace hwperf;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/cpu_list.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

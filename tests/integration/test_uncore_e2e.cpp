@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <string>
 
-#include "tests/papi_live_support.h"
-#include "tests/support.h"
-#include "tests/unit/uncore_fixtures.h"
+#include "tests/support/papi_live_support.h"
+#include "tests/support/support.h"
+#include "tests/support/uncore_fixtures.h"
 
 using namespace hwperf;
 using namespace hwperf::test;

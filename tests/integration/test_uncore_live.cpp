@@ -19,7 +19,7 @@
 #include "collectors/uncore/counter_backend.h"
 #include "collectors/uncore/uncore_collector.h"
 #include "collectors/uncore/uncore_plan.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

@@ -9,7 +9,7 @@
 
 #include "collectors/build_info.h"
 #include "exporter/router.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 #include "web/admission.h"
 
 using namespace hwperf;

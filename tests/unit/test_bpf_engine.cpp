@@ -19,7 +19,7 @@
 #include "collectors/perf/bpf/map_layout.h"
 #include "collectors/perf/bpf/map_values.h"
 #include "collectors/perf/bpf/subtree_totals.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using namespace hwperf::perf::bpf;

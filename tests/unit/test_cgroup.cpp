@@ -15,8 +15,8 @@
 #include "collectors/cgroup/identity.h"
 #include "config/errors.h"
 #include "collectors/configuration.h"
-#include "tests/support.h"
-#include "tests/unit/counting_fakes.h"
+#include "tests/support/support.h"
+#include "tests/support/counting_fakes.h"
 
 using namespace hwperf::cgroup;
 using Kind = PerfEventHierarchy::Kind;

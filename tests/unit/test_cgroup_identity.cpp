@@ -11,7 +11,7 @@
 #include "collectors/cgroup/discovery.h"
 #include "collectors/cgroup/identity.h"
 #include "collectors/configuration.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using namespace hwperf::cgroup;

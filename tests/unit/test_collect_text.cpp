@@ -14,8 +14,8 @@
 #include "collectors/metrics.h"
 #include "collectors/prepared_family.h"
 #include "collectors/rapl/rapl_collector.h"
-#include "tests/support.h"
-#include "tests/unit/rapl_fakes.h"
+#include "tests/support/support.h"
+#include "tests/support/rapl_fakes.h"
 
 using namespace hwperf;
 using namespace hwperf::test::rapl_fakes;
@@ -87,7 +87,7 @@ TEST_CASE("the RAPL collector's text path writes the bytes its families serializ
       msr_counter(Domain::psys, std::nullopt, esu)};
   state->values = {1000, kTwoTo32 - 5, 42, 7, 0};
   state->errors.resize(state->values.size(), 0);
-  ManualClock clock;
+  FakeClock clock;
   std::vector<ProbeResult> probes;
   probes.push_back(failed_probe(RaplInterface::perf, "unsupported"));
   probes.push_back(fake_probe(counters, state));

@@ -24,7 +24,7 @@
 #include "common/open_files.h"
 #include "common/text.h"
 #include "topology/topology.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

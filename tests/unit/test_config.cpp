@@ -15,7 +15,7 @@
 #include "common/cpu_list.h"
 #include "config/errors.h"
 #include "collectors/configuration.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

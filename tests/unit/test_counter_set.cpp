@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "collectors/perf/counter_set.h"
-#include "tests/unit/counting_fakes.h"
+#include "tests/support/counting_fakes.h"
 
 using namespace hwperf;
 using hwperf::test::FakeCounterBoard;
@@ -210,7 +210,7 @@ TEST_CASE("Zeroing a slot starts its totals again; the other slots keep theirs",
 }
 
 TEST_CASE("Over perf_event_open, a counter set counts its own thread's task clock",
-          "[counter_set][perf]") {
+          "[counter_set][perf][kernel_perf]") {
   auto layout = std::make_shared<perf::CounterLayout>();
   perf::EventEncoding clock;
   clock.name = "task-clock";

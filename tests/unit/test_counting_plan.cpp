@@ -8,7 +8,7 @@
 #include "collectors/events/event_specs.h"
 #include "collectors/events/groups.h"
 #include "collectors/perf/counted_events.h"
-#include "tests/unit/preset_fakes.h"
+#include "tests/support/preset_fakes.h"
 
 using namespace hwperf;
 

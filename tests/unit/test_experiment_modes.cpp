@@ -13,9 +13,9 @@
 #include "collectors/events/vocabulary.h"
 #include "collectors/process/process_config.h"
 #include "exporter/cli.h"
-#include "exporter/experiment_run.h"
+#include "exporter/experiment/experiment_run.h"
 #include "exporter/router.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 #include "web/query.h"
 
 using namespace hwperf;

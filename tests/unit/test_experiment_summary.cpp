@@ -11,8 +11,8 @@
 #include "collectors/events/groups.h"
 #include "collectors/events/rules.h"
 #include "collectors/metrics.h"
-#include "exporter/experiment.h"
-#include "tests/support.h"
+#include "exporter/experiment/experiment.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

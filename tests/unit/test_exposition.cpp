@@ -7,8 +7,9 @@
 
 #include "collectors/collector_set.h"
 #include "collectors/metrics.h"
+#include "exporter/compression/gzip.h"
 #include "exporter/exposition.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

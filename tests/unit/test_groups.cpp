@@ -18,7 +18,7 @@
 #include "config/errors.h"
 #include "collectors/configuration.h"
 
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using namespace hwperf::events;

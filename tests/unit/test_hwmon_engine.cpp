@@ -16,8 +16,8 @@
 #include "collectors/hwmon/hwmon_collector.h"
 #include "collectors/hwmon/hwmon_engine.h"
 #include "collectors/hwmon/hwmon_registration.h"
-#include "tests/support.h"
-#include "tests/unit/hwmon_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/hwmon_fixtures.h"
 
 using namespace hwperf;
 using namespace hwperf::hwmon;

@@ -1,4 +1,4 @@
-// The hwmon collector on fixture trees (tests/unit/hwmon_fixtures.h): Grace's per-socket meters
+// The hwmon collector on fixture trees (tests/support/hwmon_fixtures.h): Grace's per-socket meters
 // on packages 36 and 2364, X-Gene's rails, the x86 node meter, a machine with none, a hostile
 // tree refused in bounded time, and sensors that disappear or turn into FIFOs while read.
 #include "tests/catch.hpp"
@@ -16,8 +16,8 @@
 #include "collectors/hwmon/hwmon_engine.h"
 #include "collectors/hwmon/hwmon_registration.h"
 #include "common/text.h"
-#include "tests/support.h"
-#include "tests/unit/hwmon_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/hwmon_fixtures.h"
 
 using namespace hwperf;
 using namespace hwperf::hwmon;

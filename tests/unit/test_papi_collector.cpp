@@ -23,8 +23,8 @@
 #include "collectors/topology/topology_collector.h"
 #include "config/errors.h"
 #include "exporter/exposition.h"
-#include "tests/support.h"
-#include "tests/unit/papi_fakes.h"
+#include "tests/support/support.h"
+#include "tests/support/papi_fakes.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

@@ -11,7 +11,7 @@
 #include "config/errors.h"
 #include "topology/topology.h"
 
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using namespace hwperf::papi;

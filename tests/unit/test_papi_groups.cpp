@@ -22,9 +22,9 @@
 #include "collectors/perf/pmu_sysfs.h"
 #include "config/errors.h"
 #include "tests/catch.hpp"
-#include "tests/support.h"
-#include "tests/unit/papi_fakes.h"
-#include "tests/unit/preset_fakes.h"
+#include "tests/support/support.h"
+#include "tests/support/papi_fakes.h"
+#include "tests/support/preset_fakes.h"
 
 using namespace hwperf;
 using namespace hwperf::test::papi_fakes;

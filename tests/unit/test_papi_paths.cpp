@@ -5,7 +5,7 @@
 #include <string>
 
 #include "collectors/papi/papi_remedies.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

@@ -13,7 +13,7 @@
 #include "collectors/events/presets.h"
 #include "collectors/perf/counted_events.h"
 #include "config/errors.h"
-#include "tests/unit/preset_fakes.h"
+#include "tests/support/preset_fakes.h"
 
 using namespace hwperf;
 using events::Derivation;

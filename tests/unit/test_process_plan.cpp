@@ -12,8 +12,8 @@
 #include "collectors/process/target_plan.h"
 #include "config/errors.h"
 #include "collectors/configuration.h"
-#include "tests/support.h"
-#include "tests/unit/counting_fakes.h"
+#include "tests/support/support.h"
+#include "tests/support/counting_fakes.h"
 
 using namespace hwperf;
 using namespace hwperf::process;

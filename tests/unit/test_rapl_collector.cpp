@@ -18,9 +18,9 @@
 #include "collectors/rapl/rapl_factory.h"
 #include "config/errors.h"
 #include "exporter/exposition.h"
-#include "tests/support.h"
-#include "tests/unit/rapl_fakes.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/rapl_fakes.h"
+#include "tests/support/rapl_fixtures.h"
 
 using namespace hwperf;
 using namespace hwperf::test::rapl_fakes;
@@ -37,7 +37,7 @@ TEST_CASE("the collector exports joules per domain with package, die and psys la
   const std::vector<std::uint64_t> step = {16384 * 3 + 5, 10, 0, 65536, 1};
   for (std::size_t i = 0; i < start.size(); ++i) state->values.push_back(start[i]);
   state->errors.resize(start.size(), 0);
-  ManualClock clock;
+  FakeClock clock;
   std::vector<ProbeResult> probes;
   probes.push_back(failed_probe(RaplInterface::perf, "unsupported"));
   probes.push_back(fake_probe(counters, state));
@@ -91,7 +91,7 @@ TEST_CASE("an implausible jump is rejected and counted; read errors are counted 
   const std::vector<CounterInfo> counters = {msr_counter(Domain::package, 0u, esu)};
   state->values = {5000};
   state->errors = {0};
-  ManualClock clock;
+  FakeClock clock;
   std::vector<ProbeResult> probes;
   probes.push_back(fake_probe(counters, state));
   RaplCollectorConfig config;
@@ -139,7 +139,7 @@ TEST_CASE("a counter that never moves is reported frozen, not as energy, until i
   const std::uint64_t package_start = 777;
   state->values = {package_start, 0};
   state->errors = {0, 0};
-  ManualClock clock;
+  FakeClock clock;
   std::vector<ProbeResult> probes;
   probes.push_back(fake_probe(counters, state));
   RaplCollectorConfig config;

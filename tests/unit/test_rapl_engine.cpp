@@ -20,9 +20,9 @@
 #include "collectors/rapl/rapl_factory.h"
 #include "config/errors.h"
 #include "exporter/exposition.h"
-#include "tests/support.h"
-#include "tests/unit/rapl_fakes.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/rapl_fakes.h"
+#include "tests/support/rapl_fixtures.h"
 
 using namespace hwperf;
 using namespace hwperf::test::rapl_fakes;
@@ -57,7 +57,7 @@ TEST_CASE("the wrap guard folds several wraps between two scrapes (engine, manua
           "[rapl]") {
   const std::uint64_t start = 123456;
   const auto [state, per_joule, counters] = package_counter_at(start);
-  ManualClock clock;
+  FakeClock clock;
   RaplEngine engine(std::make_unique<FakeEnergySource>(counters, state), {1000.0}, clock.fn());
   const auto before = engine.snapshot();
   REQUIRE(before.size() == 1);

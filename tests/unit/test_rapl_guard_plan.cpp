@@ -19,9 +19,9 @@
 #include "collectors/rapl/rapl_factory.h"
 #include "config/errors.h"
 #include "exporter/exposition.h"
-#include "tests/support.h"
-#include "tests/unit/rapl_fakes.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/rapl_fakes.h"
+#include "tests/support/rapl_fixtures.h"
 
 using namespace hwperf;
 using namespace hwperf::test::rapl_fakes;

@@ -10,9 +10,9 @@
 
 #include "collectors/rapl/msr_source.h"
 #include "collectors/rapl/rapl_engine.h"
-#include "tests/support.h"
-#include "tests/unit/rapl_fakes.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/rapl_fakes.h"
+#include "tests/support/rapl_fixtures.h"
 
 using namespace hwperf;
 using namespace hwperf::rapl;

@@ -20,9 +20,9 @@
 
 #include "collectors/rapl/powercap_source.h"
 #include "collectors/rapl/rapl_engine.h"
-#include "tests/support.h"
-#include "tests/unit/powercap_counters.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/powercap_counters.h"
+#include "tests/support/rapl_fixtures.h"
 
 using namespace hwperf;
 using namespace hwperf::rapl;

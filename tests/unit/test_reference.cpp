@@ -12,7 +12,7 @@
 #include "config/web_config.h"
 #include "exporter/cli.h"
 #include "exporter/reference.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

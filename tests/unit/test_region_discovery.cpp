@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "collectors/region/segment_discovery.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using namespace hwperf::region;

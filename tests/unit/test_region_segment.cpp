@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "collectors/region/region_segment_reader.h"
-#include "tests/region_segment_fake.h"
+#include "tests/support/region_segment_fake.h"
 
 using namespace hwperf;
 using namespace hwperf::region;

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "collectors/metrics.h"
-#include "exporter/experiment.h"
-#include "tests/support.h"
+#include "exporter/experiment/experiment.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

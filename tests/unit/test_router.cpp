@@ -11,7 +11,7 @@
 #include "collectors/build_info.h"
 #include "collectors/metrics.h"
 #include "exporter/router.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

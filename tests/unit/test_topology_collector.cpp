@@ -19,9 +19,9 @@
 
 #include "collectors/topology/topology_collector.h"
 #include "common/cpu_list.h"
-#include "tests/support.h"
-#include "tests/unit/topology_fixture.h"
-#include "tests/unit/test_rapl_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/topology_fixture.h"
+#include "tests/support/rapl_fixtures.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

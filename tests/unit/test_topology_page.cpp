@@ -15,8 +15,8 @@
 #include "collectors/metrics.h"
 #include "exporter/router.h"
 #include "web/admission.h"
-#include "exporter/topology_page.h"
-#include "tests/support.h"
+#include "exporter/topology_page/topology_page.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 

@@ -15,8 +15,8 @@
 #include "collectors/uncore/uncore_collector.h"
 #include "collectors/uncore/uncore_plan.h"
 #include "common/text.h"
-#include "tests/support.h"
-#include "tests/unit/uncore_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/uncore_fixtures.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

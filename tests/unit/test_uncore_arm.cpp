@@ -1,7 +1,7 @@
 // The uncore collector on Arm servers (issue 37): memory traffic per package from NVIDIA Grace's
 // SCF PMUs, Arm CMN meshes and DMC-620 memory controllers, from sysfs fixture trees written from
-// the kernel drivers' own strings (tests/unit/uncore_fixtures.h), counted through a fake backend.
-// Package ids come from the topology and need not be dense: a two-socket Grace numbers its
+// the kernel drivers' own strings (tests/support/uncore_fixtures.h), counted through a fake
+// backend. Package ids come from the topology and need not be dense: a two-socket Grace numbers its
 // packages 36 and 2364.
 #include "tests/catch.hpp"
 
@@ -13,8 +13,8 @@
 
 #include "collectors/uncore/uncore_collector.h"
 #include "collectors/uncore/uncore_plan.h"
-#include "tests/support.h"
-#include "tests/unit/uncore_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/uncore_fixtures.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

@@ -12,9 +12,9 @@
 #include "collectors/uncore/resctrl.h"
 #include "collectors/uncore/uncore_collector.h"
 #include "collectors/uncore/uncore_plan.h"
-#include "tests/support.h"
-#include "tests/unit/test_rapl_fixtures.h"
-#include "tests/unit/uncore_fixtures.h"
+#include "tests/support/support.h"
+#include "tests/support/rapl_fixtures.h"
+#include "tests/support/uncore_fixtures.h"
 #include "topology/topology.h"
 
 using namespace hwperf;

@@ -9,7 +9,7 @@
 
 #include "config/errors.h"
 #include "web/basic_auth.h"
-#include "tests/support.h"
+#include "tests/support/support.h"
 
 using namespace hwperf;
 using hwperf::test::base64;
