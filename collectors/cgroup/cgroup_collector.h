@@ -153,6 +153,9 @@ class CgroupCollector final : public Collector, public ConfiguredFamilies, publi
   void add_available(Families& families) const;
   void add_cgroup(Families& families, const CgroupRead& read) const;
   void add_status(Families& families, std::size_t open_counters) const;
+  // What the backend gave to no cgroup (bpf mode: CountingBackend::unattributed), per counts
+  // family, and the switches it missed.
+  void add_unattributed(Families& families, const perf::CountingBackend::Unattributed& lost) const;
   // The cgroups' series, a family at a time, through `text`.
   void write_cgroups(std::string& out, ExpositionFormat format, const Text& text,
                      const std::vector<CgroupRead>& reads) const;

@@ -73,6 +73,20 @@ void CgroupCollector::add_cgroup(Families& families, const CgroupRead& read) con
   }
 }
 
+void CgroupCollector::add_unattributed(Families& families,
+                                       const perf::CountingBackend::Unattributed& lost) const {
+  families.engine = true;
+  const std::size_t cpus = settings_.cpus.size();
+  const auto values = perf::value_totals(plan_, lost.counts, cpus);
+  for (std::size_t value = 0; value < plan_.events(); ++value) {
+    Labels labels;
+    perf::add_group_label(labels, plan_.values[value]);
+    events::add_series(families.unattributed[plan_.values[value].family], series_, values,
+                       value * cpus, plan_.values[value].unit, labels);
+  }
+  add_counter(families.missed_switches, {}, lost.missed_switches);
+}
+
 void CgroupCollector::add_status(Families& families, std::size_t open_counters) const {
   add_gauge(families.cgroups, {},
             static_cast<double>(counted_.size() - counted_.count(kRemovedBeforeDiscovery)));
@@ -84,6 +98,7 @@ void CgroupCollector::add_status(Families& families, std::size_t open_counters) 
   add_gauge(families.counting_mode,
             {{"mode", to_string(settings_.mode)}, {"reason", settings_.mode_reason}}, 1.0);
   add_counter(families.read_errors, {}, read_errors_);
+  if (const auto lost = settings_.backend->unattributed()) add_unattributed(families, *lost);
   for (std::size_t i = 0; i < settings_.configured.roots.size(); ++i) {
     for (const auto& entry : kRootStateNames) {
       add_gauge(families.root_state,

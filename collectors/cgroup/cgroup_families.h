@@ -3,6 +3,8 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,9 +16,31 @@
 
 namespace hwperf::cgroup {
 
+// hwperf_container_unattributed_<metric>_total of each counts family
+// hwperf_container_<metric>_total, built and validated here only.
+inline std::vector<prometheus::MetricFamily> unattributed_families(const perf::CountingPlan& plan) {
+  constexpr std::string_view prefix = "hwperf_container_";
+  constexpr std::string_view suffix = "_total";
+  std::vector<prometheus::MetricFamily> families;
+  for (const auto& family : plan.families) {
+    std::string_view metric = family.name;
+    if (metric.substr(0, prefix.size()) == prefix) metric.remove_prefix(prefix.size());
+    if (metric.size() >= suffix.size() && metric.substr(metric.size() - suffix.size()) == suffix) {
+      metric.remove_suffix(suffix.size());
+    }
+    families.push_back(make_counter_family(
+        {"container", "unattributed", metric},
+        "What the BPF engine counted of " + family.name +
+            " across cgroup switches its program did not run at (bpf mode): given to no cgroup, "
+            "so that a cgroup's count plus this brackets what it used."));
+  }
+  return families;
+}
+
 // The families of one scrape, in the order they are exported.
 struct CgroupCollector::Families {
-  explicit Families(const perf::CountingPlan& plan) : counts(perf::counter_families(plan)) {}
+  explicit Families(const perf::CountingPlan& plan)
+      : counts(perf::counter_families(plan)), unattributed(unattributed_families(plan)) {}
   prometheus::MetricFamily available =
       make_gauge_family({"container", "available"},
                         "1 when containers are counted on this node; 0 when they cannot "
@@ -32,6 +56,17 @@ struct CgroupCollector::Families {
       {"container", "group", "running", "seconds"},
       "Time each event group was really on the counters, all its events together, for the "
       "cgroup; rate(running) / rate(enabled) is the share counted, 1 unless multiplexed.");
+  // In bpf mode (a backend that reports CountingBackend::unattributed): what the engine counted
+  // across cgroup switches its program did not run at and gave to no cgroup, one family per
+  // counts family (hwperf_container_<metric>_total's hwperf_container_unattributed_<metric>_total),
+  // and how many switches it missed. Busy cgroups' counts plus these bracket their cpu.stat.
+  std::vector<prometheus::MetricFamily> unattributed;
+  prometheus::MetricFamily missed_switches = make_counter_family(
+      {"container", "missed", "switches"},
+      "Cgroup switches the BPF program did not run at (bpf mode; the kernel skips it while "
+      "another BPF program runs on the CPU): what the counters advanced across them is in "
+      "hwperf_container_unattributed_*_total, given to no cgroup.");
+  bool engine = false;  // whether the two above were filled (bpf mode)
   prometheus::MetricFamily cgroups =
       make_gauge_family({"container", "cgroups"},
                         "Cgroups counted (leaves: containers, services and configured roots' "
@@ -62,6 +97,10 @@ struct CgroupCollector::Families {
   void append_status(std::vector<prometheus::MetricFamily>& out, bool roots) {
     for (auto* family : {&cgroups, &left_out, &descriptors, &read_errors}) {
       out.push_back(std::move(*family));
+    }
+    if (engine) {
+      for (auto& family : unattributed) out.push_back(std::move(family));
+      out.push_back(std::move(missed_switches));
     }
     if (roots) out.push_back(std::move(root_state));
     out.push_back(std::move(counting_mode));

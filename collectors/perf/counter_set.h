@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "collectors/perf/perf_event.h"
@@ -62,6 +63,16 @@ class CountingBackend : public Interface {
   // Descriptors the backend holds for all its units together, which no unit's descriptors()
   // counts (an engine's counters and programs): 0 for perf_event_open, whose units hold their own.
   virtual std::size_t shared_descriptors() const { return 0; }
+  // What the backend counted but could give to no target, as of its last read, or nothing for
+  // a backend that gives every count to a target (perf_event_open). The BPF engine gives what
+  // the counters advanced across a cgroup switch its program did not run at to no cgroup.
+  struct Unattributed {
+    // [count * slots + slot] as CounterTotals::counts, since the backend opened, each counter
+    // scaled by its running share where the kernel multiplexed it.
+    std::vector<std::uint64_t> counts;
+    std::uint64_t missed_switches = 0;  // the switches missed, since the backend opened
+  };
+  virtual std::optional<Unattributed> unattributed() const { return std::nullopt; }
 };
 
 // perf_event_open(2): each unit one perf::CounterGroup.

@@ -333,3 +333,86 @@ TEST_CASE("the container collector writes its cgroups' series from text prepared
   CHECK(again.find("cgroup=\"pods/a\"") == std::string::npos);
   CHECK_THAT(again, Catch::Contains("cgroup=\"pods/c\""));
 }
+
+namespace {
+
+// The fake backend's units, and what an engine reports it gave to no cgroup (bpf mode).
+class FakeEngineBackend final : public hwperf::perf::CountingBackend {
+ public:
+  FakeEngineBackend(const hwperf::perf::CountingBackend& units, Unattributed lost)
+      : units_(units), lost_(std::move(lost)) {}
+  hwperf::OrErrno<std::unique_ptr<hwperf::perf::OpenUnit>> open(
+      const std::vector<hwperf::perf::EventEncoding>& events,
+      const hwperf::perf::CountingTarget& target, int cpu) const override {
+    return units_.open(events, target, cpu);
+  }
+  std::optional<Unattributed> unattributed() const override { return lost_; }
+
+ private:
+  const hwperf::perf::CountingBackend& units_;
+  Unattributed lost_;
+};
+
+}  // namespace
+
+// Issue 38: what the BPF engine counts across a cgroup switch its program did not run at goes to
+// no cgroup; the collector exports it per counts family, and the switches missed, so that a
+// cgroup's count plus it brackets the cgroup's cpu.stat. A perf backend reports none: no family.
+TEST_CASE("the container collector exports what the backend gave to no cgroup per family",
+          "[cgroup][bpf_unit]") {
+  hwperf::test::TempDir tree;
+  tree.write("pods/a/.keep", "");
+  hwperf::test::FakeCounterBoard board;
+  const hwperf::test::FakeCountingBackend units(board);
+  const auto slots = hwperf::test::two_socket_topology().threads().size();
+  hwperf::perf::CountingBackend::Unattributed lost;
+  lost.counts.assign(4 * slots, 0);          // task clock, page faults, cycles, instructions
+  lost.counts[0 * slots + 0] = 400'000'000;  // ns of task clock on the first CPU (package 0)
+  lost.counts[0 * slots + slots - 1] = 100'000'000;  // and on the last (package 1)
+  lost.counts[3 * slots + 0] = 7;                    // instructions, in the group "pair"
+  lost.missed_switches = 3;
+  const FakeEngineBackend engine(units, lost);
+
+  SECTION("an engine's unattributed counts and missed switches") {
+    CgroupCollector collector(fake_container_settings(tree.path(), engine));
+    const auto samples = hwperf::test::scrape(collector);
+    const auto clock = hwperf::test::find_samples(
+        samples, "hwperf_container_unattributed_task_clock_seconds_total");
+    REQUIRE(clock.size() == 2);
+    for (const auto& sample : clock) {
+      CHECK(sample.labels.count("cgroup") == 0);
+      CHECK(sample.value == Approx(sample.labels.at("package") == "0" ? 0.4 : 0.1));
+    }
+    const auto instructions =
+        hwperf::test::find_samples(samples, "hwperf_container_unattributed_instructions_total");
+    REQUIRE(instructions.size() == 2);
+    double total = 0;
+    for (const auto& sample : instructions) {
+      CHECK(sample.labels.at("group") == "pair");
+      total += sample.value;
+    }
+    CHECK(total == 7);
+    CHECK(hwperf::test::find_samples(samples, "hwperf_container_unattributed_page_faults_total")
+              .size() == 2);
+    const auto missed =
+        hwperf::test::find_samples(samples, "hwperf_container_missed_switches_total");
+    REQUIRE(missed.size() == 1);
+    CHECK(missed[0].value == 3);
+    // The text path writes the same bytes.
+    std::vector<prometheus::MetricFamily> families;
+    collector.collect(families);
+    std::string expected;
+    hwperf::append_families(expected, families, hwperf::ExpositionFormat::text_0_0_4);
+    std::string text;
+    hwperf::collect_text(collector, text, hwperf::ExpositionFormat::text_0_0_4);
+    CHECK(text == expected);
+  }
+  SECTION("none from a backend that gives every count to a target") {
+    CgroupCollector collector(fake_container_settings(tree.path(), units));
+    const auto samples = hwperf::test::scrape(collector);
+    CHECK(hwperf::test::find_samples(samples, "hwperf_container_missed_switches_total").empty());
+    CHECK(hwperf::test::find_samples(samples,
+                                     "hwperf_container_unattributed_task_clock_seconds_total")
+              .empty());
+  }
+}

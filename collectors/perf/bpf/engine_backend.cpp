@@ -22,6 +22,20 @@ std::optional<GroupReading> subtree_group_reading(const EngineReading& reading, 
   return std::nullopt;
 }
 
+CountingBackend::Unattributed unattributed_counts(const EngineReading& reading) {
+  CountingBackend::Unattributed out;
+  out.missed_switches = reading.missed_switches;
+  out.counts.reserve(reading.unattributed.size());
+  for (const Reading& counter : reading.unattributed) {
+    const bool multiplexed = counter.running_ns > 0 && counter.running_ns < counter.enabled_ns;
+    out.counts.push_back(
+        multiplexed ? static_cast<std::uint64_t>(static_cast<unsigned __int128>(counter.value) *
+                                                 counter.enabled_ns / counter.running_ns)
+                    : counter.value);
+  }
+  return out;
+}
+
 struct EngineBackend::Shared {
   explicit Shared(CgroupEngine opened)
       : engine(std::move(opened)), removed(engine.event_count() * engine.cpus().size()) {}
@@ -200,6 +214,16 @@ OrErrno<std::unique_ptr<OpenUnit>> EngineBackend::open(const std::vector<EventEn
 
 std::size_t EngineBackend::shared_descriptors() const {
   return shared_->engine.perf_descriptors() + kEngineBpfDescriptors;
+}
+
+std::optional<CountingBackend::Unattributed> EngineBackend::unattributed() const {
+  std::lock_guard lock(shared_->mutex);
+  auto out = unattributed_counts(shared_->reading);
+  // Before the first read: nothing counted yet, in the layout's shape.
+  if (out.counts.empty()) {
+    out.counts.assign(shared_->engine.event_count() * shared_->engine.cpus().size(), 0);
+  }
+  return out;
 }
 
 }  // namespace hwperf::perf::bpf

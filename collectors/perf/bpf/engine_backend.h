@@ -36,6 +36,10 @@ std::optional<GroupReading> subtree_group_reading(const EngineReading& reading, 
                                                   std::size_t first_event, std::size_t members,
                                                   std::size_t cpus, std::size_t cpu_index);
 
+// EngineReading::unattributed and missed_switches as the counting layer's Unattributed: each
+// counter's count scaled by its running share (enabled / running) where it was multiplexed.
+CountingBackend::Unattributed unattributed_counts(const EngineReading& reading);
+
 // Which engine reading a unit gets: a fresh one when it has had the current one already.
 class ReadingGenerations {
  public:
@@ -62,6 +66,9 @@ class EngineBackend final : public CountingBackend {
                                           const CountingTarget& target, int cpu) const override;
   // The engine's: (events + 1) x CPUs perf events and kEngineBpfDescriptors.
   std::size_t shared_descriptors() const override;
+  // The engine's last reading's EngineReading::unattributed and missed_switches (what crossed a
+  // cgroup switch the program did not run at), each counter scaled by its lifetime running share.
+  std::optional<Unattributed> unattributed() const override;
 
   struct Shared;  // the engine, its last reading and the tracked cgroups; units hold it too
 
