@@ -130,3 +130,14 @@ TEST_CASE("BPF removed cgroups: one removed before it was counted is summed unde
   removed.unscope(1);
   CHECK(removed.sum(1) == nullptr);
 }
+
+TEST_CASE("BPF backend: what the engine gave to no cgroup in the counts' shape and scaled",
+          "[bpf_unit]") {
+  EngineReading reading;
+  reading.missed_switches = 5;
+  // [event * cpus + cpu], 2 events on 2 CPUs: counted whole, multiplexed half the time, never run.
+  reading.unattributed = {{1000, 50, 50}, {1000, 100, 50}, {0, 100, 0}, {7, 0, 0}};
+  const auto lost = unattributed_counts(reading);
+  CHECK(lost.missed_switches == 5);
+  CHECK(lost.counts == std::vector<std::uint64_t>{1000, 2000, 0, 7});
+}
