@@ -155,19 +155,11 @@ std::unique_ptr<CgroupCollector::Text> CgroupCollector::prepare_text(
 void CgroupCollector::write_cgroups(std::string& out, ExpositionFormat format, const Text& text,
                                     const std::vector<CgroupRead>& reads) const {
   const std::size_t cpus = settings_.cpus.size();
-  // A family at a time, its series in add_cgroup's order: cgroup by cgroup, value by value.
-  for (std::size_t family = 0; family < text.counts.size(); ++family) {
-    PreparedFamily::Writer writer(text.counts[family], out, format);
-    writer.open();
-    std::size_t at = 0;
-    for (const auto& read : reads) {
-      for (std::size_t value = 0; value < plan_.events(); ++value) {
-        if (plan_.values[value].family != family) continue;
-        at = events::write_series(writer, at, series_, read.values, value * cpus,
-                                  plan_.values[value].unit);
-      }
-    }
-  }
+  // Its series in add_cgroup's order: cgroup by cgroup, value by value.
+  perf::write_counter_families(
+      plan_, text.counts, series_, cpus,
+      reads.size(), [&reads](std::size_t cgroup) -> const auto& { return reads[cgroup].values; },
+      out, format);
   if (settings_.groups.empty()) return;
   for (const auto& [prepared, running] :
        {std::pair{&*text.group_enabled, false}, std::pair{&*text.group_running, true}}) {

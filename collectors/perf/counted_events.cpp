@@ -392,6 +392,26 @@ std::vector<prometheus::MetricFamily> counter_families(const CountingPlan& plan)
   return families;
 }
 
+void write_counter_families(
+    const CountingPlan& plan, const std::vector<PreparedFamily>& families,
+    const std::vector<events::CounterSeries>& series, std::size_t slots, std::size_t members,
+    const std::function<const std::vector<std::uint64_t>&(std::size_t)>& values_of,
+    std::string& out, ExpositionFormat format) {
+  for (std::size_t family = 0; family < families.size(); ++family) {
+    PreparedFamily::Writer writer(families[family], out, format);
+    writer.open();
+    std::size_t at = 0;
+    for (std::size_t member = 0; member < members; ++member) {
+      const auto& values = values_of(member);
+      for (std::size_t value = 0; value < plan.events(); ++value) {
+        if (plan.values[value].family != family) continue;
+        at = events::write_series(writer, at, series, values, value * slots,
+                                  plan.values[value].unit);
+      }
+    }
+  }
+}
+
 void add_group_label(Labels& labels, const CountedValue& value) {
   if (!value.group.empty()) labels.emplace_back("group", value.group);
 }

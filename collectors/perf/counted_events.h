@@ -16,9 +16,11 @@
 
 #include <prometheus/metric_family.h>
 
+#include "collectors/events/emission.h"
 #include "collectors/events/groups.h"
 #include "collectors/events/presets.h"
 #include "collectors/metrics.h"
+#include "collectors/prepared_family.h"
 #include "collectors/events/vocabulary.h"
 #include "collectors/perf/perf_event.h"
 #include "collectors/events/specs.h"
@@ -139,6 +141,14 @@ std::vector<std::uint64_t> value_totals(const CountingPlan& plan,
                                         std::size_t slots);
 // One empty counter family per name of the plan.
 std::vector<prometheus::MetricFamily> counter_families(const CountingPlan& plan);
+// Those families from text prepared with their series member by member (a cgroup, a target),
+// value by value, as events::add_series adds them: each family written whole, its series valued
+// from each member's values ([value * slots + slot], values_of(member)) in that order.
+void write_counter_families(
+    const CountingPlan& plan, const std::vector<PreparedFamily>& families,
+    const std::vector<events::CounterSeries>& series, std::size_t slots, std::size_t members,
+    const std::function<const std::vector<std::uint64_t>&(std::size_t)>& values_of,
+    std::string& out, ExpositionFormat format);
 // The `group` label of a count: none for an ungrouped event.
 void add_group_label(Labels& labels, const CountedValue& value);
 

@@ -205,19 +205,11 @@ void ProcessCollector::prepare_text() {
 void ProcessCollector::write_counts(std::string& out, ExpositionFormat format,
                                     const std::vector<TargetRead>& reads) const {
   const std::size_t slots = layout_->slots();
-  // A family at a time, its series in add_counts' order: target by target, value by value.
-  for (std::size_t family = 0; family < text_->counts.size(); ++family) {
-    PreparedFamily::Writer writer(text_->counts[family], out, format);
-    writer.open();
-    std::size_t at = 0;
-    for (const auto& read : reads) {
-      for (std::size_t value = 0; value < plan_.events(); ++value) {
-        if (plan_.values[value].family != family) continue;
-        at = events::write_series(writer, at, slot_series_, read.values, value * slots,
-                                  plan_.values[value].unit);
-      }
-    }
-  }
+  // Its series in add_counts' order: target by target, value by value.
+  perf::write_counter_families(
+      plan_, text_->counts, slot_series_, slots,
+      reads.size(), [&reads](std::size_t target) -> const auto& { return reads[target].values; },
+      out, format);
   for (std::size_t kind = 0; kind < text_->times.size(); ++kind) {
     for (std::size_t which = 0; which < 2; ++which) {
       PreparedFamily::Writer writer(text_->times[kind][which], out, format);
