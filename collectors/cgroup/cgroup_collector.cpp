@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <set>
+#include <stdexcept>
 #include <system_error>
 #include <utility>
 
@@ -160,13 +161,25 @@ void CgroupCollector::follow_hotplug() {
     }
   }
   if (returned.empty()) return;
+  std::vector<int> cpus;
+  for (const std::size_t i : returned) cpus.push_back(static_cast<int>(settings_.cpus[i].cpu));
+  bool shared = false;
+  try {
+    shared = settings_.backend->reopen_shared(cpus);
+  } catch (const std::runtime_error& e) {
+    log::warn(std::string("cgroup: ") + e.what() + "; container counts there stay paused");
+    return;
+  }
   // Only a rescan changes counted_, and this is one: scrapes read it meanwhile, and each set
   // swaps its new descriptors in under its own lock.
   for (auto& [path, counted] : counted_) {
-    const auto directory = open_cgroup(settings_.root / path);
+    const bool removed = path == kRemovedBeforeDiscovery;  // counted under the root
+    const auto directory = open_cgroup(removed ? settings_.root : settings_.root / path);
     if (!directory.ok()) continue;  // gone: the rescan closes it
-    counted.counters->reopen(counted.member, perf::CountingTarget::cgroup(directory.value),
-                             returned);
+    counted.counters->reopen(counted.member,
+                             removed ? perf::CountingTarget::removed_under(directory.value)
+                                     : perf::CountingTarget::cgroup(directory.value),
+                             returned, shared);
   }
 }
 

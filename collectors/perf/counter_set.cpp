@@ -208,7 +208,7 @@ void CounterSet::discard(Member member) {
 }
 
 CounterSet::Failure CounterSet::reopen(Member member, const CountingTarget& target,
-                                       const std::vector<std::size_t>& slots) {
+                                       const std::vector<std::size_t>& slots, bool closed_only) {
   const std::size_t width = layout_->slots();
   std::vector<bool> wanted(layout_->units.size() * width, false);  // [unit * slots + slot]
   {
@@ -216,6 +216,7 @@ CounterSet::Failure CounterSet::reopen(Member member, const CountingTarget& targ
     const auto it = members_.find(member);
     if (it == members_.end()) return {};
     for (const auto& counter : it->second) {
+      if (closed_only && counter.unit) continue;
       if (std::find(slots.begin(), slots.end(), counter.slot) != slots.end()) {
         wanted[counter.index * width + counter.slot] = true;
       }

@@ -73,6 +73,11 @@ class CountingBackend : public Interface {
     std::uint64_t missed_switches = 0;  // the switches missed, since the backend opened
   };
   virtual std::optional<Unattributed> unattributed() const { return std::nullopt; }
+  // The CPUs `cpus` went offline and came back. A backend whose counters all units share (an
+  // engine's) opens them anew there and returns true: its units go on as they were. false: each
+  // unit must be opened anew (CounterSet::reopen), as perf_event_open's, whose units own theirs.
+  // Throws std::runtime_error when they cannot be opened.
+  virtual bool reopen_shared(const std::vector<int>& /*cpus*/) const { return false; }
 };
 
 // perf_event_open(2): each unit one perf::CounterGroup.
@@ -150,13 +155,16 @@ class CounterSet {
   // there (their CPU came back, or a read failed), each counting from its new descriptor's zero;
   // the totals go on from where they stood. Where an open fails, that counter keeps its old
   // descriptor, and the first such failure is returned (error 0: every one was opened).
+  // `closed_only`: only the counters left closed (their CPU was offline when the member was
+  // opened), those open going on as they are (a backend that reopened what all its units share,
+  // CountingBackend::reopen_shared).
   struct Failure {
     int error = 0;
     std::size_t unit = 0;
     std::size_t slot = 0;
   };
-  Failure reopen(Member member, const CountingTarget& target,
-                 const std::vector<std::size_t>& slots);
+  Failure reopen(Member member, const CountingTarget& target, const std::vector<std::size_t>& slots,
+                 bool closed_only = false);
   // Zeroes the totals of `slot`, every unit's: the slot counts from here.
   void zero(std::size_t slot);
 

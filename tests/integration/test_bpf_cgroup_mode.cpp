@@ -245,3 +245,49 @@ TEST_CASE("BPF mode: a 1 s job that came and went between two rescans is counted
             .empty());
   CHECK(test::value_of(samples, "hwperf_container_cgroups", {}) == 1);
 }
+
+TEST_CASE("BPF mode: a CPU taken offline and brought back counts its cgroups again",
+          "[live][bpf][cgroup][hotplug]") {
+  if (const auto problem = test::cpu1_hotplug_problem(); !problem.empty()) FAIL(problem);
+  REQUIRE(test::cpu1_online());
+  TestTree tree("bpfhotplug", "before");  // counted before CPU 1 goes
+  REQUIRE(tree.topology.find(1) != nullptr);
+  test::CapturedStderr log;
+  auto collector = make(mode_config(tree.name, CountingMode::bpf), tree.topology);
+  REQUIRE(collector->unavailable().empty());
+  collector->rescan();
+  std::unique_ptr<live::TestCgroup> during;  // found while CPU 1 is offline
+  {
+    test::Cpu1Offline offline;
+    REQUIRE(offline.took_offline());
+    during = std::make_unique<live::TestCgroup>(tree.parent.path() / "during");
+    collector->rescan();
+    CHECK(test::value_of(test::scrape(*collector), "hwperf_container_cgroups") == 2);
+    offline.bring_back();
+    REQUIRE(test::cpu1_online());
+  }
+  collector->rescan();
+  // Each spins on CPU 1 only: the counters the kernel detached there count nothing more, and
+  // without new ones nothing would be counted.
+  for (const char* leaf : {"before", "during"}) {
+    const std::string cgroup = tree.name + "/" + leaf;
+    const auto before = test::scrape(*collector);
+    live::Spinner spinner(300, 1);
+    spinner.place_in(tree.parent.path() / leaf);
+    const double used = spinner.run();
+    const auto after = test::scrape(*collector);
+    const double counted = clock_seconds(after, cgroup) - clock_seconds(before, cgroup);
+    const double lost = unattributed_seconds(after) - unattributed_seconds(before);
+    INFO(leaf << ": the child used " << used << " s of CPU 1; counted " << counted << " s, " << lost
+              << " s given to no cgroup");
+    // The bounds of the perf-mode test of the same (test_cgroup_live.cpp): a cgroup's cpu-clock
+    // runs while it is on the CPU, the child's CPU time leaves out IRQ and steal time.
+    CHECK(counted >= used * 0.9 - lost);
+    CHECK(counted <= used * 1.25);
+    CHECK(test::value_of(after, "hwperf_container_read_errors_total") == 0);
+  }
+  const std::string text = log.text();
+  INFO(text);
+  CHECK(test::occurrences(text, "CPU 1 is back online") == 1);
+  CHECK(test::occurrences(text, "stay paused") == 0);
+}

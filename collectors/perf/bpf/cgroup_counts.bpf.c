@@ -153,11 +153,14 @@ static __always_inline int whole_interval(struct hwperf_bpf_cpu_state* state, __
   return 0;
 }
 
-static __always_inline int count_since_last_run(__u64 switches, int known, int at_switch) {
+static __always_inline int count_since_last_run(__u64 switches, int known, int at_switch,
+                                                int restart) {
   __u32 zero = 0;
   struct hwperf_bpf_cpu_state* state = bpf_map_lookup_elem(&cpu_state, &zero);
   if (!state) return 0;
   state->runs++;
+  /* New counters start from zero: a difference with the old ones' last readings is no count. */
+  if (restart) state->primed = 0;
   int whole = 1;
   if (state->primed)
     whole = whole_interval(state, switches, known, at_switch);
@@ -194,17 +197,18 @@ SEC("perf_event")
 int on_cgroup_switch(void* ctx) {
   int known = 0;
   __u64 switches = switch_count(&known);
-  return count_since_last_run(switches, known, 1);
+  return count_since_last_run(switches, known, 1, 0);
 }
 
 /* Never attached: user space runs it on a CPU with BPF_PROG_TEST_RUN (BPF_F_TEST_RUN_ON_CPU),
  * where it interrupts whatever task runs there, whose cgroup gets the time since the last switch.
+ * Its one argument is HWPERF_BPF_TRIGGER_RESTART once the CPU's counters were opened anew.
  */
 SEC("raw_tp")
-int trigger_read(void* ctx) {
+int trigger_read(struct bpf_raw_tracepoint_args* ctx) {
   int known = 0;
   __u64 switches = switch_count(&known);
-  return count_since_last_run(switches, known, 0);
+  return count_since_last_run(switches, known, 0, ctx->args[0] == HWPERF_BPF_TRIGGER_RESTART);
 }
 
 static __always_inline void flag_removed(void* map, __u64 id) {

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -146,57 +147,68 @@ std::string event_name(const EngineOptions& options, std::size_t group, std::siz
                       : name;
 }
 
-// Every group once per CPU, without a cgroup, each descriptor put where the program reads it.
-void open_engine_counters(EngineState& state) {
+// Every group on `cpu`, without a cgroup, each descriptor put where the program reads it (in
+// place of what was there: the map lets go of a replaced counter).
+std::vector<CounterGroup> open_cpu_counters(EngineState& state, unsigned cpu) {
   const int map = bpf_map__fd(state.skeleton->maps.counters);
-  for (const unsigned cpu : state.options.cpus) {
-    for (std::size_t g = 0; g < state.options.groups.size(); ++g) {
-      auto opened = CounterGroup::open(state.options.groups[g], -1, static_cast<int>(cpu));
-      if (!opened.ok()) {
-        std::string text = "bpf: cannot count " +
-                           event_name(state.options, g, opened.value.failed_event()) + " on CPU " +
-                           std::to_string(cpu) + ": " + errno_text(opened.error);
-        if (opened.error == EACCES || opened.error == EPERM) {
-          text += "; " + system_wide_permission_remedy(paranoid_setting(state.options.procfs));
-        }
-        throw std::runtime_error(text);
-      }
-      for (std::size_t m = 0; m < opened.value.size(); ++m) {
-        const auto key = static_cast<__u32>((state.group_first[g] + m) * state.cpu_slots + cpu);
-        const int fd = opened.value.descriptor(m);
-        if (const int error = bpf_map_update_elem(map, &key, &fd, BPF_ANY); error != 0) {
-          throw std::runtime_error("bpf: cannot hand " + event_name(state.options, g, m) +
-                                   " on CPU " + std::to_string(cpu) +
-                                   " to the program: " + errno_text(-error));
-        }
-      }
-      state.counters.push_back(std::move(opened.value));
-    }
-  }
-}
-
-// The program on each CPU's cgroup-switches event.
-void attach_to_switches(EngineState& state) {
-  const int program = bpf_program__fd(state.skeleton->progs.on_cgroup_switch);
-  const int switch_map = bpf_map__fd(state.skeleton->maps.switch_events);
-  for (const unsigned cpu : state.options.cpus) {
-    auto opened = open_switch_event(cpu, program, state.options.switch_period);
+  std::vector<CounterGroup> groups;
+  for (std::size_t g = 0; g < state.options.groups.size(); ++g) {
+    auto opened = CounterGroup::open(state.options.groups[g], -1, static_cast<int>(cpu));
     if (!opened.ok()) {
-      std::string text = "bpf: cannot open the cgroup-switches event with the program on CPU " +
+      std::string text = "bpf: cannot count " +
+                         event_name(state.options, g, opened.value.failed_event()) + " on CPU " +
                          std::to_string(cpu) + ": " + errno_text(opened.error);
-      if (opened.error == EINVAL || opened.error == ENOENT) {
-        text += " (PERF_COUNT_SW_CGROUP_SWITCHES needs Linux 5.13)";
+      if (opened.error == EACCES || opened.error == EPERM) {
+        text += "; " + system_wide_permission_remedy(paranoid_setting(state.options.procfs));
       }
       throw std::runtime_error(text);
     }
-    // Where trigger_read finds it, to tell whether the program ran at every switch.
-    const auto key = static_cast<__u32>(cpu);
-    const int fd = opened.value.get();
-    if (const int error = bpf_map_update_elem(switch_map, &key, &fd, BPF_ANY); error != 0) {
-      throw std::runtime_error("bpf: cannot hand the cgroup-switches event of CPU " +
-                               std::to_string(cpu) + " to the program: " + errno_text(-error));
+    for (std::size_t m = 0; m < opened.value.size(); ++m) {
+      const auto key = static_cast<__u32>((state.group_first[g] + m) * state.cpu_slots + cpu);
+      const int fd = opened.value.descriptor(m);
+      if (const int error = bpf_map_update_elem(map, &key, &fd, BPF_ANY); error != 0) {
+        throw std::runtime_error("bpf: cannot hand " + event_name(state.options, g, m) +
+                                 " on CPU " + std::to_string(cpu) +
+                                 " to the program: " + errno_text(-error));
+      }
     }
-    state.switch_events.push_back(std::move(opened.value));
+    groups.push_back(std::move(opened.value));
+  }
+  return groups;
+}
+
+void open_engine_counters(EngineState& state) {
+  for (const unsigned cpu : state.options.cpus) {
+    for (auto& group : open_cpu_counters(state, cpu)) state.counters.push_back(std::move(group));
+  }
+}
+
+// `cpu`'s cgroup-switches event with the program, where the program finds it (to tell whether it
+// ran at every switch); enabled, or (`enabled` false) left for the caller to enable.
+UniqueFd attach_switch_event(EngineState& state, unsigned cpu, bool enabled) {
+  const int program = bpf_program__fd(state.skeleton->progs.on_cgroup_switch);
+  auto opened = open_switch_event(cpu, program, state.options.switch_period, enabled);
+  if (!opened.ok()) {
+    std::string text = "bpf: cannot open the cgroup-switches event with the program on CPU " +
+                       std::to_string(cpu) + ": " + errno_text(opened.error);
+    if (opened.error == EINVAL || opened.error == ENOENT) {
+      text += " (PERF_COUNT_SW_CGROUP_SWITCHES needs Linux 5.13)";
+    }
+    throw std::runtime_error(text);
+  }
+  const auto key = static_cast<__u32>(cpu);
+  const int fd = opened.value.get();
+  const int switch_map = bpf_map__fd(state.skeleton->maps.switch_events);
+  if (const int error = bpf_map_update_elem(switch_map, &key, &fd, BPF_ANY); error != 0) {
+    throw std::runtime_error("bpf: cannot hand the cgroup-switches event of CPU " +
+                             std::to_string(cpu) + " to the program: " + errno_text(-error));
+  }
+  return std::move(opened.value);
+}
+
+void attach_to_switches(EngineState& state) {
+  for (const unsigned cpu : state.options.cpus) {
+    state.switch_events.push_back(attach_switch_event(state, cpu, true));
   }
 }
 
@@ -211,9 +223,13 @@ void attach_to_rmdir(EngineState& state) {
 
 }  // namespace
 
-int trigger_on_cpu(const EngineState& state, unsigned cpu) {
+int trigger_on_cpu(const EngineState& state, unsigned cpu, bool restart) {
+  // The program's raw_tp context: one argument.
+  std::uint64_t argument = restart ? HWPERF_BPF_TRIGGER_RESTART : 0;
   bpf_test_run_opts run{};
   run.sz = sizeof run;
+  run.ctx_in = &argument;
+  run.ctx_size_in = sizeof argument;
   run.flags = BPF_F_TEST_RUN_ON_CPU;
   run.cpu = cpu;
   const int error =
@@ -221,7 +237,7 @@ int trigger_on_cpu(const EngineState& state, unsigned cpu) {
   return error < 0 ? -error : 0;
 }
 
-OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t period) {
+OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t period, bool enabled) {
   perf_event_attr attr{};
   attr.size = sizeof attr;
   attr.type = PERF_TYPE_SOFTWARE;
@@ -232,7 +248,7 @@ OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t per
       ::syscall(SYS_perf_event_open, &attr, -1, static_cast<int>(cpu), -1, PERF_FLAG_FD_CLOEXEC)));
   if (!fd.valid()) return {UniqueFd{}, errno};
   if (::ioctl(fd.get(), PERF_EVENT_IOC_SET_BPF, program) != 0 ||
-      ::ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
+      (enabled && ::ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0)) {
     return {UniqueFd{}, errno};
   }
   return {std::move(fd), 0};
@@ -254,6 +270,34 @@ CgroupEngine CgroupEngine::open(const EngineOptions& options) {
     }
   }
   return CgroupEngine(std::move(state));
+}
+
+void CgroupEngine::reopen_cpu(unsigned cpu) {
+  EngineState& state = *state_;
+  const std::lock_guard<std::mutex> lock(state.mutex);
+  const auto& cpus = state.options.cpus;
+  const auto at = std::find(cpus.begin(), cpus.end(), cpu);
+  if (at == cpus.end()) {
+    throw std::invalid_argument("bpf: CPU " + std::to_string(cpu) + " is not counted");
+  }
+  const auto index = static_cast<std::size_t>(at - cpus.begin());
+  // The old switch event goes first: the program must not run over the new counters before
+  // the restarting run has taken their first readings. Until the new one is enabled, switches
+  // there run nothing.
+  state.switch_events[index] = UniqueFd{};
+  auto counters = open_cpu_counters(state, cpu);
+  std::move(counters.begin(), counters.end(),
+            state.counters.begin() + static_cast<std::ptrdiff_t>(index * counters.size()));
+  UniqueFd switches = attach_switch_event(state, cpu, false);
+  if (const int error = trigger_on_cpu(state, cpu, true); error != 0) {
+    throw std::runtime_error("bpf: cannot run the program on CPU " + std::to_string(cpu) +
+                             " to restart its count: " + errno_text(error));
+  }
+  if (::ioctl(switches.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
+    throw std::runtime_error("bpf: cannot enable the cgroup-switches event of CPU " +
+                             std::to_string(cpu) + ": " + errno_text(errno));
+  }
+  state.switch_events[index] = std::move(switches);
 }
 
 CgroupEngine::CgroupEngine(std::unique_ptr<EngineState> state) : state_(std::move(state)) {}

@@ -21,9 +21,8 @@
 // Needs CAP_BPF with CAP_PERFMON (or CAP_SYS_ADMIN), the kernel's BTF, the perf_event controller
 // on cgroup v2 and Linux 5.13 (the cgroup-switches event); open() says what is missing.
 //
-// Not handled here: a CPU taken offline loses its events (the kernel detaches CPU-bound events),
-// and they do not come back with it; reads of that CPU then fail (ReadFailure) until the engine
-// is opened anew, which the counting layer's hotplug handling does. A task moved to another
+// A CPU taken offline loses its events (the kernel detaches CPU-bound events), and they do not
+// come back with it: reopen_cpu() opens them anew once it is back. A task moved to another
 // cgroup while it runs raises no switch: what it counted since its last switch goes to the
 // cgroup it was moved to.
 #pragma once
@@ -122,6 +121,12 @@ class CgroupEngine {
   // std::runtime_error when a map cannot be read.
   EngineReading read();
 
+  // `cpu` went offline and came back: the kernel detached its counters and its cgroup-switches
+  // event, which count nothing more. Opens them anew, the program taking the new counters' first
+  // readings as at the start: each cgroup's count goes on from where it stood, what ran on the
+  // CPU while it was offline being nothing. Throws std::runtime_error as open() does.
+  void reopen_cpu(unsigned cpu);
+
   // Where an event's readings are: events are numbered across groups in order.
   std::size_t event_count() const;
   std::size_t group_count() const;
@@ -144,7 +149,9 @@ GroupReading group_reading(const CgroupEngine& engine, const CgroupCounts& count
 // The cgroup-switches software event of `cpu` (PERF_COUNT_SW_CGROUP_SWITCHES, Linux 5.13) with
 // the BPF program `program` attached: the kernel runs it at every switch between tasks of
 // different perf_event cgroups (every `period`-th); a program returning 0 has no sample written.
-OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t period = 1);
+// Enabled, or left disabled for the caller to enable (`enabled` false).
+OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t period = 1,
+                                    bool enabled = true);
 
 // The id of the cgroup whose directory is `path` (name_to_handle_at(2); as stat(2)'s inode
 // number on 64-bit kernels): the key of its counts. Errno when it is no cgroup v2 directory.

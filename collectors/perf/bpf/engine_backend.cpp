@@ -216,6 +216,11 @@ std::size_t EngineBackend::shared_descriptors() const {
   return shared_->engine.perf_descriptors() + kEngineBpfDescriptors;
 }
 
+bool EngineBackend::reopen_shared(const std::vector<int>& cpus) const {
+  for (const int cpu : cpus) shared_->engine.reopen_cpu(static_cast<unsigned>(cpu));
+  return true;
+}
+
 std::optional<CountingBackend::Unattributed> EngineBackend::unattributed() const {
   std::lock_guard lock(shared_->mutex);
   auto out = unattributed_counts(shared_->reading);

@@ -69,6 +69,9 @@ class EngineBackend final : public CountingBackend {
   // The engine's last reading's EngineReading::unattributed and missed_switches (what crossed a
   // cgroup switch the program did not run at), each counter scaled by its lifetime running share.
   std::optional<Unattributed> unattributed() const override;
+  // The engine's counters on `cpus` opened anew (CgroupEngine::reopen_cpu); the units read the
+  // same sums as before, so none is reopened.
+  bool reopen_shared(const std::vector<int>& cpus) const override;
 
   struct Shared;  // the engine, its last reading and the tracked cgroups; units hold it too
 

@@ -59,7 +59,8 @@ struct EngineState {
 // Entries read per bpf_map_lookup_batch call.
 inline constexpr std::size_t kBatchEntries = 128;
 
-// Runs the program on `cpu` (BPF_PROG_TEST_RUN on that CPU); 0 or an errno.
-int trigger_on_cpu(const EngineState& state, unsigned cpu);
+// Runs the program on `cpu` (BPF_PROG_TEST_RUN on that CPU); 0 or an errno. `restart`: the
+// CPU's counters were opened anew, and this run takes their first readings.
+int trigger_on_cpu(const EngineState& state, unsigned cpu, bool restart = false);
 
 }  // namespace hwperf::perf::bpf

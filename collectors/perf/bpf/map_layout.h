@@ -25,6 +25,9 @@ struct hwperf_bpf_reading {
  * size is cut to the events really counted (hwperf_bpf_counts_size), so the array is read only
  * up to the engine's event count. */
 #define HWPERF_BPF_REMOVED 1ull /* flags: the cgroup was removed (set by the rmdir program) */
+/* trigger_read's argument: this CPU's counters and switch event were opened anew (it came back
+ * online); their first readings start the count, as at the engine's start. */
+#define HWPERF_BPF_TRIGGER_RESTART 1ull
 struct hwperf_bpf_counts {
   __u64 flags;
   struct hwperf_bpf_reading sum[HWPERF_BPF_MAX_EVENTS];
