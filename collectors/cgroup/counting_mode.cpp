@@ -47,7 +47,8 @@ std::shared_ptr<const perf::CountingBackend> open_engine(
   // Every cgroup that runs has an entry until it is removed and reclaimed, not only those
   // counted: room for the node's other cgroups beside max_cgroups.
   options.max_cgroups = std::max<std::size_t>(1024, 4 * std::size_t{cgroup.max_cgroups});
-  options.max_tracked = cgroup.max_cgroups;
+  // A rescan opens the cgroups it found before it closes those gone: room for both at the cap.
+  options.max_tracked = 2 * std::size_t{cgroup.max_cgroups};
   options.sysfs = btf_root(config);
   options.procfs = config.paths.procfs;
   options.perf_event_on_cgroup_v2 = on_v2(hierarchy);

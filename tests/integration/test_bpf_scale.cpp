@@ -100,3 +100,28 @@ TEST_CASE("BPF: a churn of 2,500 short-lived cgroups through 1,024 entries leave
   CHECK(left == 0);
   CHECK(last.not_counted == 0);
 }
+
+TEST_CASE("BPF: a cgroup that finds the count map full is given to no cgroup, not lost", "[bpf]") {
+  const auto h = v2_hierarchy();
+  const TestCgroup parent(h.root / unique_name("bpf-full"));
+  const TestCgroup filler(parent.path() / "filler");
+  auto options = options_for({{cpu_clock()}});
+  // One entry, which the first cgroup to switch after the start takes (the filler's, or one of
+  // the system's): the busy cgroup, made after, finds no room.
+  options.max_cgroups = 1;
+  auto engine = open_engine(options);
+  run_briefly_in(filler.path());
+  const TestCgroup busy(parent.path() / "busy");
+  const double lost_before = unattributed_seconds(engine.read());
+  test::cgroup_live::Spinner spinner(300);
+  spinner.place_in(busy.path());
+  const double used = spinner.run();
+  const EngineReading reading = engine.read();
+  const double lost = unattributed_seconds(reading) - lost_before;
+  INFO("the busy child used " << used << " s; " << lost << " s given to no cgroup; "
+                              << reading.not_counted << " switches found the map full");
+  CHECK(reading.own.size() == 1);
+  CHECK(find(reading.own, id_of(busy.path())) == nullptr);
+  CHECK(reading.not_counted > 0);
+  CHECK(lost >= used * 0.9);
+}

@@ -131,13 +131,23 @@ TEST_CASE("BPF removed cgroups: one removed before it was counted is summed unde
   CHECK(removed.sum(1) == nullptr);
 }
 
-TEST_CASE("BPF backend: what the engine gave to no cgroup in the counts' shape and scaled",
-          "[bpf_unit]") {
+TEST_CASE(
+    "BPF backend: what the engine gave to no cgroup in the counts' shape, scaled, only growing",
+    "[bpf_unit]") {
   EngineReading reading;
   reading.missed_switches = 5;
   // [event * cpus + cpu], 2 events on 2 CPUs: counted whole, multiplexed half the time, never run.
   reading.unattributed = {{1000, 50, 50}, {1000, 100, 50}, {0, 100, 0}, {7, 0, 0}};
-  const auto lost = unattributed_counts(reading);
-  CHECK(lost.missed_switches == 5);
-  CHECK(lost.counts == std::vector<std::uint64_t>{1000, 2000, 0, 7});
+  UnattributedTotals totals;
+  totals.add(reading);
+  CHECK(totals.totals().missed_switches == 5);
+  CHECK(totals.totals().counts == std::vector<std::uint64_t>{1000, 2000, 0, 7});
+  // Then each counted whole over the next 100 ns: 10 more each. The second one's lifetime share
+  // is now 150 of 200 ns, which applied to its lifetime count (1010) would give 1346, less than
+  // the 2000 exported before: a counter that went back.
+  reading.missed_switches = 6;
+  reading.unattributed = {{1010, 150, 150}, {1010, 200, 150}, {10, 200, 100}, {17, 100, 100}};
+  totals.add(reading);
+  CHECK(totals.totals().missed_switches == 6);
+  CHECK(totals.totals().counts == std::vector<std::uint64_t>{1010, 2010, 10, 17});
 }

@@ -177,10 +177,13 @@ static __always_inline int count_since_last_run(__u64 switches, int known, int a
     return 0;
   }
   struct hwperf_bpf_counts* own = own_entry(bpf_get_current_cgroup_id());
-  if (own)
+  if (own) {
     add_to(own->sum, state);
-  else
+  } else {
+    /* The map is full (max_cgroups): given to no cgroup, but not lost from sight. */
     state->not_counted++;
+    add_to(state->unattributed, state);
+  }
   return 0;
 }
 

@@ -78,7 +78,8 @@ struct EngineReading {
   // cgroup event counts): the sum of their own counts, those of removed descendants included.
   std::vector<CgroupCounts> subtree;
   std::vector<ReadFailure> failures;
-  // Switches whose cgroup found the own-count map full (max_cgroups), since the engine started.
+  // Switches whose cgroup found the own-count map full (max_cgroups), since the engine started:
+  // what the counters advanced before them is in `unattributed` too.
   std::uint64_t not_counted = 0;
   // Cgroup switches the program did not run at, since the engine started: the kernel skips a
   // perf_event program while bpf_prog_active is held on the CPU (bpf_overflow_handler in

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -22,18 +23,30 @@ std::optional<GroupReading> subtree_group_reading(const EngineReading& reading, 
   return std::nullopt;
 }
 
-CountingBackend::Unattributed unattributed_counts(const EngineReading& reading) {
-  CountingBackend::Unattributed out;
-  out.missed_switches = reading.missed_switches;
-  out.counts.reserve(reading.unattributed.size());
-  for (const Reading& counter : reading.unattributed) {
-    const bool multiplexed = counter.running_ns > 0 && counter.running_ns < counter.enabled_ns;
-    out.counts.push_back(
-        multiplexed ? static_cast<std::uint64_t>(static_cast<unsigned __int128>(counter.value) *
-                                                 counter.enabled_ns / counter.running_ns)
-                    : counter.value);
+void UnattributedTotals::add(const EngineReading& reading) {
+  const auto& now = reading.unattributed;
+  if (now.size() != last_.size()) {  // the first reading: every counter from zero
+    last_.assign(now.size(), Reading{});
+    totals_.counts.assign(now.size(), 0);
   }
-  return out;
+  for (std::size_t i = 0; i < now.size(); ++i) {
+    const Reading& before = last_[i];
+    // A sum the engine started afresh counts from zero.
+    const bool fresh = now[i].value < before.value || now[i].enabled_ns < before.enabled_ns ||
+                       now[i].running_ns < before.running_ns;
+    const Reading from = fresh ? Reading{} : before;
+    const std::uint64_t value = now[i].value - from.value;
+    const std::uint64_t enabled = now[i].enabled_ns - from.enabled_ns;
+    const std::uint64_t running = now[i].running_ns - from.running_ns;
+    std::uint64_t scaled = value;
+    if (running > 0 && running < enabled) {
+      const unsigned __int128 wide = static_cast<unsigned __int128>(value) * enabled / running;
+      scaled = wide > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(wide);
+    }
+    totals_.counts[i] += scaled;
+    last_[i] = now[i];
+  }
+  totals_.missed_switches = reading.missed_switches;
 }
 
 struct EngineBackend::Shared {
@@ -42,6 +55,7 @@ struct EngineBackend::Shared {
   CgroupEngine engine;
   std::mutex mutex;  // everything below
   EngineReading reading;
+  UnattributedTotals unattributed;
   int read_error = 0;  // of the current reading: EIO when the engine could not be read
   ReadingGenerations generations;
   std::unordered_map<std::uint64_t, std::size_t> units_of;  // tracked cgroup -> its open units
@@ -68,6 +82,7 @@ struct EngineBackend::Shared {
     if (!generations.needs_fresh(had)) return;
     try {
       reading = engine.read();
+      unattributed.add(reading);
       read_error = 0;
       gather_removed();
     } catch (const std::runtime_error& e) {
@@ -223,7 +238,7 @@ bool EngineBackend::reopen_shared(const std::vector<int>& cpus) const {
 
 std::optional<CountingBackend::Unattributed> EngineBackend::unattributed() const {
   std::lock_guard lock(shared_->mutex);
-  auto out = unattributed_counts(shared_->reading);
+  auto out = shared_->unattributed.totals();
   // Before the first read: nothing counted yet, in the layout's shape.
   if (out.counts.empty()) {
     out.counts.assign(shared_->engine.event_count() * shared_->engine.cpus().size(), 0);

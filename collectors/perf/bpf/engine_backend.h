@@ -36,9 +36,20 @@ std::optional<GroupReading> subtree_group_reading(const EngineReading& reading, 
                                                   std::size_t first_event, std::size_t members,
                                                   std::size_t cpus, std::size_t cpu_index);
 
-// EngineReading::unattributed and missed_switches as the counting layer's Unattributed: each
-// counter's count scaled by its running share (enabled / running) where it was multiplexed.
-CountingBackend::Unattributed unattributed_counts(const EngineReading& reading);
+// EngineReading::unattributed and missed_switches as the counting layer's Unattributed, summed
+// reading by reading: each counter's advance since the previous reading, scaled by its running
+// share over that advance (enabled / running) where the kernel multiplexed it. A counter: one
+// lifetime share applied to the lifetime count would make it go back when the share changes.
+class UnattributedTotals {
+ public:
+  void add(const EngineReading& reading);
+  // In the shape of the last reading added (nothing before the first).
+  const CountingBackend::Unattributed& totals() const { return totals_; }
+
+ private:
+  std::vector<Reading> last_;
+  CountingBackend::Unattributed totals_;
+};
 
 // Which engine reading a unit gets: a fresh one when it has had the current one already.
 class ReadingGenerations {
@@ -66,8 +77,8 @@ class EngineBackend final : public CountingBackend {
                                           const CountingTarget& target, int cpu) const override;
   // The engine's: (events + 1) x CPUs perf events and kEngineBpfDescriptors.
   std::size_t shared_descriptors() const override;
-  // The engine's last reading's EngineReading::unattributed and missed_switches (what crossed a
-  // cgroup switch the program did not run at), each counter scaled by its lifetime running share.
+  // What crossed a cgroup switch the program did not run at, as of the engine's last reading
+  // (UnattributedTotals).
   std::optional<Unattributed> unattributed() const override;
   // The engine's counters on `cpus` opened anew (CgroupEngine::reopen_cpu); the units read the
   // same sums as before, so none is reopened.
