@@ -180,11 +180,16 @@ std::unique_ptr<CgroupCollector> make_cgroup_collector(const Config& config,
 // The registry entry (registration.h): built only through the factory above.
 namespace {
 
-// Descriptors at the cap: max_cgroups x events x CPUs.
+// Descriptors at the cap: max_cgroups x events x CPUs; the engine's, whatever the cgroups.
 FileNeed file_need(const Config& config, const Topology& topology) {
   const auto& cgroup = config.get<CgroupCollectorConfig>();
   const std::size_t events = event_count(config);
   const std::size_t cpus = topology.threads().size();
+  if (const auto engine = engine_descriptors(config, events, cpus)) {
+    return {"cgroup (BPF engine): (" + std::to_string(events) + " events + 1) x " +
+                std::to_string(cpus) + " CPUs and its maps and programs",
+            *engine};
+  }
   return {"cgroup: up to " + std::to_string(cgroup.max_cgroups) + " cgroups x " +
               std::to_string(events) + " events x " + std::to_string(cpus) + " CPUs",
           static_cast<unsigned long>(cgroup.max_cgroups * events * cpus),

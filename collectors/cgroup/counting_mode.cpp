@@ -77,6 +77,21 @@ std::vector<std::string> bpf_missing([[maybe_unused]] const std::string& sysfs,
 #endif
 }
 
+std::optional<unsigned long> engine_descriptors(const Config& config, std::size_t events,
+                                                std::size_t cpus) {
+  const CountingMode configured = config.get<CgroupCollectorConfig>().mode;
+  if (configured == CountingMode::perf) return std::nullopt;
+  if (configured == CountingMode::automatic) {
+    const auto hierarchy = read_perf_event_hierarchy(config.paths.procfs, config.paths.sysfs);
+    if (!bpf_missing(btf_root(config), hierarchy).empty()) return std::nullopt;
+  }
+#ifdef HWPERF_HAVE_BPF
+  return static_cast<unsigned long>((events + 1) * cpus + perf::bpf::kEngineBpfDescriptors);
+#else
+  return static_cast<unsigned long>((events + 1) * cpus);  // mode: bpf refuses to start anyway
+#endif
+}
+
 ChosenMode choose_mode(const Config& config, const PerfEventHierarchy& hierarchy,
                        std::shared_ptr<const perf::CounterLayout> layout) {
   const CountingMode configured = config.get<CgroupCollectorConfig>().mode;

@@ -4,7 +4,9 @@
 // the start and --check-config, so that the dry run refuses what the start would.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,13 @@ std::vector<std::string> bpf_missing(const std::string& sysfs, const PerfEventHi
 // same way); auto falls back to perf with the reason.
 ChosenMode choose_mode(const Config& config, const PerfEventHierarchy& hierarchy,
                        std::shared_ptr<const perf::CounterLayout> layout);
+
+// The descriptors the engine would hold for `events` on `cpus` where the start will count with
+// it (mode: bpf, or auto where nothing BPF needs is missing), for the open-file check before
+// anything is opened; nothing where perf events will count. Should the engine then fail to open
+// in auto, the perf events open what the limit allows and say what they could not.
+std::optional<unsigned long> engine_descriptors(const Config& config, std::size_t events,
+                                                std::size_t cpus);
 
 // The metric's and log's name of a chosen mode.
 const char* mode_name(CountingMode mode);

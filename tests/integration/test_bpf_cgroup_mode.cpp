@@ -118,7 +118,7 @@ struct BothModes : TestTree {
 }  // namespace
 
 TEST_CASE("BPF mode: a busy cgroup's cpu-clock is its cpu.stat usage and perf mode's within 2 %",
-          "[bpf][cgroup]") {
+          "[live][bpf][cgroup]") {
   BothModes modes("bpfmode", "busy");
   REQUIRE(modes.bpf->unavailable().empty());
   live::Spinner spinner(1500);
@@ -149,7 +149,7 @@ TEST_CASE("BPF mode: a busy cgroup's cpu-clock is its cpu.stat usage and perf mo
 }
 
 TEST_CASE("BPF mode: a cgroup two levels below a counted one is counted in it, as perf counts it",
-          "[bpf][cgroup]") {
+          "[live][bpf][cgroup]") {
   // "pod" is counted while a leaf; its descendants come after the rescan that found it.
   BothModes modes("bpfnest", "pod");
   const live::TestCgroup middle(modes.leaf.path() / "mid");
@@ -214,7 +214,7 @@ TEST_CASE("collectors.cgroup.mode: auto falls back to perf without BTF, bpf is r
 }
 
 TEST_CASE("BPF mode: a 1 s job that came and went between two rescans is counted, not dropped",
-          "[bpf][cgroup]") {
+          "[live][bpf][cgroup]") {
   const TestTree tree("bpfjob", "steady");
   const std::string& name = tree.name;
   const Topology& topology = tree.topology;

@@ -63,7 +63,7 @@ double tsc_hz() {
 
 }  // namespace
 
-TEST_CASE("BPF: a busy cgroup's cpu-clock is its cpu.stat usage within 2 %", "[bpf]") {
+TEST_CASE("BPF: a busy cgroup's cpu-clock is its cpu.stat usage within 2 %", "[live][bpf]") {
   const auto h = v2_hierarchy();
   const TestCgroup cgroup(h.root / unique_name("bpf-busy"));
   const std::uint64_t id = id_of(cgroup.path());
@@ -90,7 +90,8 @@ TEST_CASE("BPF: a busy cgroup's cpu-clock is its cpu.stat usage within 2 %", "[b
   CHECK(counted <= usage * 1.02 + outside.seconds(cpu));
 }
 
-TEST_CASE("BPF: a task that has not switched since it started is counted up to the read", "[bpf]") {
+TEST_CASE("BPF: a task that has not switched since it started is counted up to the read",
+          "[live][bpf]") {
   const auto h = v2_hierarchy();
   const TestCgroup cgroup(h.root / unique_name("bpf-running"));
   const std::uint64_t id = id_of(cgroup.path());
@@ -139,7 +140,7 @@ TEST_CASE("BPF: a task that has not switched since it started is counted up to t
 }
 
 TEST_CASE("BPF: a cgroup two levels below a tracked one is counted at its leaf and in the root",
-          "[bpf]") {
+          "[live][bpf]") {
   const auto h = v2_hierarchy();
   const TestCgroup root(h.root / unique_name("bpf-nested"));
   const TestCgroup middle(root.path() / "middle");
@@ -167,7 +168,7 @@ TEST_CASE("BPF: a cgroup two levels below a tracked one is counted at its leaf a
   CHECK(in_root == Approx(at_leaf).epsilon(0.001));
 }
 
-TEST_CASE("BPF: a tracked cgroup's sum keeps what a removed child counted", "[bpf]") {
+TEST_CASE("BPF: a tracked cgroup's sum keeps what a removed child counted", "[live][bpf]") {
   const auto h = v2_hierarchy();
   const TestCgroup root(h.root / unique_name("bpf-keeps"));
   auto engine = open_engine(options_for({{cpu_clock()}}));
@@ -199,7 +200,7 @@ TEST_CASE("BPF: a tracked cgroup's sum keeps what a removed child counted", "[bp
 }
 
 TEST_CASE("BPF: a 1 s job started and ended between two reads is counted, then reclaimed",
-          "[bpf]") {
+          "[live][bpf]") {
   const auto h = v2_hierarchy();
   auto engine = open_engine(options_for({{cpu_clock()}}));
   const double lost_before = unattributed_seconds(engine.read());
@@ -234,7 +235,7 @@ TEST_CASE("BPF: a 1 s job started and ended between two reads is counted, then r
 }
 
 TEST_CASE("BPF: what the counters advance across a switch the program missed is no cgroup's",
-          "[bpf]") {
+          "[live][bpf]") {
   const auto h = v2_hierarchy();
   const TestCgroup a(h.root / unique_name("bpf-missed-a"));
   const TestCgroup b(h.root / unique_name("bpf-missed-b"));
@@ -266,7 +267,7 @@ TEST_CASE("BPF: what the counters advance across a switch the program missed is 
 }
 
 TEST_CASE("BPF: a group's events are read in one run: same times, the TSC's rate per CPU-second",
-          "[bpf]") {
+          "[live][bpf]") {
   const auto h = v2_hierarchy();
   const TestCgroup cgroup(h.root / unique_name("bpf-group"));
   const std::uint64_t id = id_of(cgroup.path());

@@ -7,9 +7,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "collectors/cgroup/cgroup_config.h"
 #include "collectors/perf/bpf/bpf_support.h"
 #include "collectors/perf/bpf/engine_backend.h"
 #include "collectors/perf/bpf/removed_cgroups.h"
+#include "collectors/registry.h"
+#include "tests/support/support.h"
+#include "topology/topology.h"
 
 using namespace hwperf;
 using namespace hwperf::perf::bpf;
@@ -150,4 +154,33 @@ TEST_CASE(
   totals.add(reading);
   CHECK(totals.totals().missed_switches == 6);
   CHECK(totals.totals().counts == std::vector<std::uint64_t>{1010, 2010, 10, 17});
+}
+
+TEST_CASE("the container collector's open-file need in bpf mode is the engine's, not per cgroup",
+          "[bpf_unit][cgroup]") {
+  TopologyConfig synthetic;
+  synthetic.kind = TopologyConfig::Kind::synthetic;
+  synthetic.argument = "pack:2 core:64 pu:2";
+  const Topology topology = Topology::load(synthetic);
+  const unsigned long cpus = topology.threads().size();
+  const test::TempDir no_btf;  // auto finds no BTF there, and counts with perf events
+  const auto need = [&](CountingMode mode) -> unsigned long {
+    Config config;
+    auto& cgroup = config.get<CgroupCollectorConfig>();
+    cgroup.enabled = true;
+    cgroup.max_cgroups = 256;
+    cgroup.mode = mode;
+    cgroup.bpf_sysfs = no_btf.path().string();
+    for (const auto& need : collector_file_needs(config, topology)) {
+      if (need.what.rfind("cgroup", 0) == 0) return need.count;
+    }
+    FAIL("no need of the container collector");
+    return 0;
+  };
+  const unsigned long perf = need(CountingMode::perf);
+  const unsigned long events = perf / (256 * cpus);
+  REQUIRE(events > 0);
+  CHECK(perf == 256 * events * cpus);
+  CHECK(need(CountingMode::bpf) == (events + 1) * cpus + kEngineBpfDescriptors);
+  CHECK(need(CountingMode::automatic) == perf);
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -56,7 +57,8 @@ struct EngineBackend::Shared {
   std::mutex mutex;  // everything below
   EngineReading reading;
   UnattributedTotals unattributed;
-  int read_error = 0;  // of the current reading: EIO when the engine could not be read
+  int read_error = 0;          // of the current reading: EIO when the engine could not be read
+  std::string failed_because;  // why the last read failed, "" when it did not
   ReadingGenerations generations;
   std::unordered_map<std::uint64_t, std::size_t> units_of;  // tracked cgroup -> its open units
   // Tracked once and forgotten since, while the engine still has their entries: their counts
@@ -85,8 +87,12 @@ struct EngineBackend::Shared {
       unattributed.add(reading);
       read_error = 0;
       gather_removed();
+      if (!failed_because.empty()) log::info("cgroup: the BPF engine is read again");
+      failed_because.clear();
     } catch (const std::runtime_error& e) {
-      log::warn(std::string("cgroup: ") + e.what());
+      // Once per reason, not at every scrape; the units' read errors count each.
+      if (failed_because != e.what()) log::warn(std::string("cgroup: ") + e.what());
+      failed_because = e.what();
       read_error = EIO;
     }
     generations.made();
