@@ -404,7 +404,7 @@ void breakdown_table(const Settings& settings, const BenchCgroups& cgroups) {
       "\n| 256 cgroups | round trip us | adds us | per switch ns | program ns per run "
       "|\n|---|---|---|---|---|\n");
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const char* program = i == 1 ? "hwperf_empty" : i == 2 ? "hwperf_empty_sw" : "on_cgroup_switc";
+    const char* program = i == 1 ? "hwperf_empty" : i == 2 ? "hwperf_empty_sw" : "on_sched_switch";
     const double run_ns = i == 0 ? 0 : run_ns_under(settings, cgroups, rows[i].second, program);
     std::printf("| %s | %.2f | %+.2f | %+.0f | %.0f |\n", rows[i].first.c_str(), m[i], m[i] - m[0],
                 (m[i] - m[0]) * 1e3 / 2, run_ns);

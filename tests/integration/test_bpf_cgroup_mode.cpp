@@ -143,9 +143,9 @@ TEST_CASE("BPF mode: a busy cgroup's cpu-clock is its cpu.stat usage and perf mo
                        {{"mode", "perf"}, {"reason", "configured"}}) == 1);
   // The same families and labels in both modes: dashboards and rules do not change.
   CHECK(shapes(bpf_samples) == shapes(perf_samples));
-  // The engine's descriptors, whatever the number of cgroups: (events + 1) x CPUs + 13.
+  // The engine's descriptors, whatever the number of cgroups: (events + 1) x CPUs + 14.
   CHECK(test::value_of(bpf_samples, "hwperf_container_open_counters", {}) ==
-        static_cast<double>(2 * modes.topology.threads().size() + 13));
+        static_cast<double>(2 * modes.topology.threads().size() + 14));
 }
 
 TEST_CASE("BPF mode: a cgroup two levels below a counted one is counted in it, as perf counts it",

@@ -32,8 +32,9 @@ TEST_CASE("BPF: (events + 1) x CPUs perf descriptors and a fixed few BPF ones fo
                 << " CPUs; perf mode would hold 256 x 3 x " << cpus << " = " << 256 * 3 * cpus);
   CHECK(perf_fds == (3 + 1) * cpus);
   CHECK(engine.perf_descriptors() == perf_fds);
-  // Eight maps, three programs, the object's BTF and the rmdir attachment: none per CPU or cgroup.
-  CHECK(bpf_fds <= 13);
+  // Eight maps, three programs, the object's BTF, the sched_switch and rmdir attachments: none
+  // per CPU or cgroup.
+  CHECK(bpf_fds <= 14);
 
   std::vector<std::unique_ptr<TestCgroup>> cgroups;
   std::vector<std::uint64_t> ids;

@@ -171,8 +171,8 @@ TEST_CASE("the container collector's open-file need in bpf mode is the engine's,
     cgroup.max_cgroups = 256;
     cgroup.mode = mode;
     cgroup.bpf_sysfs = no_btf.path().string();
-    for (const auto& need : collector_file_needs(config, topology)) {
-      if (need.what.rfind("cgroup", 0) == 0) return need.count;
+    for (const auto& one : collector_file_needs(config, topology)) {
+      if (one.what.rfind("cgroup", 0) == 0) return one.count;
     }
     FAIL("no need of the container collector");
     return 0;

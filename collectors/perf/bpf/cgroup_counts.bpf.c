@@ -6,12 +6,14 @@
  *
  * The design is that of Linux perf's `perf stat --for-each-cgroup --bpf-counters`
  * (tools/perf/util/bpf_skel/bperf_cgroup.bpf.c), written anew: every event is opened once per
- * CPU without a cgroup and put in `counters`; on_cgroup_switch runs on a CPU's
- * PERF_COUNT_SW_CGROUP_SWITCHES event (sample period 1), which the scheduler raises only when the
- * task it switches out is in another perf_event cgroup than the one it switches in, and gives
- * what every counter advanced since the previous run on that CPU to the cgroup of the task going
- * out. trigger_read does the same on demand, run on each CPU through BPF_PROG_TEST_RUN before the
- * maps are read, so that the time since the last switch is not missing.
+ * CPU without a cgroup and put in `counters`; on_sched_switch runs at the sched_switch
+ * tracepoint and, when the task it switches out is in another cgroup than the one it switches in,
+ * gives what every counter advanced since the previous run on that CPU to the cgroup of the task
+ * going out. (perf's program runs on the PERF_COUNT_SW_CGROUP_SWITCHES event instead, which the
+ * kernel skips while bpf_prog_active is held on the CPU; here that event only counts, to tell
+ * whether a switch was missed.) trigger_read does the same on demand, run on each CPU through
+ * BPF_PROG_TEST_RUN before the maps are read, so that the time since the last switch is not
+ * missing.
  *
  * own_counts receives the counts, per CPU: every cgroup whose tasks ran, from its first switch,
  * keyed by cgroup id (made here, so a cgroup made and removed between two reads is counted), its
@@ -35,6 +37,8 @@
 const volatile __u32 event_count = 1;
 const volatile __u32 cpu_slots = 1; /* libbpf_num_possible_cpus(): a counter's key is
                                        event * cpu_slots + cpu */
+/* Tests only: the program counts at every n-th cgroup switch, as if the others were missed. */
+const volatile __u64 switch_period = 1;
 
 /* All zeros: the first value of a new entry (map memory, as bpf_map_update_elem wants). */
 struct hwperf_bpf_counts zero_counts = {};
@@ -145,8 +149,9 @@ static __always_inline struct hwperf_bpf_counts* own_entry(__u64 id) {
  * one more than at the last run for a run at a switch, the same for a triggered run. */
 static __always_inline int whole_interval(struct hwperf_bpf_cpu_state* state, __u64 switches,
                                           int known, int at_switch) {
+  __u64 expected = state->switches + state->at_switch;
+  state->at_switch = at_switch;
   if (!known) return 1;
-  __u64 expected = state->switches + (at_switch ? 1 : 0);
   state->switches = switches;
   if (switches <= expected) return 1;
   state->missed_switches += switches - expected;
@@ -154,18 +159,25 @@ static __always_inline int whole_interval(struct hwperf_bpf_cpu_state* state, __
 }
 
 static __always_inline int count_since_last_run(__u64 switches, int known, int at_switch,
-                                                int restart) {
+                                                __u64 restart) {
   __u32 zero = 0;
   struct hwperf_bpf_cpu_state* state = bpf_map_lookup_elem(&cpu_state, &zero);
   if (!state) return 0;
   state->runs++;
+  if (restart == HWPERF_BPF_TRIGGER_PAUSE) state->paused = 1;
   /* New counters start from zero: a difference with the old ones' last readings is no count. */
-  if (restart) state->primed = 0;
+  if (restart == HWPERF_BPF_TRIGGER_RESTART) {
+    state->primed = 0;
+    state->paused = 0;
+  }
+  if (state->paused) return 0;
   int whole = 1;
-  if (state->primed)
+  if (state->primed) {
     whole = whole_interval(state, switches, known, at_switch);
-  else if (known)
-    state->switches = switches;
+  } else {
+    state->switches = known ? switches : 0;
+    state->at_switch = at_switch;
+  }
   read_counters(state, bpf_get_smp_processor_id());
   if (!state->primed) {
     state->primed = 1;
@@ -196,8 +208,24 @@ static __always_inline __u64 switch_count(int* known) {
   return count;
 }
 
-SEC("perf_event")
-int on_cgroup_switch(void* ctx) {
+/* Plain loads through the tracepoint's typed pointers, which the verifier follows in the kernel's
+ * BTF (BPF_CORE_READ's four probe reads cost more than the rest of a switch's work). */
+static __always_inline __u64 cgroup_of(struct task_struct* task) {
+  return task->cgroups->dfl_cgrp->kn->id;
+}
+
+/* At every context switch, before the scheduler counts it as a cgroup switch (current is still
+ * `prev`): a switch between tasks of one cgroup is none. A BTF tracepoint rather than a program
+ * on the cgroup-switches event: the kernel skips a perf_event program while anything holds
+ * bpf_prog_active on the CPU (a BPF map call from user space that sleeps, say), where this one
+ * runs unless it would recurse; and it costs less (no overflow path, no sample). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_sched_switch, __u64 preempt, struct task_struct* prev, struct task_struct* next) {
+  if (cgroup_of(prev) == cgroup_of(next)) return 0;
+  __u32 zero = 0;
+  struct hwperf_bpf_cpu_state* state = bpf_map_lookup_elem(&cpu_state, &zero);
+  if (!state) return 0;
+  if (switch_period > 1 && ++state->seen % switch_period != 0) return 0;
   int known = 0;
   __u64 switches = switch_count(&known);
   return count_since_last_run(switches, known, 1, 0);
@@ -205,13 +233,14 @@ int on_cgroup_switch(void* ctx) {
 
 /* Never attached: user space runs it on a CPU with BPF_PROG_TEST_RUN (BPF_F_TEST_RUN_ON_CPU),
  * where it interrupts whatever task runs there, whose cgroup gets the time since the last switch.
- * Its one argument is HWPERF_BPF_TRIGGER_RESTART once the CPU's counters were opened anew.
+ * Its one argument: HWPERF_BPF_TRIGGER_PAUSE before the CPU's counters are replaced,
+ * HWPERF_BPF_TRIGGER_RESTART once they were.
  */
 SEC("raw_tp")
 int trigger_read(struct bpf_raw_tracepoint_args* ctx) {
   int known = 0;
   __u64 switches = switch_count(&known);
-  return count_since_last_run(switches, known, 0, ctx->args[0] == HWPERF_BPF_TRIGGER_RESTART);
+  return count_since_last_run(switches, known, 0, ctx->args[0]);
 }
 
 static __always_inline void flag_removed(void* map, __u64 id) {

@@ -121,6 +121,7 @@ void load_program(EngineState& state) {
   auto& skeleton = *state.skeleton;
   skeleton.rodata->event_count = static_cast<__u32>(state.events);
   skeleton.rodata->cpu_slots = static_cast<__u32>(state.cpu_slots);
+  skeleton.rodata->switch_period = state.options.switch_period;
   const auto value_size = static_cast<__u32>(state.shape.value_size());
   const auto max_cgroups = static_cast<__u32>(state.options.max_cgroups);
   int error = bpf_map__set_max_entries(skeleton.maps.counters,
@@ -183,14 +184,13 @@ void open_engine_counters(EngineState& state) {
   }
 }
 
-// `cpu`'s cgroup-switches event with the program, where the program finds it (to tell whether it
-// ran at every switch); enabled, or (`enabled` false) left for the caller to enable.
-UniqueFd attach_switch_event(EngineState& state, unsigned cpu, bool enabled) {
-  const int program = bpf_program__fd(state.skeleton->progs.on_cgroup_switch);
-  auto opened = open_switch_event(cpu, program, state.options.switch_period, enabled);
+// `cpu`'s cgroup-switches event, counting, where the program finds it (to tell whether it ran at
+// every switch), in place of what was there.
+UniqueFd open_switch_counter(EngineState& state, unsigned cpu) {
+  auto opened = open_switch_event(cpu, -1);
   if (!opened.ok()) {
-    std::string text = "bpf: cannot open the cgroup-switches event with the program on CPU " +
-                       std::to_string(cpu) + ": " + errno_text(opened.error);
+    std::string text = "bpf: cannot count the cgroup switches of CPU " + std::to_string(cpu) +
+                       ": " + errno_text(opened.error);
     if (opened.error == EINVAL || opened.error == ENOENT) {
       text += " (PERF_COUNT_SW_CGROUP_SWITCHES needs Linux 5.13)";
     }
@@ -206,9 +206,18 @@ UniqueFd attach_switch_event(EngineState& state, unsigned cpu, bool enabled) {
   return std::move(opened.value);
 }
 
-void attach_to_switches(EngineState& state) {
+void open_switch_counters(EngineState& state) {
   for (const unsigned cpu : state.options.cpus) {
-    state.switch_events.push_back(attach_switch_event(state, cpu, true));
+    state.switch_events.push_back(open_switch_counter(state, cpu));
+  }
+}
+
+void attach_to_switches(EngineState& state) {
+  state.switch_link.reset(bpf_program__attach(state.skeleton->progs.on_sched_switch));
+  if (!state.switch_link) {
+    throw std::runtime_error(
+        "bpf: cannot attach to the sched_switch tracepoint: " + errno_text(errno) +
+        " (tp_btf programs need the kernel's BTF and Linux 5.5)");
   }
 }
 
@@ -223,9 +232,8 @@ void attach_to_rmdir(EngineState& state) {
 
 }  // namespace
 
-int trigger_on_cpu(const EngineState& state, unsigned cpu, bool restart) {
+int trigger_on_cpu(const EngineState& state, unsigned cpu, std::uint64_t argument) {
   // The program's raw_tp context: one argument.
-  std::uint64_t argument = restart ? HWPERF_BPF_TRIGGER_RESTART : 0;
   bpf_test_run_opts run{};
   run.sz = sizeof run;
   run.ctx_in = &argument;
@@ -237,18 +245,18 @@ int trigger_on_cpu(const EngineState& state, unsigned cpu, bool restart) {
   return error < 0 ? -error : 0;
 }
 
-OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t period, bool enabled) {
+OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t period) {
   perf_event_attr attr{};
   attr.size = sizeof attr;
   attr.type = PERF_TYPE_SOFTWARE;
   attr.config = PERF_COUNT_SW_CGROUP_SWITCHES;
-  attr.sample_period = period;
+  attr.sample_period = program < 0 ? 0 : period;
   attr.disabled = 1;
   UniqueFd fd(static_cast<int>(
       ::syscall(SYS_perf_event_open, &attr, -1, static_cast<int>(cpu), -1, PERF_FLAG_FD_CLOEXEC)));
   if (!fd.valid()) return {UniqueFd{}, errno};
-  if (::ioctl(fd.get(), PERF_EVENT_IOC_SET_BPF, program) != 0 ||
-      (enabled && ::ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0)) {
+  if ((program >= 0 && ::ioctl(fd.get(), PERF_EVENT_IOC_SET_BPF, program) != 0) ||
+      ::ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
     return {UniqueFd{}, errno};
   }
   return {std::move(fd), 0};
@@ -258,6 +266,7 @@ CgroupEngine CgroupEngine::open(const EngineOptions& options) {
   auto state = plan_engine(options);
   load_program(*state);
   open_engine_counters(*state);
+  open_switch_counters(*state);
   attach_to_rmdir(*state);
   attach_to_switches(*state);
   // A first run on each CPU takes the counters' starting readings (a run attributes only what
@@ -281,23 +290,20 @@ void CgroupEngine::reopen_cpu(unsigned cpu) {
     throw std::invalid_argument("bpf: CPU " + std::to_string(cpu) + " is not counted");
   }
   const auto index = static_cast<std::size_t>(at - cpus.begin());
-  // The old switch event goes first: the program must not run over the new counters before
-  // the restarting run has taken their first readings. Until the new one is enabled, switches
-  // there run nothing.
-  state.switch_events[index] = UniqueFd{};
+  const auto run = [&state, cpu](std::uint64_t argument, const char* what) {
+    if (const int error = trigger_on_cpu(state, cpu, argument); error != 0) {
+      throw std::runtime_error("bpf: cannot run the program on CPU " + std::to_string(cpu) +
+                               " to " + what + " its count: " + errno_text(error));
+    }
+  };
+  // The program runs at every switch there: paused, it makes no difference between the new
+  // counters and the old ones' last readings, which would be no count.
+  run(HWPERF_BPF_TRIGGER_PAUSE, "pause");
   auto counters = open_cpu_counters(state, cpu);
   std::move(counters.begin(), counters.end(),
             state.counters.begin() + static_cast<std::ptrdiff_t>(index * counters.size()));
-  UniqueFd switches = attach_switch_event(state, cpu, false);
-  if (const int error = trigger_on_cpu(state, cpu, true); error != 0) {
-    throw std::runtime_error("bpf: cannot run the program on CPU " + std::to_string(cpu) +
-                             " to restart its count: " + errno_text(error));
-  }
-  if (::ioctl(switches.get(), PERF_EVENT_IOC_ENABLE, 0) != 0) {
-    throw std::runtime_error("bpf: cannot enable the cgroup-switches event of CPU " +
-                             std::to_string(cpu) + ": " + errno_text(errno));
-  }
-  state.switch_events[index] = std::move(switches);
+  state.switch_events[index] = open_switch_counter(state, cpu);
+  run(HWPERF_BPF_TRIGGER_RESTART, "restart");
 }
 
 CgroupEngine::CgroupEngine(std::unique_ptr<EngineState> state) : state_(std::move(state)) {}

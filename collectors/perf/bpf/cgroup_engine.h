@@ -3,17 +3,18 @@
 // event).
 //
 // Each group of events is opened once per CPU without a cgroup (perf_event_open(attr, -1, cpu)),
-// as a kernel group. A BPF program (cgroup_counts.bpf.c) runs when a CPU switches between tasks
-// of different cgroups and gives what every counter advanced since its previous run to the cgroup
-// of the task going out, in that cgroup's own entry, made on its first switch (with a record of
-// its ancestors). read() first runs the program on each CPU, so that the time since the last
-// switch is counted too, and adds up each tracked cgroup's descendants. The events of a group are
-// read one after the other in one program run, with interrupts off, so they cover the same time
-// and their ratios hold under multiplexing; each reading carries its enabled and running times,
-// to scale as perf scales.
+// as a kernel group. A BPF program (cgroup_counts.bpf.c) runs at the sched_switch tracepoint and,
+// when a CPU switches between tasks of different cgroups, gives what every counter advanced since
+// its previous run to the cgroup of the task going out, in that cgroup's own entry, made on its
+// first switch (with a record of its ancestors). read() first runs the program on each CPU, so that
+// the time since the last switch is counted too, and adds up each tracked cgroup's descendants. The
+// events of a group are read one after the other in one program run, with interrupts off, so they
+// cover the same time and their ratios hold under multiplexing; each reading carries its enabled
+// and running times, to scale as perf scales.
 //
 // Descriptors: (events + 1) x CPUs perf events (the counters and each CPU's cgroup-switches
-// event) and 13 for BPF (eight maps, three programs, the object's BTF, the rmdir attachment).
+// event, which counts) and 14 for BPF (eight maps, three programs, the object's BTF, the
+// sched_switch and rmdir attachments).
 // Kernel memory, allocated when the engine starts: max_cgroups entries of
 // hwperf_bpf_counts_size(events) bytes per possible CPU and 136 bytes of ancestry, and
 // max_tracked entries of 8 bytes.
@@ -147,12 +148,11 @@ class CgroupEngine {
 GroupReading group_reading(const CgroupEngine& engine, const CgroupCounts& counts,
                            std::size_t group, std::size_t cpu_index);
 
-// The cgroup-switches software event of `cpu` (PERF_COUNT_SW_CGROUP_SWITCHES, Linux 5.13) with
-// the BPF program `program` attached: the kernel runs it at every switch between tasks of
-// different perf_event cgroups (every `period`-th); a program returning 0 has no sample written.
-// Enabled, or left disabled for the caller to enable (`enabled` false).
-OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t period = 1,
-                                    bool enabled = true);
+// The cgroup-switches software event of `cpu` (PERF_COUNT_SW_CGROUP_SWITCHES, Linux 5.13),
+// enabled: counting only with `program` -1, or with the BPF program `program` attached, which the
+// kernel runs at every switch between tasks of different perf_event cgroups (every `period`-th);
+// a program returning 0 has no sample written.
+OrErrno<UniqueFd> open_switch_event(unsigned cpu, int program, std::uint64_t period = 1);
 
 // The id of the cgroup whose directory is `path` (name_to_handle_at(2); as stat(2)'s inode
 // number on 64-bit kernels): the key of its counts. Errno when it is no cgroup v2 directory.

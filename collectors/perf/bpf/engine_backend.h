@@ -26,8 +26,8 @@
 namespace hwperf::perf::bpf {
 
 // BPF descriptors an engine holds (cgroup_engine.h: eight maps, three programs, the object's BTF,
-// the rmdir attachment).
-inline constexpr std::size_t kEngineBpfDescriptors = 13;
+// the sched_switch and rmdir attachments).
+inline constexpr std::size_t kEngineBpfDescriptors = 14;
 
 // A unit's reading in an engine reading: the group starting at `first_event` with `members`
 // events, on the CPU at `cpu_index` of `cpus`, in the subtree sum of the tracked cgroup `id`;

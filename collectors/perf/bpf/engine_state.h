@@ -37,12 +37,13 @@ struct EngineState {
   std::size_t events = 0;
   std::size_t cpu_slots = 0;  // possible CPUs: a per-CPU value's copies, a counter key's stride
   ValueShape shape;
-  // Declared so that they go in this order: the switch events (no more program runs), the rmdir
-  // attachment, the object (programs and maps), the counters.
-  std::vector<CounterGroup> counters;  // [CPU index * groups + group]
+  // Declared so that they go in this order: the attachments (no more program runs), the object
+  // (programs and maps), the switch events and the counters.
+  std::vector<CounterGroup> counters;   // [CPU index * groups + group]
+  std::vector<UniqueFd> switch_events;  // one per CPU, counting its cgroup switches
   Skeleton skeleton;
   Link rmdir_link;
-  std::vector<UniqueFd> switch_events;  // one per CPU, the program attached
+  Link switch_link;  // the program on the sched_switch tracepoint
 
   std::mutex mutex;  // serialises read(), track() and forget()
   SubtreeTotals subtrees{0};
@@ -59,8 +60,8 @@ struct EngineState {
 // Entries read per bpf_map_lookup_batch call.
 inline constexpr std::size_t kBatchEntries = 128;
 
-// Runs the program on `cpu` (BPF_PROG_TEST_RUN on that CPU); 0 or an errno. `restart`: the
-// CPU's counters were opened anew, and this run takes their first readings.
-int trigger_on_cpu(const EngineState& state, unsigned cpu, bool restart = false);
+// Runs the program on `cpu` (BPF_PROG_TEST_RUN on that CPU); 0 or an errno. `argument`: 0, or
+// HWPERF_BPF_TRIGGER_PAUSE / _RESTART around replacing the CPU's counters.
+int trigger_on_cpu(const EngineState& state, unsigned cpu, std::uint64_t argument = 0);
 
 }  // namespace hwperf::perf::bpf

@@ -28,6 +28,9 @@ struct hwperf_bpf_reading {
 /* trigger_read's argument: this CPU's counters and switch event were opened anew (it came back
  * online); their first readings start the count, as at the engine's start. */
 #define HWPERF_BPF_TRIGGER_RESTART 1ull
+/* trigger_read's argument: the CPU's counters are about to be replaced; no run counts there until
+ * the restarting one. */
+#define HWPERF_BPF_TRIGGER_PAUSE 2ull
 struct hwperf_bpf_counts {
   __u64 flags;
   struct hwperf_bpf_reading sum[HWPERF_BPF_MAX_EVENTS];
@@ -50,11 +53,16 @@ struct hwperf_bpf_cpu_state {
   /* Switches whose cgroup had no entry and found the map full (max_cgroups): not counted. */
   __u64 not_counted;
   /* The CPU's cgroup-switches event's count at the last run, and the switches the program did
-   * not run at (the kernel skips a perf_event program while another BPF program, or a BPF map
-   * call from user space that sleeps, holds bpf_prog_active on the CPU): what the counters
-   * advanced across a missed switch belongs to more than one cgroup and goes to `unattributed`. */
+   * not run at (none is known on the sched_switch tracepoint; tests skip some on purpose): what
+   * the counters advanced across a missed switch belongs to more than one cgroup and goes to
+   * `unattributed`. */
   __u64 switches;
   __u64 missed_switches;
+  /* 1 when the last run was at a switch: the scheduler counts that switch after the tracepoint,
+   * so the count read at the next run is one more. */
+  __u64 at_switch;
+  __u64 seen;   /* cgroup switches seen on this CPU (switch_period counts them) */
+  __u64 paused; /* set by a pausing trigger: runs count nothing until a restarting one */
   struct hwperf_bpf_reading unattributed[HWPERF_BPF_MAX_EVENTS];
   __u64 read_failures[HWPERF_BPF_MAX_EVENTS]; /* bpf_perf_event_read_value failures */
   __s64 last_error[HWPERF_BPF_MAX_EVENTS];    /* the last one's -errno */
