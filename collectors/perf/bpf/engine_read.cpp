@@ -16,6 +16,21 @@
 namespace hwperf::perf::bpf {
 namespace {
 
+// Why a map could not be read, and what to do where the kernel refuses the call.
+std::string read_error(const std::string& what, int error) {
+  std::string text = "bpf: cannot read " + what + ": " + errno_text(error);
+  // Before Linux 5.19 ("bpf: refine kernel.unprivileged_bpf_disabled behaviour"), that sysctl
+  // refused every bpf() call, map reads on descriptors already held included, to a process
+  // without CAP_BPF: the exporter after --runtime.user.
+  if (error == EPERM) {
+    text +=
+        " (a kernel before 5.19 refuses it without CAP_BPF while "
+        "kernel.unprivileged_bpf_disabled is set: run without --runtime.user, set the "
+        "sysctl to 0, or use collectors.cgroup.mode: perf)";
+  }
+  return text;
+}
+
 // Every entry of a hash map, kBatchEntries per system call into `keys` and `values`; `take` gets
 // the number of entries each call returned.
 void read_batches(const bpf_map* map, void* keys, void* values,
@@ -32,8 +47,7 @@ void read_batches(const bpf_map* map, void* keys, void* values,
         bpf_map_lookup_batch(fd, first ? nullptr : &token, &next, keys, values, &count, &options);
     // ENOENT: the map's end, with the last entries in the buffers.
     if (result != 0 && result != -ENOENT) {
-      throw std::runtime_error(std::string("bpf: cannot read the map ") + bpf_map__name(map) +
-                               ": " + errno_text(-result));
+      throw std::runtime_error(read_error(std::string("the map ") + bpf_map__name(map), -result));
     }
     take(count);
     if (result == -ENOENT) return;
@@ -75,7 +89,7 @@ void read_cpu_states(EngineState& state, EngineReading& out) {
   const int result = bpf_map_lookup_elem(bpf_map__fd(state.skeleton->maps.cpu_state), &zero,
                                          state.cpu_states.data());
   if (result != 0) {
-    throw std::runtime_error("bpf: cannot read the per-CPU state: " + errno_text(-result));
+    throw std::runtime_error(read_error("the per-CPU state", -result));
   }
   const std::size_t stride = state.cpu_states.size() / state.cpu_slots;
   const std::size_t cpus = state.options.cpus.size();
