@@ -14,6 +14,7 @@
 #include "collectors/cgroup/cgroup_registration.h"
 #include "collectors/papi/papi_presets.h"
 #include "tests/support/bpf_live_support.h"
+#include "tests/support/cgroup_hotplug_support.h"
 #include "tests/support/support.h"
 #include "topology/topology.h"
 
@@ -22,20 +23,6 @@ using namespace hwperf::test::bpf_live;
 namespace live = hwperf::test::cgroup_live;
 
 namespace {
-
-Config mode_config(const std::string& root, CountingMode mode) {
-  Config config;
-  auto& cgroup = config.get<CgroupCollectorConfig>();
-  cgroup.enabled = true;
-  cgroup.events_given = true;
-  EventSpec clock;
-  clock.event = "perf::CPU-CLOCK";
-  cgroup.events.push_back(clock);
-  cgroup.roots.push_back({root, {}});
-  cgroup.rescan_interval_seconds = 60;  // the test rescans when it wants to
-  cgroup.mode = mode;
-  return config;
-}
 
 std::unique_ptr<cgroup::CgroupCollector> make(const Config& config, const Topology& topology) {
   return cgroup::make_cgroup_collector(config, topology, papi::preset_catalog());
@@ -109,8 +96,8 @@ struct TestTree {
 struct BothModes : TestTree {
   BothModes(const char* what, const char* leaf_name)
       : TestTree(what, leaf_name),
-        bpf(make(mode_config(name, CountingMode::bpf), topology)),
-        perf(make(mode_config(name, CountingMode::perf), topology)) {}
+        bpf(make(clock_config(name, CountingMode::bpf), topology)),
+        perf(make(clock_config(name, CountingMode::perf), topology)) {}
   std::unique_ptr<cgroup::CgroupCollector> bpf;
   std::unique_ptr<cgroup::CgroupCollector> perf;
 };
@@ -179,7 +166,7 @@ TEST_CASE("collectors.cgroup.mode: auto falls back to perf without BTF, bpf is r
   const test::TempDir no_btf;  // a sysfs without kernel/btf/vmlinux
 
   SECTION("auto: perf events, and why") {
-    Config config = mode_config(name, CountingMode::automatic);
+    Config config = clock_config(name, CountingMode::automatic);
     config.get<CgroupCollectorConfig>().bpf_sysfs = no_btf.path().string();
     auto collector = make(config, topology);
     REQUIRE(collector->unavailable().empty());
@@ -191,12 +178,12 @@ TEST_CASE("collectors.cgroup.mode: auto falls back to perf without BTF, bpf is r
               .size() == topology.packages().size());
   }
   SECTION("auto where BPF loads: bpf") {
-    auto collector = make(mode_config(name, CountingMode::automatic), topology);
+    auto collector = make(clock_config(name, CountingMode::automatic), topology);
     CHECK(test::value_of(test::scrape(*collector), "hwperf_container_counting_mode",
                          {{"mode", "bpf"}, {"reason", "bpf_available"}}) == 1);
   }
   SECTION("bpf: a startup error naming the BTF, and --check-config's check says the same") {
-    Config config = mode_config(name, CountingMode::bpf);
+    Config config = clock_config(name, CountingMode::bpf);
     config.get<CgroupCollectorConfig>().bpf_sysfs = no_btf.path().string();
     const std::string btf = (no_btf.path() / "kernel/btf/vmlinux").string();
     CHECK_THROWS_WITH(make(config, topology), Catch::Contains("collectors.cgroup.mode: bpf") &&
@@ -207,7 +194,7 @@ TEST_CASE("collectors.cgroup.mode: auto falls back to perf without BTF, bpf is r
                       Catch::Contains("collectors.cgroup.mode: bpf") && Catch::Contains(btf));
   }
   SECTION("perf: as today") {
-    auto collector = make(mode_config(name, CountingMode::perf), topology);
+    auto collector = make(clock_config(name, CountingMode::perf), topology);
     CHECK(test::value_of(test::scrape(*collector), "hwperf_container_counting_mode",
                          {{"mode", "perf"}, {"reason", "configured"}}) == 1);
   }
@@ -218,7 +205,7 @@ TEST_CASE("BPF mode: a 1 s job that came and went between two rescans is counted
   const TestTree tree("bpfjob", "steady");
   const std::string& name = tree.name;
   const Topology& topology = tree.topology;
-  auto collector = make(mode_config(name, CountingMode::bpf), topology);  // rescans in 60 s
+  auto collector = make(clock_config(name, CountingMode::bpf), topology);  // rescans in 60 s
   const auto first = test::scrape(*collector);
   const double before = clock_seconds(first, cgroup::kRemovedBeforeDiscovery);
   const double lost_before = unattributed_seconds(first);
@@ -253,38 +240,15 @@ TEST_CASE("BPF mode: a CPU taken offline and brought back counts its cgroups aga
   TestTree tree("bpfhotplug", "before");  // counted before CPU 1 goes
   REQUIRE(tree.topology.find(1) != nullptr);
   test::CapturedStderr log;
-  auto collector = make(mode_config(tree.name, CountingMode::bpf), tree.topology);
+  auto collector = make(clock_config(tree.name, CountingMode::bpf), tree.topology);
   REQUIRE(collector->unavailable().empty());
   collector->rescan();
-  std::unique_ptr<live::TestCgroup> during;  // found while CPU 1 is offline
-  {
-    test::Cpu1Offline offline;
-    REQUIRE(offline.took_offline());
-    during = std::make_unique<live::TestCgroup>(tree.parent.path() / "during");
-    collector->rescan();
-    CHECK(test::value_of(test::scrape(*collector), "hwperf_container_cgroups") == 2);
-    offline.bring_back();
-    REQUIRE(test::cpu1_online());
-  }
-  collector->rescan();
-  // Each spins on CPU 1 only: the counters the kernel detached there count nothing more, and
-  // without new ones nothing would be counted.
-  for (const char* leaf : {"before", "during"}) {
-    const std::string cgroup = tree.name + "/" + leaf;
-    const auto before = test::scrape(*collector);
-    live::Spinner spinner(300, 1);
-    spinner.place_in(tree.parent.path() / leaf);
-    const double used = spinner.run();
-    const auto after = test::scrape(*collector);
-    const double counted = clock_seconds(after, cgroup) - clock_seconds(before, cgroup);
-    const double lost = unattributed_seconds(after) - unattributed_seconds(before);
-    INFO(leaf << ": the child used " << used << " s of CPU 1; counted " << counted << " s, " << lost
-              << " s given to no cgroup");
-    // The bounds of the perf-mode test of the same (test_cgroup_live.cpp): a cgroup's cpu-clock
-    // runs while it is on the CPU, the child's CPU time leaves out IRQ and steal time.
-    CHECK(counted >= used * 0.9 - lost);
-    CHECK(counted <= used * 1.25);
-    CHECK(test::value_of(after, "hwperf_container_read_errors_total") == 0);
+  for (const auto& count : live::count_across_hotplug(*collector, tree.parent, tree.name)) {
+    INFO(count.leaf << ": the child used " << count.used << " s of CPU 1; counted " << count.counted
+                    << " s, " << count.lost << " s given to no cgroup");
+    // The bounds of the perf-mode test of the same (test_cgroup_live.cpp).
+    CHECK(count.counted >= count.used * 0.9 - count.lost);
+    CHECK(count.counted <= count.used * 1.25);
   }
   const std::string text = log.text();
   INFO(text);

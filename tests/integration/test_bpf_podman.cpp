@@ -84,17 +84,7 @@ class BusyContainer {
 };
 
 Config podman_config(CountingMode mode) {
-  Config config;
-  auto& cgroup = config.get<CgroupCollectorConfig>();
-  cgroup.enabled = true;
-  cgroup.events_given = true;
-  EventSpec clock;
-  clock.event = "perf::CPU-CLOCK";
-  cgroup.events.push_back(clock);
-  cgroup.roots.push_back({"libpod_parent", {}});  // podman's cgroupfs parent
-  cgroup.rescan_interval_seconds = 60;
-  cgroup.mode = mode;
-  return config;
+  return clock_config("libpod_parent", mode);  // podman's cgroupfs parent
 }
 
 double seconds_of(const std::vector<test::Sample>& samples, const std::string& family,

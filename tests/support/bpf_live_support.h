@@ -23,9 +23,11 @@
 #include <string>
 #include <vector>
 
+#include "collectors/cgroup/cgroup_config.h"
 #include "collectors/perf/bpf/bpf_support.h"
 #include "collectors/perf/bpf/cgroup_engine.h"
 #include "common/cpu_list.h"
+#include "config/config.h"
 #include "tests/support/cgroup_live_support.h"
 
 namespace hwperf::test::bpf_live {
@@ -51,6 +53,22 @@ inline EventEncoding msr_tsc() {
   INFO("the msr PMU (/sys/bus/event_source/devices/msr/type; modprobe msr)");
   REQUIRE(type != 0);
   return {"msr/tsc/", type, 0};
+}
+
+// The container collector counting perf::CPU-CLOCK in every leaf below `root` in `mode`, rescanned
+// only when a test asks (rescan()).
+inline Config clock_config(const std::string& root, CountingMode mode) {
+  Config config;
+  auto& cgroup = config.get<CgroupCollectorConfig>();
+  cgroup.enabled = true;
+  cgroup.events_given = true;
+  EventSpec clock;
+  clock.event = "perf::CPU-CLOCK";
+  cgroup.events.push_back(clock);
+  cgroup.roots.push_back({root, {}});
+  cgroup.rescan_interval_seconds = 60;
+  cgroup.mode = mode;
+  return config;
 }
 
 // The v2 hierarchy perf_event is bound to, as the cgroup collector finds it.

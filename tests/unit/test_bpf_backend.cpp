@@ -158,10 +158,7 @@ TEST_CASE(
 
 TEST_CASE("the container collector's open-file need in bpf mode is the engine's, not per cgroup",
           "[bpf_unit][cgroup]") {
-  TopologyConfig synthetic;
-  synthetic.kind = TopologyConfig::Kind::synthetic;
-  synthetic.argument = "pack:2 core:64 pu:2";
-  const Topology topology = Topology::load(synthetic);
+  const Topology topology = test::synthetic_topology("pack:2 core:64 pu:2");
   const unsigned long cpus = topology.threads().size();
   const test::TempDir no_btf;  // auto finds no BTF there, and counts with perf events
   const auto need = [&](CountingMode mode) -> unsigned long {

@@ -212,22 +212,15 @@ void open_switch_counters(EngineState& state) {
   }
 }
 
-void attach_to_switches(EngineState& state) {
-  state.switch_link.reset(bpf_program__attach(state.skeleton->progs.on_sched_switch));
-  if (!state.switch_link) {
-    throw std::runtime_error(
-        "bpf: cannot attach to the sched_switch tracepoint: " + errno_text(errno) +
-        " (tp_btf programs need the kernel's BTF and Linux 5.5)");
+// A tp_btf program on its tracepoint.
+Link attach_to(bpf_program* program, const char* tracepoint) {
+  Link link(bpf_program__attach(program));
+  if (!link) {
+    throw std::runtime_error(std::string("bpf: cannot attach to the ") + tracepoint +
+                             " tracepoint: " + errno_text(errno) +
+                             " (tp_btf programs need the kernel's BTF and Linux 5.5)");
   }
-}
-
-void attach_to_rmdir(EngineState& state) {
-  state.rmdir_link.reset(bpf_program__attach(state.skeleton->progs.on_cgroup_rmdir));
-  if (!state.rmdir_link) {
-    throw std::runtime_error(
-        "bpf: cannot attach to the cgroup_rmdir tracepoint: " + errno_text(errno) +
-        " (tp_btf programs need the kernel's BTF and Linux 5.5)");
-  }
+  return link;
 }
 
 }  // namespace
@@ -267,8 +260,8 @@ CgroupEngine CgroupEngine::open(const EngineOptions& options) {
   load_program(*state);
   open_engine_counters(*state);
   open_switch_counters(*state);
-  attach_to_rmdir(*state);
-  attach_to_switches(*state);
+  state->rmdir_link = attach_to(state->skeleton->progs.on_cgroup_rmdir, "cgroup_rmdir");
+  state->switch_link = attach_to(state->skeleton->progs.on_sched_switch, "sched_switch");
   // A first run on each CPU takes the counters' starting readings (a run attributes only what
   // they advanced since the previous one); a CPU that cannot run it now gets them at its first
   // switch.
