@@ -2,6 +2,7 @@
 // counts.
 #include "tests/catch.hpp"
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -11,17 +12,16 @@
 #include "tests/support/counting_fakes.h"
 
 using namespace hwperf;
-using namespace hwperf::process;
 
 // The states are spelled in one table (target_plan.h); the family's help lists them from it.
 TEST_CASE("the target state family's help names each state in the order of their table",
           "[process]") {
   test::FakeCounterBoard board;
   const test::FakeCountingBackend backend(board);
-  ProcessCollectorSettings settings;  // no target: the families are made all the same
+  process::ProcessCollectorSettings settings;  // no target: the families are made all the same
   settings.procfs = "/proc";
   settings.backend = &backend;
-  ProcessCollector collector(settings);
+  process::ProcessCollector collector(settings);
   std::vector<prometheus::MetricFamily> families;
   collector.collect(families);
   const prometheus::MetricFamily* state = nullptr;
@@ -30,15 +30,18 @@ TEST_CASE("the target state family's help names each state in the order of their
   }
   REQUIRE(state != nullptr);
   CAPTURE(state->help);
+  const auto& states = process::kTargetStateNames;
   std::size_t from = 0;
-  for (std::size_t i = 0; i < std::size(kTargetStateNames); ++i) {
-    const std::string name = kTargetStateNames[i].name;
+  for (std::size_t i = 0; i < std::size(states); ++i) {
+    const std::string name = states[i].name;
     CAPTURE(name);
     const auto at = state->help.find(name, from);
     REQUIRE(at != std::string::npos);
     from = at + name.size();
-    // ", name" between the states, " or name" for the last.
-    const std::string before = i + 1 == std::size(kTargetStateNames) ? " or " : i > 0 ? ", " : ": ";
+    // ": " before the first, " or " before the last, ", " between.
+    std::string before = ", ";
+    if (i == 0) before = ": ";
+    if (i + 1 == std::size(states)) before = " or ";
     CHECK(state->help.compare(at - before.size(), before.size(), before) == 0);
   }
 }
