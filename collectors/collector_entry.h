@@ -43,24 +43,73 @@ struct CommandCounting {
   bool (*user_mode_only)(const Config& config);
 };
 
+// An entry is built from what every collector has (its name, settings, when it is enabled, how
+// it is built and checked), then states by name whatever else it has, the rest left empty:
+//   CollectorEntry("rapl", &rapl_settings_keys, &rapl_enabled, &rapl_make, &rapl_check)
+//       .with_files(&rapl_files)
+//       .counts_system_wide();
+// (the named parameter idiom: C++17 has no designated initialisers, and a positional list of
+// eleven fields, most of them null, says nothing of which is which).
 struct CollectorEntry {
+  using Enabled = bool (*)(const Config& config);
+  using Make = std::unique_ptr<Collector> (*)(const Config& config, const Topology& topology,
+                                              const CollectorServices& services);
+  using Check = std::vector<std::string> (*)(const Config& config, const Topology& topology,
+                                             const CollectorServices& services);
+  using Files = FileNeed (*)(const Config& config, const Topology& topology);
+  using LibraryVersion = std::string (*)();
+  using RuleScopes = std::vector<events::RuleScope> (*)(const Config& config);
+  using Families = std::vector<FamilyDeclaration> (*)(const Config& config,
+                                                      const Topology& topology);
+
+  CollectorEntry(const char* collector, SettingsKeys keys, Enabled is_enabled, Make builder,
+                 Check checker)
+      : name(collector), settings(keys), enabled(is_enabled), make(builder), check(checker) {}
+
+  CollectorEntry& with_files(Files need) {
+    files = need;
+    return *this;
+  }
+  CollectorEntry& with_library(const char* label, LibraryVersion version) {
+    library_label = label;
+    library_version = version;
+    return *this;
+  }
+  CollectorEntry& with_rule_scopes(RuleScopes scopes) {
+    rule_scopes = scopes;
+    return *this;
+  }
+  CollectorEntry& with_families(Families declared) {
+    families = declared;
+    return *this;
+  }
+  CollectorEntry& counts_system_wide() {
+    system_wide = true;
+    return *this;
+  }
+  CollectorEntry& with_commands(const CommandCounting& counting) {
+    commands = &counting;
+    return *this;
+  }
+
   const char* name;
-  bool (*enabled)(const Config& config);
+  // collectors.<name>: the keys of the collector's settings (its <name>_config.h), bound to them
+  // in `config`; the loader reads, dumps and describes them (collectors/configuration.h).
+  SettingsKeys settings;
+  Enabled enabled;
   // Builds the collector; throws ConfigError (exit 2) or std::runtime_error (exit 1).
-  std::unique_ptr<Collector> (*make)(const Config& config, const Topology& topology,
-                                     const CollectorServices& services);
+  Make make;
   // --check-config: one line each on what this collector can do here. Throws like make().
-  std::vector<std::string> (*check)(const Config& config, const Topology& topology,
-                                    const CollectorServices& services);
+  Check check;
   // The file descriptors the collector will hold open (common/open_files.h); null for none.
-  FileNeed (*files)(const Config& config, const Topology& topology);
-  // The hwperf_build_info label and value of the library the collector runs on, if any.
-  const char* library_label;
-  std::string (*library_version)();
+  Files files = nullptr;
+  // The hwperf_build_info label and value of the library the collector runs on; null for none.
+  const char* library_label = nullptr;
+  LibraryVersion library_version = nullptr;
   // The event groups the collector counts under this configuration, where their families are
   // and the levels worth a recording rule (events/rules.h): --print-rules and the summary of
   // experiment mode read them. No machine is probed. Null for a collector without groups.
-  std::vector<events::RuleScope> (*rule_scopes)(const Config& config);
+  RuleScopes rule_scopes = nullptr;
   // The names of the families the collector will export under configured names (its
   // declared_families()) and of those of its constant families a configured name could take
   // (the topology's), from the configuration and topology alone: no counter opened, nothing
@@ -68,16 +117,12 @@ struct CollectorEntry {
   // the dry run check them across collectors before building anything (registry.cpp), so both
   // refuse the same names with the same message. Null for none: a collector whose every family
   // name is fixed and its own (rapl: hwperf_rapl_*) has nothing another can collide with.
-  std::vector<FamilyDeclaration> (*families)(const Config& config,
-                                             const Topology& topology) = nullptr;
+  Families families = nullptr;
   // Counts the whole machine (every CPU, a cgroup on every CPU, energy), which takes privileges
   // an ordinary user lacks (CAP_PERFMON or kernel.perf_event_paranoid <= 0; root for RAPL).
   // Experiment mode started by such a user without a configuration file leaves these out, in
   // one log line, rather than have each warn about what it cannot open.
   bool system_wide = false;
-  // collectors.<name>: the keys of the collector's settings (its <name>_config.h), bound to them
-  // in `config`; the loader reads, dumps and describes them (collectors/configuration.h).
-  SettingsKeys settings = nullptr;
   // Experiment mode's commands, for the one collector that counts them; null for the others.
   const CommandCounting* commands = nullptr;
 };

@@ -71,12 +71,17 @@ bool experiment_user_mode_only(const Config& config) {
 const std::vector<const CollectorEntry*>& collector_registry() {
   // Registry order is scrape order, and the order in which family names are claimed: the
   // topology's families first.
-  static const std::vector<const CollectorEntry*> entries = {
-      &topology_collector_entry(), &papi_collector_entry(),   &rapl_collector_entry(),
-      &process_collector_entry(),  &cgroup_collector_entry(), &uncore_collector_entry(),
-      &hwmon_collector_entry(),
+  static const std::vector<CollectorEntry> entries = {
+      topology_collector_entry(), papi_collector_entry(),   rapl_collector_entry(),
+      process_collector_entry(),  cgroup_collector_entry(), uncore_collector_entry(),
+      hwmon_collector_entry(),
   };
-  return entries;
+  static const std::vector<const CollectorEntry*> listed = [] {
+    std::vector<const CollectorEntry*> pointers;
+    for (const CollectorEntry& entry : entries) pointers.push_back(&entry);
+    return pointers;
+  }();
+  return listed;
 }
 
 std::vector<FileNeed> collector_file_needs(const Config& config, const Topology& topology) {

@@ -1,6 +1,6 @@
 #include "collectors/cgroup/cgroup_config.h"
 
-#include "collectors/events/event_keys.h"
+#include "collectors/events/counting_section.h"
 #include "config/schema_keys.h"
 
 namespace hwperf {
@@ -98,17 +98,15 @@ Key max_cgroups_key(Problems& problems, unsigned& max_cgroups) {
 
 Key cgroup_settings_keys(Problems& problems, Config& config) {
   auto& cgroup = config.get<CgroupCollectorConfig>();
-  return collector_section(
-      problems, "cgroup", cgroup.enabled,
-      {events::counting_keys(problems, "collectors.cgroup", cgroup.events, cgroup.events_given,
-                             cgroup.groups, cgroup.groups_given),
-       {granularity_key(problems, cgroup.granularity), roots_key(problems, cgroup.roots),
-        match_key(problems, cgroup.match), max_cgroups_key(problems, cgroup.max_cgroups),
-        rescan_interval_key(problems, "collectors.cgroup.rescan_interval_seconds",
-                            cgroup.rescan_interval_seconds),
-        enum_key(problems, "runtime", "collectors.cgroup.runtime", cgroup.runtime,
-                 kContainerRuntimeNames),
-        enum_key(problems, "mode", "collectors.cgroup.mode", cgroup.mode, kCountingModeNames)}});
+  return events::counting_section(
+      problems, "cgroup", cgroup,
+      {granularity_key(problems, cgroup.granularity), roots_key(problems, cgroup.roots),
+       match_key(problems, cgroup.match), max_cgroups_key(problems, cgroup.max_cgroups),
+       rescan_interval_key(problems, "collectors.cgroup.rescan_interval_seconds",
+                           cgroup.rescan_interval_seconds),
+       enum_key(problems, "runtime", "collectors.cgroup.runtime", cgroup.runtime,
+                kContainerRuntimeNames),
+       enum_key(problems, "mode", "collectors.cgroup.mode", cgroup.mode, kCountingModeNames)});
 }
 
 }  // namespace hwperf

@@ -258,13 +258,13 @@ std::vector<events::RuleScope> rule_scopes(const Config& config) {
 
 namespace hwperf {
 
-const CollectorEntry& cgroup_collector_entry() {
-  static const CollectorEntry entry = {
-      "cgroup",       &cgroup::enabled,     &make_with_presets<&cgroup::make_cgroup_collector>,
-      &cgroup::check, &cgroup::file_need,   nullptr,
-      nullptr,        &cgroup::rule_scopes, &cgroup::families,
-      true,           &cgroup_settings_keys};
-  return entry;
+CollectorEntry cgroup_collector_entry() {
+  return CollectorEntry("cgroup", &cgroup_settings_keys, &cgroup::enabled,
+                        &make_with_presets<&cgroup::make_cgroup_collector>, &cgroup::check)
+      .with_files(&cgroup::file_need)
+      .with_rule_scopes(&cgroup::rule_scopes)
+      .with_families(&cgroup::families)
+      .counts_system_wide();
 }
 
 }  // namespace hwperf

@@ -5,6 +5,6 @@
 
 namespace hwperf {
 
-const CollectorEntry& cgroup_collector_entry();
+CollectorEntry cgroup_collector_entry();
 
 }  // namespace hwperf

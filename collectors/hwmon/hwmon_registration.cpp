@@ -104,12 +104,10 @@ FileNeed hwmon_files(const Config& config, const Topology& topology) {
 
 }  // namespace
 
-const CollectorEntry& hwmon_collector_entry() {
+CollectorEntry hwmon_collector_entry() {
   // hwmon attributes are world-readable (sysfs-interface.rst, "Attribute access"): no privilege.
-  static const CollectorEntry entry = {
-      "hwmon", &hwmon_enabled, &hwmon_make, &hwmon_check, &hwmon_files,        nullptr,
-      nullptr, nullptr,        nullptr,     false,        &hwmon_settings_keys};
-  return entry;
+  return CollectorEntry("hwmon", &hwmon_settings_keys, &hwmon_enabled, &hwmon_make, &hwmon_check)
+      .with_files(&hwmon_files);
 }
 
 }  // namespace hwperf

@@ -11,7 +11,7 @@
 
 namespace hwperf {
 
-const CollectorEntry& hwmon_collector_entry();
+CollectorEntry hwmon_collector_entry();
 
 namespace hwmon {
 

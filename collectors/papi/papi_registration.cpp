@@ -59,19 +59,13 @@ std::vector<FamilyDeclaration> papi_families(const Config& config, const Topolog
 
 }  // namespace
 
-const CollectorEntry& papi_collector_entry() {
-  static const CollectorEntry entry = {"papi",
-                                       &papi_enabled,
-                                       &papi_make,
-                                       &papi_check,
-                                       &papi_files,
-                                       "papi_version",
-                                       &papi_library_version,
-                                       &papi_rule_scopes,
-                                       &papi_families,
-                                       true,
-                                       &papi_settings_keys};
-  return entry;
+CollectorEntry papi_collector_entry() {
+  return CollectorEntry("papi", &papi_settings_keys, &papi_enabled, &papi_make, &papi_check)
+      .with_files(&papi_files)
+      .with_library("papi_version", &papi_library_version)
+      .with_rule_scopes(&papi_rule_scopes)
+      .with_families(&papi_families)
+      .counts_system_wide();
 }
 
 }  // namespace hwperf

@@ -5,6 +5,6 @@
 
 namespace hwperf {
 
-const CollectorEntry& papi_collector_entry();
+CollectorEntry papi_collector_entry();
 
 }  // namespace hwperf

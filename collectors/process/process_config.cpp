@@ -3,7 +3,7 @@
 #include <set>
 #include <utility>
 
-#include "collectors/events/event_keys.h"
+#include "collectors/events/counting_section.h"
 #include "common/text.h"
 #include "config/errors.h"
 #include "config/schema_keys.h"
@@ -145,22 +145,20 @@ void dump_process_targets(YAML::Emitter& out, const std::vector<ProcessTargetCon
 
 Key process_settings_keys(Problems& problems, Config& config) {
   auto& process = config.get<ProcessCollectorConfig>();
-  return collector_section(
-      problems, "process", process.enabled,
-      {events::counting_keys(problems, "collectors.process", process.events, process.events_given,
-                             process.groups, process.groups_given),
-       {enum_key(problems, "domain", "collectors.process.domain", process.domain,
-                 kCountingDomainNames),
-        bool_key(problems, "per_cpu", "collectors.process.per_cpu", process.per_cpu),
-        bool_key(problems, "regions", "collectors.process.regions", process.regions),
-        rescan_interval_key(problems, "collectors.process.rescan_interval_seconds",
-                            process.rescan_interval_seconds),
-        {"targets",
-         [&problems, &process](const YAML::Node& n) {
-           read_process_targets(problems, n, process.targets);
-         },
-         [&process](YAML::Emitter& out) { dump_process_targets(out, process.targets); },
-         [&process] { return !process.targets.empty(); }}}});
+  return events::counting_section(
+      problems, "process", process,
+      {enum_key(problems, "domain", "collectors.process.domain", process.domain,
+                kCountingDomainNames),
+       bool_key(problems, "per_cpu", "collectors.process.per_cpu", process.per_cpu),
+       bool_key(problems, "regions", "collectors.process.regions", process.regions),
+       rescan_interval_key(problems, "collectors.process.rescan_interval_seconds",
+                           process.rescan_interval_seconds),
+       {"targets",
+        [&problems, &process](const YAML::Node& n) {
+          read_process_targets(problems, n, process.targets);
+        },
+        [&process](YAML::Emitter& out) { dump_process_targets(out, process.targets); },
+        [&process] { return !process.targets.empty(); }}});
 }
 
 void add_command_targets(Config& config, const std::vector<std::string>& names) {

@@ -4,6 +4,8 @@
 // a scrape writes their values only. The status and the processes go through families on both
 // paths; so do the regions, whose series come and go with the measured program's.
 #include <algorithm>
+#include <iterator>
+#include <string>
 #include <utility>
 
 #include "collectors/events/emission.h"
@@ -26,6 +28,26 @@ const char* const kUnitTimeHelp[2][2] = {
      "target's threads; rate(running) / rate(enabled) is the share counted, 1 unless "
      "multiplexed."}};
 
+// hwperf_process_target_state's help: the states as kTargetStateNames spells them, in its order,
+// with what the less obvious ones mean.
+std::string target_state_help() {
+  const std::pair<TargetState, const char*> meanings[] = {
+      {TargetState::no_process, "nothing selected: no such process, exited, unreadable pidfile"},
+      {TargetState::ended,
+       "the process a pid target or experiment mode's command names has ended, and all it "
+       "started: the counts are final"}};
+  std::string help = "1 for the target's current state: ";
+  const std::size_t states = std::size(kTargetStateNames);
+  for (std::size_t i = 0; i < states; ++i) {
+    if (i > 0) help += i + 1 == states ? " or " : ", ";
+    help += kTargetStateNames[i].name;
+    for (const auto& [state, meaning] : meanings) {
+      if (state == kTargetStateNames[i].value) help += std::string(" (") + meaning + ")";
+    }
+  }
+  return help + "; the log says why and what to do.";
+}
+
 }  // namespace
 
 ProcessCollector::Families::Families(const perf::CountingPlan& plan)
@@ -33,12 +55,7 @@ ProcessCollector::Families::Families(const perf::CountingPlan& plan)
       read_errors(make_counter_family({"process", "read", "errors"},
                                       "Counter reads that failed for the target; their interval "
                                       "is not counted.")),
-      state(make_gauge_family(
-          {"process", "target", "state"},
-          "1 for the target's current state: counting, no_process (nothing selected: no such "
-          "process, exited, unreadable pidfile), ended (the process a pid target or experiment "
-          "mode's command names has ended, and all it started: the counts are final), "
-          "permission_denied, fd_budget or error; the log says why and what to do.")),
+      state(make_gauge_family({"process", "target", "state"}, target_state_help())),
       info(make_gauge_family({"process", "info"},
                              "1 per live process a target counts: the ones it names and "
                              "everything they started after counting began.")),

@@ -232,16 +232,16 @@ std::vector<std::string> check(const Config& config, const Topology& topology,
 
 namespace hwperf {
 
-const CollectorEntry& process_collector_entry() {
+CollectorEntry process_collector_entry() {
   static const CommandCounting commands = {&add_command_targets, &command_target_started,
                                            &process::command_events,
                                            &process::command_user_mode_only};
-  static const CollectorEntry entry = {
-      "process",       &process::enabled,      &make_with_presets<&process::make_process_collector>,
-      &process::check, &process::file_need,    nullptr,
-      nullptr,         &process::rule_scopes,  &process::families,
-      false,           &process_settings_keys, &commands};
-  return entry;
+  return CollectorEntry("process", &process_settings_keys, &process::enabled,
+                        &make_with_presets<&process::make_process_collector>, &process::check)
+      .with_files(&process::file_need)
+      .with_rule_scopes(&process::rule_scopes)
+      .with_families(&process::families)
+      .with_commands(commands);
 }
 
 }  // namespace hwperf

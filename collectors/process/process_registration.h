@@ -5,6 +5,6 @@
 
 namespace hwperf {
 
-const CollectorEntry& process_collector_entry();
+CollectorEntry process_collector_entry();
 
 }  // namespace hwperf

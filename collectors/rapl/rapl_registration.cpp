@@ -25,11 +25,10 @@ FileNeed rapl_files(const Config&, const Topology& topology) {
 
 }  // namespace
 
-const CollectorEntry& rapl_collector_entry() {
-  static const CollectorEntry entry = {
-      "rapl",  &rapl_enabled, &rapl_make, &rapl_check, &rapl_files,        nullptr,
-      nullptr, nullptr,       nullptr,    true,        &rapl_settings_keys};
-  return entry;
+CollectorEntry rapl_collector_entry() {
+  return CollectorEntry("rapl", &rapl_settings_keys, &rapl_enabled, &rapl_make, &rapl_check)
+      .with_files(&rapl_files)
+      .counts_system_wide();
 }
 
 }  // namespace hwperf

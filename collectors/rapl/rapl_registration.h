@@ -5,6 +5,6 @@
 
 namespace hwperf {
 
-const CollectorEntry& rapl_collector_entry();
+CollectorEntry rapl_collector_entry();
 
 }  // namespace hwperf

@@ -25,19 +25,11 @@ std::vector<FamilyDeclaration> topology_families(const Config&, const Topology& 
 
 }  // namespace
 
-const CollectorEntry& topology_collector_entry() {
-  static const CollectorEntry entry = {"topology",
-                                       &topology_enabled,
-                                       &topology_make,
-                                       &topology_check,
-                                       nullptr,
-                                       "hwloc_version",
-                                       &hwloc_library_version,
-                                       nullptr,
-                                       &topology_families,
-                                       false,
-                                       &topology_settings_keys};
-  return entry;
+CollectorEntry topology_collector_entry() {
+  return CollectorEntry("topology", &topology_settings_keys, &topology_enabled, &topology_make,
+                        &topology_check)
+      .with_library("hwloc_version", &hwloc_library_version)
+      .with_families(&topology_families);
 }
 
 }  // namespace hwperf

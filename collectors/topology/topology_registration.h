@@ -5,6 +5,6 @@
 
 namespace hwperf {
 
-const CollectorEntry& topology_collector_entry();
+CollectorEntry topology_collector_entry();
 
 }  // namespace hwperf

@@ -42,12 +42,12 @@ FileNeed uncore_files(const Config& config, const Topology& topology) {
 
 }  // namespace
 
-const CollectorEntry& uncore_collector_entry() {
+CollectorEntry uncore_collector_entry() {
   // Its PMUs count the whole package and the msr PMU every CPU: system-wide privileges.
-  static const CollectorEntry entry = {
-      "uncore", &uncore_enabled, &uncore_make, &uncore_check, &uncore_files,        nullptr,
-      nullptr,  nullptr,         nullptr,      true,          &uncore_settings_keys};
-  return entry;
+  return CollectorEntry("uncore", &uncore_settings_keys, &uncore_enabled, &uncore_make,
+                        &uncore_check)
+      .with_files(&uncore_files)
+      .counts_system_wide();
 }
 
 }  // namespace hwperf

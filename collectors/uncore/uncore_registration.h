@@ -5,6 +5,6 @@
 
 namespace hwperf {
 
-const CollectorEntry& uncore_collector_entry();
+CollectorEntry uncore_collector_entry();
 
 }  // namespace hwperf

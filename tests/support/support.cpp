@@ -283,6 +283,10 @@ std::string base64(const std::string& text) {
   return out;
 }
 
+std::string basic_auth(const std::string& user, const std::string& password) {
+  return "Basic " + base64(user + ":" + password);
+}
+
 namespace {
 
 // One whole zlib, gzip or raw deflate stream (as `window_bits` selects) and nothing after it.

@@ -156,6 +156,9 @@ class CapturedStderr : NoCopy {
 // A bcrypt hash of `password` at `cost`, made with libcrypt (as htpasswd -B would).
 std::string bcrypt_hash(const std::string& password, unsigned long cost);
 std::string base64(const std::string& text);
+// The Authorization header's value for HTTP basic authentication (RFC 7617):
+// "Basic " + base64("<user>:<password>").
+std::string basic_auth(const std::string& user, const std::string& password);
 // Decompresses one gzip stream; throws std::runtime_error when it is not one.
 std::string gunzip(const std::string& data);
 // A raw deflate stream (RFC 1951, no wrapper), which must end with its last block.

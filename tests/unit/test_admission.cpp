@@ -39,11 +39,9 @@ TEST_CASE(
     "with basic_auth_users every path but /-/healthy needs the right credentials, and paths "
     "that do not exist answer 404 without a bcrypt run",
     "[web][web_config]") {
-  const std::string user = "prometheus";
-  const std::string password = "s3cret";
-  const Admission admission(with_user(user, password));
-  const std::string right = "Basic " + test::base64(user + ":" + password);
-  const std::string wrong = "Basic " + test::base64(user + ":" + password + "!");
+  const Admission admission(with_user("prometheus", "s3cret"));
+  const std::string right = test::basic_auth("prometheus", "s3cret");
+  const std::string wrong = test::basic_auth("prometheus", "s3cret!");
   for (const char* path : {"/metrics", "/"}) {
     CAPTURE(path);
     auto missing = admission.admit(test::get_request(path));
@@ -73,7 +71,7 @@ TEST_CASE(
 
 TEST_CASE("twenty authenticated scrapes run bcrypt once", "[web][web_config]") {
   const Admission admission(with_user("prometheus", "s3cret"));
-  const std::string right = "Basic " + test::base64("prometheus:s3cret");
+  const std::string right = test::basic_auth("prometheus", "s3cret");
   for (int scrape = 0; scrape < 20; ++scrape) {
     CHECK(status_of(admission, test::get_request("/metrics", right)) == 200);
   }
@@ -139,8 +137,8 @@ TEST_CASE(
   AdmissionPolicy policy = with_user("prometheus", "s3cret");
   policy.max_concurrent_requests = 2;
   const Admission admission(policy);
-  const std::string right = "Basic " + test::base64("prometheus:s3cret");
-  const std::string wrong = "Basic " + test::base64("prometheus:nope");
+  const std::string right = test::basic_auth("prometheus", "s3cret");
+  const std::string wrong = test::basic_auth("prometheus", "nope");
   std::optional<Admission::Ticket> first(admission.admit(test::get_request("/metrics", right)));
   std::optional<Admission::Ticket> second(admission.admit(test::get_request("/metrics", right)));
   REQUIRE(first->admitted());
@@ -182,4 +180,9 @@ TEST_CASE("a rate limit of no requests is refused", "[web]") {
   AdmissionPolicy policy;
   policy.rate_limit = RateLimit{0, 3};
   CHECK_THROWS_AS(Admission(policy), std::invalid_argument);
+}
+
+TEST_CASE("the tests' basic authentication header is RFC 7617's", "[web][web_config]") {
+  // RFC 7617 section 2's example.
+  CHECK(test::basic_auth("Aladdin", "open sesame") == "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
 }
