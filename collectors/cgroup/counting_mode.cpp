@@ -18,7 +18,7 @@ constexpr const char* kNotBuilt =
     "the BPF engine, which this build of the exporter leaves out (built without HWPERF_BPF: "
     "clang, bpftool and libbpf-dev were not found; run scripts/deps.sh and build again)";
 
-bool on_v2(const PerfEventHierarchy& hierarchy) {
+[[maybe_unused]] bool on_v2(const PerfEventHierarchy& hierarchy) {
   return hierarchy.kind == PerfEventHierarchy::Kind::v2;
 }
 

@@ -76,7 +76,8 @@ struct EngineReading {
   // Every cgroup whose tasks ran since its entry was made, counted by its own tasks only.
   std::vector<CgroupCounts> own;
   // Every tracked cgroup, counted by its own tasks and all its descendants' (as a perf_event
-  // cgroup event counts): the sum of their own counts, those of removed descendants included.
+  // cgroup event counts): the sum of their own counts, those of removed descendants included;
+  // sorted by id.
   std::vector<CgroupCounts> subtree;
   std::vector<ReadFailure> failures;
   // Switches whose cgroup found the own-count map full (max_cgroups), since the engine started:

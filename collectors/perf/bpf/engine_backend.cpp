@@ -18,10 +18,12 @@ namespace hwperf::perf::bpf {
 std::optional<GroupReading> subtree_group_reading(const EngineReading& reading, std::uint64_t id,
                                                   std::size_t first_event, std::size_t members,
                                                   std::size_t cpus, std::size_t cpu_index) {
-  for (const auto& sum : reading.subtree) {
-    if (sum.id == id) return group_reading(sum, first_event, members, cpus, cpu_index);
-  }
-  return std::nullopt;
+  // Every unit of every tracked cgroup looks its sum up at each scrape: a search, not a scan.
+  const auto sum = std::lower_bound(
+      reading.subtree.begin(), reading.subtree.end(), id,
+      [](const CgroupCounts& counts, std::uint64_t wanted) { return counts.id < wanted; });
+  if (sum == reading.subtree.end() || sum->id != id) return std::nullopt;
+  return group_reading(*sum, first_event, members, cpus, cpu_index);
 }
 
 void UnattributedTotals::add(const EngineReading& reading) {
@@ -115,11 +117,15 @@ class EngineUnit final : public OpenUnit {
     auto it = units.find(id_);
     if (it == units.end() || --it->second > 0) return;
     units.erase(it);
-    if (scope_) {
-      shared_->removed.unscope(id_);
-    } else {
-      shared_->engine.forget(id_);
-      shared_->was_tracked.insert(id_);
+    try {
+      if (scope_) {
+        shared_->removed.unscope(id_);
+      } else {
+        shared_->engine.forget(id_);
+        shared_->was_tracked.insert(id_);
+      }
+    } catch (const std::exception&) {
+      // Out of memory: the cgroup stays tracked, which costs a map entry, not the exporter.
     }
   }
   EngineUnit(const EngineUnit&) = delete;

@@ -31,7 +31,8 @@ inline constexpr std::size_t kEngineBpfDescriptors = 14;
 
 // A unit's reading in an engine reading: the group starting at `first_event` with `members`
 // events, on the CPU at `cpu_index` of `cpus`, in the subtree sum of the tracked cgroup `id`;
-// nothing when the reading has no sum for it (tracked after the read).
+// nothing when the reading has no sum for it (tracked after the read). `reading.subtree` is sorted
+// by id, as CgroupEngine::read returns it.
 std::optional<GroupReading> subtree_group_reading(const EngineReading& reading, std::uint64_t id,
                                                   std::size_t first_event, std::size_t members,
                                                   std::size_t cpus, std::size_t cpu_index);

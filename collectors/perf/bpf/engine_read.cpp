@@ -3,6 +3,7 @@
 // cgroups' entries reclaimed; and the tracked set.
 #include <bpf/bpf.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -80,6 +81,8 @@ std::vector<CgroupCounts> subtree_sums(EngineState& state, const std::vector<Cgr
                  }
                });
   for (auto& sum : sums) sum.removed = removed[sum.id];
+  std::sort(sums.begin(), sums.end(),
+            [](const CgroupCounts& a, const CgroupCounts& b) { return a.id < b.id; });
   return sums;
 }
 
