@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -292,19 +293,26 @@ hwperf::cgroup::CgroupCollectorSettings fake_container_settings(
   return settings;
 }
 
+// Pods `pods/<name>` in a temporary cgroup tree, and the fake board their counters read.
+struct FakePods {
+  explicit FakePods(std::initializer_list<const char*> names) {
+    for (const char* name : names) tree.write(std::string("pods/") + name + "/.keep", "");
+  }
+  hwperf::test::TempDir tree;
+  hwperf::test::FakeCounterBoard board;
+  const hwperf::test::FakeCountingBackend backend{board};
+};
+
 }  // namespace
 
 // Issue 39: the cgroups' series are stable between rescans, so a scrape writes them from text
 // prepared when the set of cgroups changes: the same bytes as collect()'s families.
 TEST_CASE("the container collector writes its cgroups' series from text prepared at a rescan",
           "[cgroup][exposition]") {
-  hwperf::test::TempDir tree;
-  tree.write("pods/a/.keep", "");
-  tree.write("pods/b/.keep", "");
-  hwperf::test::FakeCounterBoard board;
-  board.derived = true;
-  const hwperf::test::FakeCountingBackend backend(board);
-  CgroupCollector collector(fake_container_settings(tree.path(), backend));
+  FakePods pods({"a", "b"});
+  pods.board.derived = true;
+  const hwperf::test::TempDir& tree = pods.tree;
+  CgroupCollector collector(fake_container_settings(tree.path(), pods.backend));
   REQUIRE(hwperf::capabilities_of(collector).text != nullptr);
   const auto agree = [&] {
     for (const auto format :
@@ -360,10 +368,9 @@ class FakeEngineBackend final : public hwperf::perf::CountingBackend {
 // cgroup's count plus it brackets the cgroup's cpu.stat. A perf backend reports none: no family.
 TEST_CASE("the container collector exports what the backend gave to no cgroup per family",
           "[cgroup][bpf_unit]") {
-  hwperf::test::TempDir tree;
-  tree.write("pods/a/.keep", "");
-  hwperf::test::FakeCounterBoard board;
-  const hwperf::test::FakeCountingBackend units(board);
+  FakePods pods({"a"});
+  const hwperf::test::TempDir& tree = pods.tree;
+  const hwperf::test::FakeCountingBackend& units = pods.backend;
   const auto slots = hwperf::test::two_socket_topology().threads().size();
   hwperf::perf::CountingBackend::Unattributed lost;
   lost.counts.assign(4 * slots, 0);          // task clock, page faults, cycles, instructions

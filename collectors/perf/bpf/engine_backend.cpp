@@ -33,20 +33,7 @@ void UnattributedTotals::add(const EngineReading& reading) {
     totals_.counts.assign(now.size(), 0);
   }
   for (std::size_t i = 0; i < now.size(); ++i) {
-    const Reading& before = last_[i];
-    // A sum the engine started afresh counts from zero.
-    const bool fresh = now[i].value < before.value || now[i].enabled_ns < before.enabled_ns ||
-                       now[i].running_ns < before.running_ns;
-    const Reading from = fresh ? Reading{} : before;
-    const std::uint64_t value = now[i].value - from.value;
-    const std::uint64_t enabled = now[i].enabled_ns - from.enabled_ns;
-    const std::uint64_t running = now[i].running_ns - from.running_ns;
-    std::uint64_t scaled = value;
-    if (running > 0 && running < enabled) {
-      const unsigned __int128 wide = static_cast<unsigned __int128>(value) * enabled / running;
-      scaled = wide > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(wide);
-    }
-    totals_.counts[i] += scaled;
+    totals_.counts[i] += delta_between(last_[i], now[i]).count;
     last_[i] = now[i];
   }
   totals_.missed_switches = reading.missed_switches;
